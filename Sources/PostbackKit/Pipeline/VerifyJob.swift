@@ -1,0 +1,63 @@
+/// `postbackd verify`: reads postbacks, verifies each, and prints one result per postback.
+public struct VerifyJob: Sendable {
+    /// Files, folders, or `-` for standard input (nothing also means standard input).
+    public var paths: [String]
+    public var keyRing: KeyRing
+    public var format: ResultFormat
+    /// Print the signed message, its SHA-256 and the key outcome for each postback.
+    public var explain: Bool
+    /// Verification width; defaults to the active cores.
+    public var width: Int
+
+    public init(
+        paths: [String],
+        keyRing: KeyRing = .apple,
+        format: ResultFormat = .text,
+        explain: Bool = false,
+        width: Int = ActiveProcessors.count
+    ) {
+        self.paths = paths
+        self.keyRing = keyRing
+        self.format = format
+        self.explain = explain
+        self.width = width
+    }
+
+    /// Runs the job, writing results to `output` and diagnostics to `errors`.
+    ///
+    /// The summary goes to `output` in text format and to `errors` in JSON format, so that
+    /// JSON output stays pure JSON Lines.
+    ///
+    /// - Throws: ``InputError`` when a path does not exist (before anything is read).
+    public func run(output: TextOutput, errors: TextOutput) async throws -> VerificationSummary {
+        let (files, walkDiagnostics) = try InputPaths.expand(paths)
+        for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
+        let reader = EntryReader(files: files)
+        var summary = VerificationSummary()
+        let format = self.format
+        let explain = self.explain
+        try await VerificationPipeline(keyRing: keyRing, width: width).run(reader) { verified in
+            for (entry, result) in verified.items {
+                summary.count(result)
+                switch format {
+                case .text:
+                    output.line(VerificationReport.textLine(entry.location, result))
+                    if explain, let block = VerificationReport.explanationText(result) { output.line(block) }
+                case .json:
+                    output.line(VerificationReport.jsonLine(entry.location, result, explain: explain))
+                }
+            }
+            for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }
+        }
+        for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }
+        summary.files = reader.filesOpened
+        summary.unreadableFiles = reader.unreadableFiles
+        switch format {
+        case .text: output.line(summary.text)
+        case .json: errors.line(summary.text)
+        }
+        output.flush()
+        errors.flush()
+        return summary
+    }
+}

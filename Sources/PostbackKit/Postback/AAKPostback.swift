@@ -1,0 +1,63 @@
+/// An AdAttributionKit postback: a JSON envelope holding a compact JWS (ES256) whose payload
+/// is signed, with unsigned conversion values beside it.
+public struct AAKPostback: Sendable, Hashable {
+    /// The JWS header's `kid`, after JSON decoding (devices escape its slash).
+    public var keyID: String
+    /// The JWS header's `alg`.
+    public var algorithm: String
+    /// `impression-type`.
+    public var impressionType: String
+    /// `ad-network-identifier`.
+    public var adNetworkID: String
+    /// `source-identifier`: 2, 3 or 4 digits.
+    public var sourceIdentifier: String
+    /// `advertised-item-identifier`: the App Store id of the advertised app.
+    public var advertisedItemID: Int64
+    /// `conversion-type`.
+    public var conversionType: AAKConversionType
+    /// `postback-identifier`: the dedup key with the ad network.
+    public var postbackID: String
+    /// `did-win`.
+    public var didWin: Bool
+    /// `postback-sequence-index`: 0, 1 or 2.
+    public var postbackSequenceIndex: Int
+    /// `marketplace-identifier` (`com.apple.AppStore`, an alternative marketplace's id).
+    public var marketplaceID: String?
+    /// `publisher-item-identifier`: the publishing app.
+    public var publisherItemID: Int64?
+    /// The envelope's unsigned `conversion-value` or `coarse-conversion-value`.
+    public var conversionValue: ConversionValue?
+    /// The envelope's unsigned `ad-interaction-type` (`click`, `view`).
+    public var adInteractionType: String?
+    /// The envelope's unsigned `country-code`.
+    public var countryCode: String?
+    /// A forwarder's `timestamp` field, if any.
+    public var forwarderTimestamp: Double?
+    /// The compact JWS exactly as received.
+    public var jws: String
+
+    /// The JWS signing input: the header and payload segments and the '.' between them,
+    /// exactly as received.
+    public var signingInput: Substring {
+        guard let lastDot = jws.lastIndex(of: ".") else { return jws[...] }
+        return jws[..<lastDot]
+    }
+
+    /// The JWS signature segment (base64url of the raw 64-byte R‖S).
+    public var signatureSegment: Substring {
+        guard let lastDot = jws.lastIndex(of: ".") else { return "" }
+        return jws[jws.index(after: lastDot)...]
+    }
+
+    /// The dedup key: (`ad-network-identifier`, `postback-identifier`).
+    public var dedupKey: DedupKey {
+        DedupKey(adNetworkID: adNetworkID, transactionID: postbackID, postbackSequenceIndex: postbackSequenceIndex)
+    }
+}
+
+/// What an AdAttributionKit conversion was.
+public enum AAKConversionType: String, Sendable, Hashable, CaseIterable {
+    case download
+    case redownload
+    case reengagement = "re-engagement"
+}

@@ -1,0 +1,259 @@
+/// Output formats for per-postback results.
+public enum ResultFormat: String, Sendable, CaseIterable {
+    /// One readable line per postback and a summary.
+    case text
+    /// JSON Lines: one object per postback.
+    case json
+}
+
+/// Counts of verdicts over a run of `verify`.
+public struct VerificationSummary: Sendable, Hashable {
+    public var postbacks = 0
+    public var valid = 0
+    public var invalid = 0
+    public var malformed = 0
+    public var unsupported = 0
+    /// Valid postbacks verified as test-mode (included in ``valid``).
+    public var testMode = 0
+    /// Valid AdAttributionKit postbacks verified with a development key (included in ``valid``).
+    public var development = 0
+    /// Inputs opened.
+    public var files = 0
+    /// Inputs that could not be read (an I/O error, not a verdict).
+    public var unreadableFiles = 0
+
+    public init() {}
+
+    mutating func count(_ result: VerificationResult) {
+        postbacks += 1
+        switch result.verdict {
+        case .valid:
+            valid += 1
+            if result.testMode { testMode += 1 }
+            if result.development { development += 1 }
+        case .invalid: invalid += 1
+        case .malformed: malformed += 1
+        case .unsupported: unsupported += 1
+        }
+    }
+
+    /// Whether every postback read was valid (vacuously true when none was read).
+    public var allValid: Bool { valid == postbacks }
+
+    /// `12 postbacks in 3 files: 10 valid (1 test mode), 1 invalid, 1 malformed, 0 unsupported`.
+    public var text: String {
+        let notes = [
+            testMode > 0 ? "\(testMode) test mode" : nil, development > 0 ? "\(development) development" : nil,
+        ]
+        .compactMap { $0 }
+        let test = notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")"
+        var line =
+            "\(postbacks) postback\(postbacks == 1 ? "" : "s") in \(files) file\(files == 1 ? "" : "s"): "
+            + "\(valid) valid\(test), \(invalid) invalid, \(malformed) malformed, \(unsupported) unsupported"
+        if unreadableFiles > 0 { line += "; \(unreadableFiles) unreadable input\(unreadableFiles == 1 ? "" : "s")" }
+        return line
+    }
+
+    /// The summary as one JSON object.
+    public var json: String {
+        var object = JSONObjectWriter()
+        object.add("postbacks", postbacks)
+        object.add("valid", valid)
+        object.add("invalid", invalid)
+        object.add("malformed", malformed)
+        object.add("unsupported", unsupported)
+        object.add("test_mode", testMode)
+        object.add("development", development)
+        object.add("files", files)
+        object.add("unreadable_files", unreadableFiles)
+        return object.text
+    }
+}
+
+/// How one result is printed by `postbackd verify`.
+public enum VerificationReport {
+    /// `path[2]: valid 4.0 com.example 6aafb7a5-… (apple-p256)`,
+    /// `path: valid aak development.adattributionkit 85546EB7-… (apple-development-identifier/1, development)` or
+    /// `path:7: malformed: app-id: expected an integer, found a string ("12")`.
+    public static func textLine(_ location: EntryLocation, _ result: VerificationResult) -> String {
+        var line = "\(location): \(result.verdict.rawValue)"
+        let version = result.kind == .aak ? "aak" : result.identity.version
+        let identity = [version, result.identity.adNetworkID, result.identity.transactionID]
+            .compactMap { $0.map(visible) }
+        if !identity.isEmpty { line += " " + identity.joined(separator: " ") }
+        if result.verdict == .valid {
+            if let key = result.keyName {
+                let mode = result.testMode ? ", test mode" : result.development ? ", development" : ""
+                line += " (\(key)\(mode))"
+            }
+            for warning in result.warnings { line += "; warning: \(warning)" }
+        } else if let reason = result.reason {
+            line += ": " + visible(reason)
+        }
+        return line
+    }
+
+    /// One JSON object: `source`, `index`, `line`, `form`, `verdict`, `kind`, `version`,
+    /// `transaction_id` (AdAttributionKit: `postback-identifier`), `ad_network_id`, `field`,
+    /// `reason`, `test_mode`, `development`, `key`, `warnings`, and with `explain` the signed
+    /// message and its SHA-256.
+    public static func jsonLine(_ location: EntryLocation, _ result: VerificationResult, explain: Bool) -> String {
+        var object = JSONObjectWriter()
+        object.add("source", location.source)
+        object.add("index", location.index)
+        object.add("line", location.line)
+        object.add("form", location.form.rawValue)
+        object.add("verdict", result.verdict.rawValue)
+        object.add("kind", result.kind?.rawValue)
+        object.add("version", result.identity.version)
+        object.add("transaction_id", result.identity.transactionID)
+        object.add("ad_network_id", result.identity.adNetworkID)
+        object.add("field", result.field)
+        object.add("reason", result.reason)
+        object.add("test_mode", result.testMode)
+        object.add("development", result.development)
+        object.add("key", result.keyName)
+        object.add("warnings", strings: result.warnings)
+        if explain, let explanation = SignatureExplanation(result) {
+            object.addRaw("explain", json: explanation.json)
+        }
+        return object.text
+    }
+
+    /// The indented `--explain` block printed under a text line.
+    public static func explanationText(_ result: VerificationResult) -> String? {
+        SignatureExplanation(result)?.text
+    }
+}
+
+/// What a person debugging a signature needs: the signed fields, the exact message with its
+/// separators made visible, its SHA-256, and which key verified it.
+struct SignatureExplanation {
+    struct Message {
+        var note: String
+        var fields: [(field: String, value: String)]
+        var bytes: [UInt8]
+        var digest: String
+    }
+
+    let scheme: String
+    let messages: [Message]
+    let signatureLength: String
+    let outcome: String
+
+    init?(_ result: VerificationResult) {
+        guard let postback = result.postback else { return nil }
+        switch postback {
+        case .skan(let postback):
+            let curve = postback.version.curve
+            scheme = "SKAdNetwork \(postback.version): \(curve) key, ECDSA with SHA-256; U+2063 shown as \\u2063"
+            func message(_ omitting: Bool, _ note: String) -> Message {
+                let bytes = postback.signedMessage(omittingSourceAppID: omitting)
+                return Message(
+                    note: note,
+                    fields: postback.signedValues(omittingSourceAppID: omitting).map {
+                        ($0.field, $0.value.description)
+                    },
+                    bytes: bytes,
+                    digest: SHA256Digest(hashing: bytes).description
+                )
+            }
+            var messages: [Message] = []
+            if result.verdict == .valid && result.verifiedWithoutSourceAppID {
+                messages.append(message(true, "as a test-mode device signs it: without source-app-id 0"))
+            } else {
+                messages.append(message(false, "as received"))
+                if result.verdict != .valid && postback.sourceAppID == 0 && postback.version >= .v2_0 {
+                    messages.append(message(true, "test-mode retry: without source-app-id 0"))
+                }
+            }
+            self.messages = messages
+            signatureLength =
+                Base64.decode(postback.attributionSignature.utf8).map { "\($0.count) bytes DER" } ?? "not base64"
+        case .aak(let postback):
+            scheme =
+                "AdAttributionKit JWS: alg \(visible(postback.algorithm)), kid \(visible(postback.keyID)); ES256 over header.payload as received"
+            let bytes = Array(postback.signingInput.utf8)
+            let header = (try? AAKPostbackDecoder.segmentJSON(postback.jws, 0, "header")) ?? []
+            let payload = (try? AAKPostbackDecoder.segmentJSON(postback.jws, 1, "payload")) ?? []
+            messages = [
+                Message(
+                    note: "JWS signing input",
+                    fields: [
+                        ("header", String(decoding: header, as: UTF8.self)),
+                        ("payload", String(decoding: payload, as: UTF8.self)),
+                    ],
+                    bytes: bytes,
+                    digest: SHA256Digest(hashing: bytes).description
+                )
+            ]
+            signatureLength =
+                Base64.decode(postback.signatureSegment.utf8, alphabet: .url).map { "\($0.count) bytes R‖S" }
+                ?? "not base64url"
+        }
+        if result.verdict == .valid {
+            let mode = result.testMode ? " (test mode)" : result.development ? " (development key)" : ""
+            outcome = "verifies with \(result.keyName ?? "?")\(mode)"
+        } else {
+            outcome = result.reason ?? "does not verify"
+        }
+    }
+
+    var text: String {
+        var lines: [String] = ["    " + scheme]
+        for message in messages {
+            lines.append("    signed message, \(message.note) (\(message.bytes.count) bytes):")
+            for entry in message.fields {
+                lines.append("      \(pad(entry.field, 25)) \(visible(entry.value))")
+            }
+            lines.append("      " + visible(String(decoding: message.bytes, as: UTF8.self)))
+            lines.append("      sha256 \(message.digest)")
+        }
+        lines.append("    signature (\(signatureLength)): \(outcome)")
+        return lines.joined(separator: "\n")
+    }
+
+    var json: String {
+        var object = JSONObjectWriter()
+        object.asciiOnly = true
+        object.add("scheme", scheme)
+        var list: [String] = []
+        for message in messages {
+            var entry = JSONObjectWriter()
+            entry.asciiOnly = true
+            entry.add("note", message.note)
+            var fields = JSONObjectWriter()
+            fields.asciiOnly = true
+            for field in message.fields { fields.add(field.field, field.value) }
+            entry.addRaw("fields", json: fields.text)
+            entry.add("message", String(decoding: message.bytes, as: UTF8.self))
+            entry.add("bytes", message.bytes.count)
+            entry.add("sha256", message.digest)
+            list.append(entry.text)
+        }
+        object.addRaw("messages", json: "[" + list.joined(separator: ",") + "]")
+        object.add("signature", signatureLength)
+        object.add("outcome", outcome)
+        return object.text
+    }
+}
+
+/// `text` with U+2063 and every other invisible or non-ASCII character written as `\uXXXX`,
+/// so that a person sees exactly what was signed.
+func visible(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if scalar.value >= 0x20 && scalar.value < 0x7F {
+            out.unicodeScalars.append(scalar)
+        } else if scalar.value > 0xFFFF {
+            out += "\\u{\(String(scalar.value, radix: 16))}"
+        } else {
+            out += "\\u" + hex4(UInt16(scalar.value)).lowercased()
+        }
+    }
+    return out
+}
+
+func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+}

@@ -1,0 +1,109 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a command writes what it prints: a file descriptor (buffered) or, in tests, memory.
+public final class TextOutput: Sendable {
+    private enum Target {
+        case descriptor(Int32, owned: Bool)
+        case memory
+    }
+
+    private struct State {
+        var buffer: [UInt8] = []
+        var captured: [UInt8] = []
+    }
+
+    private let target: Target
+    private let state = Mutex(State())
+    private static let flushThreshold = 64 * 1024
+
+    private init(target: Target) {
+        self.target = target
+    }
+
+    /// Standard output.
+    public static func standardOutput() -> TextOutput { TextOutput(target: .descriptor(STDOUT_FILENO, owned: false)) }
+    /// Standard error.
+    public static func standardError() -> TextOutput { TextOutput(target: .descriptor(STDERR_FILENO, owned: false)) }
+    /// A file, created or truncated.
+    public static func file(_ path: String) throws -> TextOutput {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw InputError(.unreadable, "\(path): cannot write: \(String(cString: strerror(errno)))")
+        }
+        return TextOutput(target: .descriptor(descriptor, owned: true))
+    }
+
+    deinit {
+        flush()
+        if case .descriptor(let descriptor, owned: true) = target { close(descriptor) }
+    }
+    /// Keeps everything written, for ``text``.
+    public static func memory() -> TextOutput { TextOutput(target: .memory) }
+
+    /// Writes `text` followed by a line feed.
+    public func line(_ text: String) {
+        write(text + "\n")
+    }
+
+    /// Writes `text` as it is.
+    public func write(_ text: String) {
+        let overflow: [UInt8]? = state.withLock { state in
+            switch target {
+            case .memory:
+                state.captured.append(contentsOf: text.utf8)
+                return nil
+            case .descriptor:
+                state.buffer.append(contentsOf: text.utf8)
+                guard state.buffer.count >= Self.flushThreshold else { return nil }
+                defer { state.buffer.removeAll(keepingCapacity: true) }
+                return state.buffer
+            }
+        }
+        if let overflow { emit(overflow) }
+    }
+
+    /// Writes out what is buffered.
+    public func flush() {
+        let pending = state.withLock { state -> [UInt8] in
+            defer { state.buffer.removeAll(keepingCapacity: true) }
+            return state.buffer
+        }
+        if !pending.isEmpty { emit(pending) }
+    }
+
+    /// Everything written to a ``memory()`` output.
+    public var text: String {
+        state.withLock { String(decoding: $0.captured, as: UTF8.self) }
+    }
+
+    /// Whether this output is a terminal (for progress display and colour).
+    public var isTerminal: Bool {
+        guard case .descriptor(let descriptor, _) = target else { return false }
+        return isatty(descriptor) == 1
+    }
+
+    private func emit(_ bytes: [UInt8]) {
+        guard case .descriptor(let descriptor, _) = target else { return }
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return  // a closed pipe: nothing more can be shown
+                }
+            }
+        }
+    }
+}

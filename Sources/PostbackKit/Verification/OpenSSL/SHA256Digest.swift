@@ -1,0 +1,70 @@
+import CPostbackdOpenSSL
+
+/// A SHA-256 digest.
+public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
+    /// The 32 digest bytes.
+    public let bytes: [UInt8]
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// The digest of `message`.
+    public init<Message: Collection<UInt8>>(hashing message: Message) {
+        self.bytes = Self.hash(message)
+    }
+
+    /// Lower-case hexadecimal, as `sha256sum` prints it.
+    public var description: String {
+        hexString(bytes)
+    }
+
+    /// Hashes `message` through OpenSSL with a one-off context. Hot paths use
+    /// ``ECDSAVerifier/sha256(_:)`` instead, which reuses its context.
+    public static func hash<Message: Collection<UInt8>>(_ message: Message) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let bytes = Array(message)
+        let status = bytes.withUnsafeBytes { input in
+            output.withUnsafeMutableBufferPointer { out in
+                EVP_Digest(
+                    input.baseAddress,
+                    input.count,
+                    out.baseAddress,
+                    &length,
+                    SHA256Algorithm.shared.pointer,
+                    nil
+                )
+            }
+        }
+        // EVP_Digest fails only when OpenSSL cannot allocate; a zero digest then fails every verify.
+        if status != 1 { OpenSSLErrorQueue.clear() }
+        return output
+    }
+}
+
+/// OpenSSL's SHA-256 implementation, fetched from the default provider once per process.
+// @unchecked: a fetched EVP_MD is immutable and documented as shareable between threads.
+final class SHA256Algorithm: @unchecked Sendable {
+    static let shared = SHA256Algorithm()
+
+    let pointer: OpaquePointer?
+
+    private init() {
+        pointer = EVP_MD_fetch(nil, "SHA256", nil)
+    }
+
+    deinit {
+        EVP_MD_free(pointer)
+    }
+}
+
+func hexString<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+    let digits: [UInt8] = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import PostbackKit
+
+/// `--keys DIR`: the public keys to verify with.
+struct KeyOptions: ParsableArguments {
+    @Option(
+        name: .customLong("keys"),
+        help: ArgumentHelp(
+            "Verify with the keys in <dir> instead of Apple's built-in ones: p192.pem verifies 1.0 and 2.0, p256.pem 2.1 and later; either may be absent. Repeat to try several folders in order.",
+            valueName: "dir"
+        )
+    )
+    var directories: [String] = []
+
+    /// The key ring these options select, or a usage error naming the bad folder or file.
+    func keyRing() throws -> KeyRing {
+        guard !directories.isEmpty else { return .apple }
+        do {
+            return try KeyRing(directories: directories)
+        } catch {
+            throw ValidationError(error.reason)
+        }
+    }
+}
+
+extension ResultFormat: ExpressibleByArgument {}
+
+/// Reports a run that could not read its inputs, and exits with status 2.
+func failInput(_ message: String) -> ExitCode {
+    let errors = TextOutput.standardError()
+    errors.line("postbackd: \(message)")
+    errors.flush()
+    return .usageOrInputError
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import PostbackKit
+
+extension Postbackd {
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check whether Apple really signed each postback, and if not, why.",
+            discussion: """
+                Reads one postback, a file of them (a JSON object, a JSON array, or JSON Lines) or \
+                folders of .json, .jsonl and .ndjson files (recursively), and prints one result per \
+                postback: valid, invalid (the signature does not verify), malformed (not a \
+                well-formed postback of its version) or unsupported (unknown version), with the \
+                field and reason for anything not valid, then a summary.
+
+                Examples:
+                  postbackd verify SamplePostbacks/apple
+                  postbackd verify --format json postbacks.jsonl
+                  postbackd verify --explain postback.json
+                  postbackd verify --keys Keys/test SamplePostbacks/generated
+
+                Exit status: \(ExitStatus.documentation)
+                """
+        )
+
+        @OptionGroup var keys: KeyOptions
+
+        @Option(
+            help:
+                "text: one line per postback and a summary; json: JSON Lines, one object per postback (summary on standard error)."
+        )
+        var format: ResultFormat = .text
+
+        @Flag(
+            help: "Also show each postback's signed message (separators made visible), its SHA-256 and the key outcome."
+        )
+        var explain = false
+
+        @Argument(help: "Files or folders to read; - or nothing reads standard input.")
+        var paths: [String] = []
+
+        func run() async throws {
+            let job = VerifyJob(paths: paths, keyRing: try keys.keyRing(), format: format, explain: explain)
+            let summary: VerificationSummary
+            do {
+                summary = try await job.run(output: .standardOutput(), errors: .standardError())
+            } catch let error as InputError {
+                throw failInput(error.reason)
+            }
+            if summary.unreadableFiles > 0 { throw ExitCode.usageOrInputError }
+            if !summary.allValid { throw ExitCode.notAllValid }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// Runs the `postbackd` binary that `swift test` built.
+public enum Postbackd {
+    /// What a run printed and how it ended.
+    public struct Run: Sendable {
+        public var status: Int32
+        public var standardOutput: String
+        public var standardError: String
+
+        public var outputLines: [String] {
+            standardOutput.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        }
+    }
+
+    /// The built binary: beside the test bundle in the build products folder.
+    public static let executable: String = {
+        let testBinary = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+        )
+        var folder = testBinary.deletingLastPathComponent()
+        // On Linux the test binary is `<products>/postbackdPackageTests.xctest`.
+        if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
+        return folder.appendingPathComponent("postbackd").path
+    }()
+
+    /// Runs `postbackd arguments…` in `directory`, feeding `input` to standard input.
+    public static func run(
+        _ arguments: [String],
+        input: [UInt8]? = nil,
+        directory: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let outPipe = Pipe()
+        let errPipe = Pipe()
+        let inPipe = Pipe()
+        process.standardOutput = outPipe
+        process.standardError = errPipe
+        process.standardInput = inPipe
+        try process.run()
+        // Read both pipes while the process runs, so a large output cannot block it.
+        let group = DispatchGroup()
+        nonisolated(unsafe) var out = Data()
+        nonisolated(unsafe) var err = Data()
+        group.enter()
+        DispatchQueue.global().async {
+            out = outPipe.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        group.enter()
+        DispatchQueue.global().async {
+            err = errPipe.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        if let input { inPipe.fileHandleForWriting.write(Data(input)) }
+        try inPipe.fileHandleForWriting.close()
+        process.waitUntilExit()
+        group.wait()
+        return Run(
+            status: process.terminationStatus,
+            standardOutput: String(decoding: out, as: UTF8.self),
+            standardError: String(decoding: err, as: UTF8.self)
+        )
+    }
+}

@@ -12,6 +12,7 @@ let package = Package(
         // Pinned: only the versions mirrored on the build machines resolve.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -23,6 +24,7 @@ let package = Package(
             name: "PostbackKit",
             dependencies: [
                 "CPostbackdOpenSSL",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -38,12 +40,12 @@ let package = Package(
         // factory, temporary folders, running the built binary.
         .target(
             name: "PostbackTestSupport",
-            dependencies: ["PostbackKit"],
+            dependencies: ["PostbackKit", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/PostbackTestSupport"
         ),
         .testTarget(
             name: "PostbackKitTests",
-            dependencies: ["PostbackKit", "PostbackTestSupport"],
+            dependencies: ["PostbackKit", "PostbackTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 import PostbackKit
 
 #if canImport(Glibc)
@@ -15,16 +16,20 @@ struct Postbackd: AsyncParsableCommand {
               postbackd verify SamplePostbacks/apple
               postbackd verify --format json --explain postback.json
               cat postbacks.jsonl | postbackd verify -
+              postbackd ingest --db postbacks.sqlite incoming/
+
+            Logging: POSTBACKD_LOG_LEVEL=debug (trace, debug, info, notice, warning, error) logs to standard error.
 
             Exit status: \(ExitStatus.documentation)
             """,
         version: PostbackKit.version,
-        subcommands: [Verify.self, Generate.self]
+        subcommands: [Verify.self, Ingest.self, Generate.self]
     )
 
     /// Like ArgumentParser's `main`, but usage errors exit with status 2 (as I/O errors do),
     /// keeping 1 for "some postback is not valid".
     static func main() async {
+        bootstrapLogging()
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {
@@ -42,5 +47,19 @@ struct Postbackd: AsyncParsableCommand {
             }
             exit(withError: error)
         }
+    }
+}
+
+/// Logs go to standard error at the level in `POSTBACKD_LOG_LEVEL` (default: warning).
+private func bootstrapLogging() {
+    let level =
+        getenv("POSTBACKD_LOG_LEVEL").flatMap { String(validatingCString: $0) }.flatMap {
+            Logger.Level(rawValue: $0.lowercased())
+        }
+        ?? .warning
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
     }
 }

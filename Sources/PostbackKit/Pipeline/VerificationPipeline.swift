@@ -8,10 +8,13 @@ public struct VerificationPipeline: Sendable {
     public let pool: VerifierPool
     /// Batches verified at once.
     public let width: Int
+    /// Also hash each entry's raw bytes (for the store).
+    public let hashingRaw: Bool
 
-    public init(keyRing: KeyRing, width: Int = ActiveProcessors.count) {
+    public init(keyRing: KeyRing, width: Int = ActiveProcessors.count, hashingRaw: Bool = false) {
         self.pool = VerifierPool(keyRing: keyRing)
         self.width = max(1, width)
+        self.hashingRaw = hashingRaw
     }
 
     /// Verifies every entry `reader` yields, calling `consume` once per batch, in order.
@@ -20,6 +23,7 @@ public struct VerificationPipeline: Sendable {
         consume: (VerifiedBatch) async throws -> Void
     ) async throws {
         let pool = self.pool
+        let hashingRaw = self.hashingRaw
         // Two batches in flight per worker keep every core busy while the consumer works.
         let inFlightLimit = width * 2
         try await withThrowingTaskGroup(of: VerifiedBatch.self) { group in
@@ -35,7 +39,7 @@ public struct VerificationPipeline: Sendable {
             }
 
             while let batch = reader.nextBatch() {
-                group.addTask { pool.verify(batch) }
+                group.addTask { pool.verify(batch, hashingRaw: hashingRaw) }
                 inFlight += 1
                 while inFlight >= inFlightLimit, let done = try await group.next() {
                     inFlight -= 1

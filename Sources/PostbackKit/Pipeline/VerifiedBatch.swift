@@ -3,6 +3,9 @@ public struct VerifiedBatch: Sendable {
     public var batch: EntryBatch
     /// One result per entry of ``batch``, in the same order.
     public var results: [VerificationResult]
+    /// The SHA-256 of each entry's raw bytes, when the pipeline was asked for them (the store
+    /// keys sightings and quarantine by them); empty otherwise.
+    public var rawDigests: [[UInt8]] = []
 
     /// The entries with their results.
     public var items: Zip2Sequence<[RawEntry], [VerificationResult]> {
@@ -11,19 +14,20 @@ public struct VerifiedBatch: Sendable {
 }
 
 extension VerifierPool {
-    /// Checks every entry of `batch`.
-    public func verify(_ batch: EntryBatch) -> VerifiedBatch {
+    /// Checks every entry of `batch`, and hashes its raw bytes when `hashingRaw`.
+    public func verify(_ batch: EntryBatch, hashingRaw: Bool = false) -> VerifiedBatch {
         withVerifier { verifier in
-            let results = batch.bytes.withUnsafeBufferPointer { bytes in
-                batch.entries.map { entry in
-                    verifier.check(
-                        UnsafeBufferPointer(rebasing: bytes[entry.range]),
-                        problem: entry.problem,
-                        line: entry.location.line
-                    )
+            batch.bytes.withUnsafeBufferPointer { bytes in
+                var verified = VerifiedBatch(batch: batch, results: [])
+                verified.results.reserveCapacity(batch.entries.count)
+                if hashingRaw { verified.rawDigests.reserveCapacity(batch.entries.count) }
+                for entry in batch.entries {
+                    let raw = UnsafeBufferPointer(rebasing: bytes[entry.range])
+                    verified.results.append(verifier.check(raw, problem: entry.problem, line: entry.location.line))
+                    if hashingRaw { verified.rawDigests.append(verifier.sha256(raw)) }
                 }
+                return verified
             }
-            return VerifiedBatch(batch: batch, results: results)
         }
     }
 }

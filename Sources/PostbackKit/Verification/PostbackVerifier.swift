@@ -63,6 +63,11 @@ public final class PostbackVerifier: @unchecked Sendable {
         return checkSKAN(SKANPostbackDecoder(fields))
     }
 
+    /// The SHA-256 of `bytes`, with this verifier's OpenSSL context.
+    public func sha256(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        ecdsa.sha256(UnsafeRawBufferPointer(bytes))
+    }
+
     /// Checks one entry held in an array.
     public func check(_ bytes: [UInt8], problem: EntryReadProblem? = nil, line: Int = 1) -> VerificationResult {
         bytes.withUnsafeBufferPointer { check($0, problem: problem, line: line) }

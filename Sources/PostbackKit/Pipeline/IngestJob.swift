@@ -1,0 +1,144 @@
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `postbackd ingest`: reads postback files, verifies them on every core, and stores each
+/// postback exactly once in the SQLite database, or quarantines it with its reason.
+///
+/// Postbacks are written by one writer, in input order, one transaction per batch; every
+/// insert is idempotent (unique keys with `ON CONFLICT DO NOTHING`), so a run that is killed
+/// and started again ends in the state of one uninterrupted run.
+public struct IngestJob: Sendable {
+    public var paths: [String]
+    public var databasePath: String
+    public var keyRing: KeyRing
+    /// `--received-at`: the time every postback of this run was received.
+    public var receivedAt: UTCInstant?
+    public var width: Int
+    public var logger: Logger
+    /// Quarantined entries described on standard error, at most; the rest are counted.
+    public var quarantineMessageLimit: Int
+
+    public init(
+        paths: [String],
+        databasePath: String,
+        keyRing: KeyRing = .apple,
+        receivedAt: UTCInstant? = nil,
+        width: Int = ActiveProcessors.count,
+        logger: Logger = Logger(label: "postbackd.ingest"),
+        quarantineMessageLimit: Int = 20
+    ) {
+        self.paths = paths
+        self.databasePath = databasePath
+        self.keyRing = keyRing
+        self.receivedAt = receivedAt
+        self.width = width
+        self.logger = logger
+        self.quarantineMessageLimit = quarantineMessageLimit
+    }
+
+    /// Runs the job. Diagnostics and progress go to `errors`; the caller prints the summary.
+    ///
+    /// - Throws: ``InputError`` (a path does not exist) and ``DatabaseOpenError`` before
+    ///   anything is stored; a database error while writing (what was committed stays, and a
+    ///   re-run completes it).
+    public func run(errors: TextOutput, showProgress: Bool) async throws -> IngestSummary {
+        let started = UTCInstant.now()
+        let (files, walkDiagnostics) = try InputPaths.expand(paths)
+        let queue = try PostbackDatabase.open(databasePath)
+        let store = PostbackStore(queue: queue)
+        for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
+
+        var canonical: [String: String] = [:]
+        for file in files {
+            if let path = file.path { canonical[path] = canonicalPath(path) }
+        }
+        let runID = try store.beginRun(
+            inputs: paths.isEmpty ? ["-"] : paths,
+            receivedAtOption: receivedAt,
+            startedAt: started
+        )
+        var logger = self.logger
+        logger[metadataKey: "ingest.run_id"] = "\(runID)"
+        logger.info(
+            "ingest started",
+            metadata: ["ingest.inputs": "\(files.count)", "ingest.database": "\(databasePath)"]
+        )
+
+        let reader = EntryReader(files: files)
+        let progress = IngestProgress(
+            output: errors,
+            enabled: showProgress,
+            totalBytes: files.contains(.standardInput) ? nil : files.compactMap { fileSize($0.path) }.reduce(0, +),
+            totalFiles: files.count
+        )
+        let context = PostbackStore.BatchContext(
+            runID: runID,
+            rule: ReceivedTimeRule(fixed: receivedAt),
+            storedSource: { canonical[$0] ?? $0 }
+        )
+        var summary = IngestSummary()
+        summary.runID = runID
+        var described = 0
+        let limit = quarantineMessageLimit
+        do {
+            try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) { verified in
+                let quarantined = try store.write(verified, context: context, summary: &summary)
+                for item in quarantined where described < limit {
+                    progress.message(VerificationReport.textLine(item.location, item.result))
+                    described += 1
+                }
+                for diagnostic in reader.takeDiagnostics() { progress.message(diagnostic.description) }
+                progress.update(postbacks: summary.read, bytesRead: reader.bytesRead, filesOpened: reader.filesOpened)
+                logger.trace(
+                    "batch committed",
+                    metadata: ["ingest.batch": "\(verified.batch.sequence)", "ingest.read": "\(summary.read)"]
+                )
+            }
+        } catch {
+            progress.finish()
+            summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
+            try? store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
+            logger.error("ingest failed", metadata: ["ingest.error": "\(error)"])
+            throw error
+        }
+        progress.finish()
+        for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }
+        if summary.quarantined > described {
+            errors.line(
+                "… and \(formatCount(summary.quarantined - described)) more quarantined; all are in the quarantine table of \(databasePath)"
+            )
+        }
+        summary.files = reader.filesOpened
+        summary.unreadableFiles = reader.unreadableFiles
+        summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
+        try store.finishRun(runID, summary: summary, status: "completed", finishedAt: .now())
+        logger.info(
+            "ingest completed",
+            metadata: ["ingest.read": "\(summary.read)", "ingest.accepted": "\(summary.accepted)"]
+        )
+        errors.flush()
+        return summary
+    }
+}
+
+/// The absolute path with symbolic links resolved, so that one file read by two names is one
+/// source; the path as given when it cannot be resolved.
+func canonicalPath(_ path: String) -> String {
+    guard let resolved = realpath(path, nil) else { return path }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
+
+private func fileSize(_ path: String?) -> Int? {
+    guard let path else { return nil }
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return Int(info.st_size)
+}

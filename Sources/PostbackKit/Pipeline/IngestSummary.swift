@@ -1,0 +1,105 @@
+/// What one `postbackd ingest` run did. `read = accepted + duplicates + quarantined`.
+public struct IngestSummary: Sendable, Hashable {
+    /// Entries read.
+    public var read = 0
+    /// Postbacks stored by this run.
+    public var accepted = 0
+    /// Valid postbacks whose dedup key was already taken (conflicts included).
+    public var duplicates = 0
+    /// Duplicates whose conversion value, coarse value or country code differ from the stored
+    /// postback's.
+    public var conflicts = 0
+    /// Entries quarantined: invalid + malformed + unsupported.
+    public var quarantined = 0
+    public var invalid = 0
+    public var malformed = 0
+    public var unsupported = 0
+    /// Test-mode postbacks stored by this run (included in ``accepted``).
+    public var testMode = 0
+    /// AdAttributionKit development-key postbacks stored by this run (included in ``accepted``).
+    public var development = 0
+    /// Inputs read, and inputs that could not be read.
+    public var files = 0
+    public var unreadableFiles = 0
+    /// The `ingest_runs` row of this run.
+    public var runID: Int64 = 0
+    public var seconds: Double = 0
+
+    public init() {}
+
+    mutating func add(_ other: IngestSummary) {
+        read += other.read
+        accepted += other.accepted
+        duplicates += other.duplicates
+        conflicts += other.conflicts
+        quarantined += other.quarantined
+        invalid += other.invalid
+        malformed += other.malformed
+        unsupported += other.unsupported
+        testMode += other.testMode
+        development += other.development
+    }
+
+    /// Postbacks per second over the run.
+    public var rate: Double { seconds > 0 ? Double(read) / seconds : 0 }
+
+    /// The summary for people.
+    public var text: String {
+        var lines = [
+            "read \(formatCount(read)) postback\(read == 1 ? "" : "s") from \(files) input\(files == 1 ? "" : "s") in \(formatSeconds(seconds)) (\(formatCount(Int(rate.rounded())))/s)",
+            "  accepted     \(formatCount(accepted))"
+                + (testMode + development > 0 ? " (\(testMode) test mode, \(development) development)" : ""),
+            "  duplicates   \(formatCount(duplicates))"
+                + (conflicts > 0 ? " (\(conflicts) with conflicting values)" : ""),
+            "  quarantined  \(formatCount(quarantined)) (\(invalid) invalid, \(malformed) malformed, \(unsupported) unsupported)",
+        ]
+        if unreadableFiles > 0 {
+            lines.append("  \(unreadableFiles) input\(unreadableFiles == 1 ? "" : "s") could not be read")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The summary as one JSON object on one line.
+    public var json: String {
+        var object = JSONObjectWriter()
+        object.add("read", read)
+        object.add("accepted", accepted)
+        object.add("duplicates", duplicates)
+        object.add("conflicts", conflicts)
+        object.add("quarantined", quarantined)
+        object.add("invalid", invalid)
+        object.add("malformed", malformed)
+        object.add("unsupported", unsupported)
+        object.add("test_mode", testMode)
+        object.add("development", development)
+        object.add("files", files)
+        object.add("unreadable_files", unreadableFiles)
+        object.add("run_id", Int(runID))
+        object.add("seconds", (seconds * 1000).rounded() / 1000)
+        return object.text
+    }
+}
+
+/// `1234567` as `1,234,567`.
+public func formatCount(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var out = ""
+    for (index, character) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+        out.append(character)
+    }
+    return value < 0 ? "-" + out : out
+}
+
+func formatSeconds(_ seconds: Double) -> String {
+    if seconds < 60 { return String(format2(seconds)) + " s" }
+    let whole = Int(seconds.rounded())
+    return "\(whole / 60)m\(whole % 60 < 10 ? "0" : "")\(whole % 60)s"
+}
+
+/// Two decimals without Foundation.
+func format2(_ value: Double) -> String {
+    let hundredths = Int((value * 100).rounded())
+    let fraction = hundredths % 100
+    return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+}

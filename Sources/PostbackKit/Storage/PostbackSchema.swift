@@ -1,0 +1,129 @@
+import GRDB
+
+/// The database schema, as a sequence of migrations: a database is migrated forward on open,
+/// and never backward.
+///
+/// Tables (documented for `sqlite3` users in the README):
+/// - `postbacks`: one row per accepted postback, every parsed field a column, the raw JSON,
+///   where it was read; the dedup key is a unique index.
+/// - `sightings`: every further copy of a stored postback, one per distinct (source,
+///   position, bytes).
+/// - `conflicts`: sightings whose unsigned values differ from the stored postback, with both.
+/// - `quarantine`: every invalid, malformed or unsupported entry with its reason and bytes.
+/// - `ingest_runs`: one row per `postbackd ingest`.
+public enum PostbackSchema {
+    public static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: postbacks, sightings, conflicts, quarantine, ingest runs") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE ingest_runs (
+                        id INTEGER PRIMARY KEY,
+                        started_at TEXT NOT NULL,
+                        finished_at TEXT,
+                        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+                        inputs TEXT NOT NULL,
+                        received_at_option TEXT,
+                        postbackd_version TEXT NOT NULL,
+                        read INTEGER NOT NULL DEFAULT 0,
+                        accepted INTEGER NOT NULL DEFAULT 0,
+                        duplicates INTEGER NOT NULL DEFAULT 0,
+                        conflicts INTEGER NOT NULL DEFAULT 0,
+                        quarantined INTEGER NOT NULL DEFAULT 0,
+                        test_mode INTEGER NOT NULL DEFAULT 0,
+                        development INTEGER NOT NULL DEFAULT 0
+                    );
+
+                    CREATE TABLE postbacks (
+                        id INTEGER PRIMARY KEY,
+                        kind TEXT NOT NULL CHECK (kind IN ('skan', 'aak')),
+                        key_space TEXT NOT NULL CHECK (key_space IN ('production', 'test', 'development')),
+                        ad_network_id TEXT NOT NULL,
+                        transaction_id TEXT NOT NULL,
+                        postback_sequence_index INTEGER NOT NULL,
+                        version TEXT,
+                        app_id INTEGER NOT NULL,
+                        campaign_id INTEGER,
+                        source_identifier TEXT,
+                        source_app_id INTEGER,
+                        source_domain TEXT,
+                        fidelity_type INTEGER,
+                        did_win INTEGER,
+                        redownload INTEGER,
+                        conversion_type TEXT,
+                        marketplace_id TEXT,
+                        impression_type TEXT,
+                        ad_interaction_type TEXT,
+                        fine_value INTEGER,
+                        coarse_value TEXT,
+                        country_code TEXT,
+                        test_mode INTEGER NOT NULL,
+                        development INTEGER NOT NULL,
+                        key_name TEXT NOT NULL,
+                        received_at TEXT NOT NULL,
+                        received_at_source TEXT NOT NULL,
+                        raw BLOB NOT NULL,
+                        raw_sha256 BLOB NOT NULL,
+                        source TEXT NOT NULL,
+                        source_index INTEGER NOT NULL,
+                        source_line INTEGER NOT NULL,
+                        run_id INTEGER NOT NULL
+                    );
+                    CREATE UNIQUE INDEX postbacks_dedup_key
+                        ON postbacks (ad_network_id, transaction_id, postback_sequence_index, kind, key_space);
+                    CREATE INDEX postbacks_received_at ON postbacks (received_at);
+
+                    CREATE TABLE sightings (
+                        id INTEGER PRIMARY KEY,
+                        postback_id INTEGER NOT NULL REFERENCES postbacks (id),
+                        source TEXT NOT NULL,
+                        source_index INTEGER NOT NULL,
+                        source_line INTEGER NOT NULL,
+                        raw_sha256 BLOB NOT NULL,
+                        raw BLOB,
+                        fine_value INTEGER,
+                        coarse_value TEXT,
+                        country_code TEXT,
+                        conflict INTEGER NOT NULL,
+                        received_at TEXT NOT NULL,
+                        run_id INTEGER NOT NULL
+                    );
+                    CREATE UNIQUE INDEX sightings_copy ON sightings (source, source_index, raw_sha256);
+                    CREATE INDEX sightings_postback ON sightings (postback_id);
+
+                    CREATE TABLE conflicts (
+                        sighting_id INTEGER PRIMARY KEY REFERENCES sightings (id),
+                        postback_id INTEGER NOT NULL REFERENCES postbacks (id),
+                        stored_fine_value INTEGER,
+                        stored_coarse_value TEXT,
+                        stored_country_code TEXT,
+                        copy_fine_value INTEGER,
+                        copy_coarse_value TEXT,
+                        copy_country_code TEXT
+                    );
+
+                    CREATE TABLE quarantine (
+                        id INTEGER PRIMARY KEY,
+                        verdict TEXT NOT NULL CHECK (verdict IN ('invalid', 'malformed', 'unsupported')),
+                        field TEXT,
+                        reason TEXT NOT NULL,
+                        kind TEXT,
+                        version TEXT,
+                        ad_network_id TEXT,
+                        transaction_id TEXT,
+                        raw BLOB NOT NULL,
+                        raw_size INTEGER NOT NULL,
+                        raw_sha256 BLOB NOT NULL,
+                        source TEXT NOT NULL,
+                        source_index INTEGER NOT NULL,
+                        source_line INTEGER NOT NULL,
+                        received_at TEXT NOT NULL,
+                        run_id INTEGER NOT NULL
+                    );
+                    CREATE UNIQUE INDEX quarantine_copy ON quarantine (source, source_index, raw_sha256);
+                    """
+            )
+        }
+        return migrator
+    }
+}

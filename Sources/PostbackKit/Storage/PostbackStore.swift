@@ -1,0 +1,347 @@
+import Foundation
+import GRDB
+
+/// The key space a stored postback claims its dedup key in.
+///
+/// Test-mode SKAdNetwork postbacks and AdAttributionKit development-key postbacks claim keys in
+/// spaces of their own. Both can be made from a genuine postback by someone who relays it (a
+/// `source-app-id` of 0 can be added to any postback signed without a source app, and any phone
+/// in Developer Mode can sign a development postback with any identifier), so letting them
+/// claim the production key would let a forgery suppress the genuine postback. They never
+/// count as installs, so keeping them apart never counts anything twice.
+public enum KeySpace: String, Sendable, Hashable {
+    case production, test, development
+
+    init(_ result: VerificationResult) {
+        self = result.development ? .development : result.testMode ? .test : .production
+    }
+}
+
+/// Writes verified batches into the database: accepted postbacks, sightings of duplicates,
+/// conflicts, quarantine; one transaction per batch.
+///
+/// Dedup is enforced by the database: the `postbacks_dedup_key` unique index and
+/// `INSERT … ON CONFLICT DO NOTHING`. Only a valid postback ever reaches `postbacks`, so a
+/// forged copy can never claim a key before the genuine one arrives.
+public final class PostbackStore {
+    public let queue: DatabaseQueue
+
+    public init(queue: DatabaseQueue) {
+        self.queue = queue
+    }
+
+    // MARK: - Runs
+
+    /// Records the start of a run and returns its id.
+    public func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) throws -> Int64 {
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO ingest_runs (started_at, status, inputs, received_at_option, postbackd_version)
+                    VALUES (?, 'running', ?, ?, ?)
+                    """,
+                arguments: [
+                    startedAt.iso8601, "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]",
+                    receivedAtOption?.iso8601, PostbackKit.version,
+                ]
+            )
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// Records the end of a run with its counts.
+    public func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) throws {
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE ingest_runs SET finished_at = ?, status = ?, read = ?, accepted = ?, duplicates = ?,
+                        conflicts = ?, quarantined = ?, test_mode = ?, development = ?
+                    WHERE id = ?
+                    """,
+                arguments: [
+                    finishedAt.iso8601, status, summary.read, summary.accepted, summary.duplicates, summary.conflicts,
+                    summary.quarantined, summary.testMode, summary.development, id,
+                ]
+            )
+        }
+    }
+
+    // MARK: - Batches
+
+    /// What the writer needs to know about the batch beyond the verification results.
+    public struct BatchContext {
+        public var runID: Int64
+        public var rule: ReceivedTimeRule
+        /// The name stored for a source: the canonical path (so that re-reading a file by
+        /// another path adds nothing), `-` for standard input.
+        public var storedSource: (String) -> String
+
+        public init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
+            self.runID = runID
+            self.rule = rule
+            self.storedSource = storedSource
+        }
+    }
+
+    /// One entry the batch quarantined, for reporting.
+    public struct Quarantined: Sendable {
+        public var location: EntryLocation
+        public var result: VerificationResult
+    }
+
+    /// Writes one verified batch in one transaction, in input order, and adds its counts to
+    /// `summary`. Returns the entries it quarantined.
+    public func write(
+        _ verified: VerifiedBatch,
+        context: BatchContext,
+        summary: inout IngestSummary
+    ) throws -> [Quarantined] {
+        var quarantined: [Quarantined] = []
+        var counts = IngestSummary()
+        let now = UTCInstant.now()
+        try queue.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                counts = IngestSummary()
+                quarantined.removeAll(keepingCapacity: true)
+                for (index, (entry, result)) in verified.items.enumerated() {
+                    counts.read += 1
+                    let raw = verified.batch.bytes[entry.range]
+                    let digest = verified.rawDigests[index]
+                    let source = context.storedSource(entry.location.source)
+                    if result.verdict == .valid, let postback = result.postback {
+                        let (receivedAt, receivedSource) = context.rule.receivedTime(
+                            forwarderTimestamp: postback.forwarderTimestamp,
+                            now: now
+                        )
+                        try store(
+                            db,
+                            postback,
+                            result,
+                            raw: raw,
+                            digest: digest,
+                            source: source,
+                            location: entry.location,
+                            receivedAt: receivedAt,
+                            receivedSource: receivedSource,
+                            runID: context.runID,
+                            counts: &counts
+                        )
+                    } else {
+                        let (receivedAt, _) = context.rule.receivedTime(forwarderTimestamp: nil, now: now)
+                        try quarantine(
+                            db,
+                            entry,
+                            result,
+                            raw: raw,
+                            digest: digest,
+                            source: source,
+                            receivedAt: receivedAt,
+                            runID: context.runID
+                        )
+                        counts.quarantined += 1
+                        switch result.verdict {
+                        case .invalid: counts.invalid += 1
+                        case .malformed: counts.malformed += 1
+                        case .unsupported: counts.unsupported += 1
+                        case .valid: counts.malformed += 1  // a valid verdict always carries a postback
+                        }
+                        quarantined.append(Quarantined(location: entry.location, result: result))
+                    }
+                }
+                return .commit
+            }
+        }
+        summary.add(counts)
+        return quarantined
+    }
+
+    private func store(
+        _ db: Database,
+        _ postback: Postback,
+        _ result: VerificationResult,
+        raw: ArraySlice<UInt8>,
+        digest: [UInt8],
+        source: String,
+        location: EntryLocation,
+        receivedAt: UTCInstant,
+        receivedSource: ReceivedTimeSource,
+        runID: Int64,
+        counts: inout IngestSummary
+    ) throws {
+        let columns = StoredColumns(postback)
+        let keySpace = KeySpace(result)
+        let insert = try db.cachedStatement(sql: Self.insertPostback)
+        try insert.execute(arguments: [
+            postback.kind.rawValue, keySpace.rawValue, columns.adNetworkID, columns.transactionID,
+            columns.sequenceIndex, columns.version, columns.appID, columns.campaignID, columns.sourceIdentifier,
+            columns.sourceAppID, columns.sourceDomain, columns.fidelityType, columns.didWin, columns.redownload,
+            columns.conversionType, columns.marketplaceID, columns.impressionType, columns.adInteractionType,
+            postback.conversionValue?.fine, postback.conversionValue?.coarse?.rawValue, postback.countryCode,
+            result.testMode, result.development, result.keyName ?? "", receivedAt.iso8601, receivedSource.rawValue,
+            Data(raw), Data(digest), source, location.index, location.line, runID,
+        ])
+        if db.changesCount == 1 {
+            counts.accepted += 1
+            if result.testMode { counts.testMode += 1 }
+            if result.development { counts.development += 1 }
+            return
+        }
+
+        // The key is taken: this is a copy of a stored postback.
+        counts.duplicates += 1
+        let lookup = try db.cachedStatement(sql: Self.selectStored)
+        guard
+            let stored = try Row.fetchOne(
+                lookup,
+                arguments: [
+                    columns.adNetworkID, columns.transactionID, columns.sequenceIndex, postback.kind.rawValue,
+                    keySpace.rawValue,
+                ]
+            )
+        else {
+            return  // unreachable: the insert conflicted on this key inside this transaction
+        }
+        let storedFine: Int? = stored["fine_value"]
+        let storedCoarse: String? = stored["coarse_value"]
+        let storedCountry: String? = stored["country_code"]
+        let copyFine = postback.conversionValue?.fine
+        let copyCoarse = postback.conversionValue?.coarse?.rawValue
+        let conflict = storedFine != copyFine || storedCoarse != copyCoarse || storedCountry != postback.countryCode
+        if conflict { counts.conflicts += 1 }
+        let storedDigest: Data = stored["raw_sha256"]
+        let sameBytes = storedDigest == Data(digest)
+        // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
+        if sameBytes && stored["source"] == source && stored["source_index"] == location.index { return }
+        let sighting = try db.cachedStatement(sql: Self.insertSighting)
+        try sighting.execute(arguments: [
+            stored["id"] as Int64, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
+            copyFine, copyCoarse, postback.countryCode, conflict, receivedAt.iso8601, runID,
+        ])
+        guard db.changesCount == 1, conflict else { return }
+        let record = try db.cachedStatement(sql: Self.insertConflict)
+        try record.execute(arguments: [
+            db.lastInsertedRowID, stored["id"] as Int64, storedFine, storedCoarse, storedCountry, copyFine, copyCoarse,
+            postback.countryCode,
+        ])
+    }
+
+    private func quarantine(
+        _ db: Database,
+        _ entry: RawEntry,
+        _ result: VerificationResult,
+        raw: ArraySlice<UInt8>,
+        digest: [UInt8],
+        source: String,
+        receivedAt: UTCInstant,
+        runID: Int64
+    ) throws {
+        let size: Int
+        switch entry.problem {
+        case .postbackTooLarge(let total)?, .lineTooLong(let total)?: size = total
+        default: size = raw.count
+        }
+        let verdict = result.verdict == .valid ? Verdict.malformed : result.verdict
+        let statement = try db.cachedStatement(sql: Self.insertQuarantine)
+        try statement.execute(arguments: [
+            verdict.rawValue, result.field, result.reason ?? "not a postback", result.kind?.rawValue,
+            result.identity.version, result.identity.adNetworkID, result.identity.transactionID, Data(raw), size,
+            Data(digest), source, entry.location.index, entry.location.line, receivedAt.iso8601, runID,
+        ])
+    }
+
+    // MARK: - SQL
+
+    static let insertPostback = """
+        INSERT INTO postbacks (
+            kind, key_space, ad_network_id, transaction_id, postback_sequence_index, version, app_id, campaign_id,
+            source_identifier, source_app_id, source_domain, fidelity_type, did_win, redownload, conversion_type,
+            marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
+            development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
+            source_line, run_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (ad_network_id, transaction_id, postback_sequence_index, kind, key_space) DO NOTHING
+        """
+
+    static let selectStored = """
+        SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code FROM postbacks
+        WHERE ad_network_id = ? AND transaction_id = ? AND postback_sequence_index = ? AND kind = ? AND key_space = ?
+        """
+
+    static let insertSighting = """
+        INSERT INTO sightings (
+            postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value, country_code,
+            conflict, received_at, run_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
+        """
+
+    static let insertConflict = """
+        INSERT INTO conflicts (
+            sighting_id, postback_id, stored_fine_value, stored_coarse_value, stored_country_code, copy_fine_value,
+            copy_coarse_value, copy_country_code)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let insertQuarantine = """
+        INSERT INTO quarantine (
+            verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256, source,
+            source_index, source_line, received_at, run_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
+        """
+}
+
+/// A postback's fields as the `postbacks` table's columns, for either kind.
+struct StoredColumns {
+    var adNetworkID: String
+    var transactionID: String
+    var sequenceIndex: Int
+    var version: String?
+    var appID: Int64
+    var campaignID: Int64?
+    var sourceIdentifier: String?
+    var sourceAppID: Int64?
+    var sourceDomain: String?
+    var fidelityType: Int?
+    var didWin: Bool?
+    var redownload: Bool?
+    var conversionType: String?
+    var marketplaceID: String?
+    var impressionType: String?
+    var adInteractionType: String?
+
+    init(_ postback: Postback) {
+        switch postback {
+        case .skan(let skan):
+            adNetworkID = skan.adNetworkID
+            transactionID = skan.transactionID
+            sequenceIndex = skan.postbackSequenceIndex
+            version = skan.version.rawValue
+            appID = skan.appID
+            campaignID = skan.campaignID
+            sourceIdentifier = skan.sourceIdentifier
+            sourceAppID = skan.sourceAppID
+            sourceDomain = skan.sourceDomain
+            fidelityType = skan.fidelityType
+            didWin = skan.didWin
+            redownload = skan.redownload
+        case .aak(let aak):
+            adNetworkID = aak.adNetworkID
+            transactionID = aak.postbackID
+            sequenceIndex = aak.postbackSequenceIndex
+            appID = aak.advertisedItemID
+            sourceIdentifier = aak.sourceIdentifier
+            sourceAppID = aak.publisherItemID
+            didWin = aak.didWin
+            switch aak.conversionType {
+            case .download: redownload = false
+            case .redownload: redownload = true
+            case .reengagement: redownload = nil
+            }
+            conversionType = aak.conversionType.rawValue
+            marketplaceID = aak.marketplaceID
+            impressionType = aak.impressionType
+            adInteractionType = aak.adInteractionType
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import ArgumentParser
+import Logging
+import PostbackKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Postbackd {
+    struct Ingest: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store postbacks in SQLite exactly once: accepted, counted as duplicates, or quarantined.",
+            discussion: """
+                Reads inputs exactly as verify does, verifies on every core, and writes each valid \
+                postback once under its dedup key (ad network, transaction id, sequence index); \
+                copies become sightings (conflicts when their unsigned values differ); invalid, \
+                malformed and unsupported entries go to quarantine with their reason and bytes. \
+                Re-running on the same input adds nothing; a run killed at any point and started \
+                again ends as one clean run would. Several ingests may share a database.
+
+                When each postback was received: --received-at if given; otherwise a forwarder's \
+                timestamp field holding an epoch (seconds or milliseconds) between 2018 and 2100; \
+                otherwise the time of ingestion. Always stored in UTC.
+
+                Examples:
+                  postbackd ingest SamplePostbacks/apple
+                  postbackd ingest --db /var/lib/postbackd/2026.sqlite --received-at 2026-11-21 incoming/
+                  postbackd ingest --format json --keys Keys/test SamplePostbacks/generated
+
+                Exit status: 0 the run completed (quarantined postbacks are data, not failure); \
+                2 usage error, a path that does not exist, an input that could not be read, or a \
+                database that cannot be used.
+                """
+        )
+
+        @Option(
+            name: .customLong("db"),
+            help: ArgumentHelp(
+                "The SQLite database (created if missing). Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
+                valueName: "file"
+            )
+        )
+        var database: String?
+
+        @OptionGroup var keys: KeyOptions
+
+        @Option(
+            help: ArgumentHelp(
+                "When these postbacks were received: an ISO 8601 date (2026-11-21) or date-time (2026-11-21T08:00:00Z).",
+                valueName: "time"
+            )
+        )
+        var receivedAt: String?
+
+        @Option(help: "text: a readable summary; json: the summary as one JSON object on one line.")
+        var format: ResultFormat = .text
+
+        @Argument(help: "Files or folders to read; - or nothing reads standard input.")
+        var paths: [String] = []
+
+        func validate() throws {
+            if let receivedAt, UTCInstant(iso8601: receivedAt) == nil {
+                throw ValidationError(
+                    "--received-at \(receivedAt) is not an ISO 8601 date or date-time (2026-11-21 or 2026-11-21T08:00:00Z)"
+                )
+            }
+        }
+
+        func run() async throws {
+            let errors = TextOutput.standardError()
+            let job = IngestJob(
+                paths: paths,
+                databasePath: databasePath,
+                keyRing: try keys.keyRing(),
+                receivedAt: receivedAt.flatMap(UTCInstant.init(iso8601:)),
+                logger: Logger(label: "postbackd.ingest")
+            )
+            let summary: IngestSummary
+            do {
+                summary = try await job.run(errors: errors, showProgress: errors.isTerminal)
+            } catch let error as InputError {
+                throw failInput(error.reason)
+            } catch let error as DatabaseOpenError {
+                throw failInput(error.reason)
+            } catch {
+                throw failInput(
+                    "the database stopped accepting writes: \(error). What was committed is kept; run the same command again to finish."
+                )
+            }
+            let output = TextOutput.standardOutput()
+            output.line(format == .json ? summary.json : summary.text)
+            output.flush()
+            if summary.unreadableFiles > 0 {
+                throw failInput(
+                    "\(summary.unreadableFiles) input(s) could not be read (see above); fix them and run the same command again"
+                )
+            }
+        }
+
+        private var databasePath: String {
+            if let database { return database }
+            if let environment = getenv("POSTBACKD_DB"), let value = String(validatingCString: environment),
+                !value.isEmpty
+            {
+                return value
+            }
+            return PostbackDatabase.defaultFileName
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import PostbackKit
+import PostbackTestSupport
+import Testing
+
+/// `postbackd ingest`, run as the built binary on real files and real databases.
+@Suite("postbackd ingest")
+struct IngestCommandTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory("ingest-cli")
+    }
+
+    /// Generated postbacks of every version (signed with the test keys), as JSON Lines text.
+    private func generated(count: Int, seed: Int, duplicates: Double = 0.05, invalid: Double = 0.02) throws -> String {
+        let run = try Postbackd.run([
+            "generate", "--key", TestKeys.directory + "/p192-private.pem", "--key",
+            TestKeys.directory + "/p256-private.pem",
+            "--versions", "1.0,2.0,2.1,2.2,3.0,4.0", "--count", "\(count)", "--seed", "\(seed)",
+            "--duplicates", "\(duplicates)", "--invalid", "\(invalid)", "--test-mode", "0.01",
+        ])
+        #expect(run.status == 0)
+        return run.standardOutput
+    }
+
+    private func summary(_ run: Postbackd.Run) throws -> [String: Int] {
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+        )
+        return object.compactMapValues { $0 as? Int }
+    }
+
+    @Test("the main job: ingest into postbackd.sqlite in the working directory, JSON summary on one line")
+    func defaultDatabase() throws {
+        let run = try Postbackd.run(
+            [
+                "ingest", "--format", "json", "--keys", Repository.path("Keys/apple"), "--keys", TestKeys.directory,
+                Repository.path("SamplePostbacks"),
+            ],
+            directory: directory.path
+        )
+        #expect(run.status == 0, "\(run.standardError)")
+        #expect(run.outputLines.count == 1)
+        let counts = try summary(run)
+        for key in ["read", "accepted", "duplicates", "conflicts", "quarantined", "test_mode"] {
+            #expect(counts[key] != nil, "\(key)")
+        }
+        #expect(counts["read"] == 3052)
+        #expect(
+            counts["read"] == (counts["accepted"] ?? 0) + (counts["duplicates"] ?? 0) + (counts["quarantined"] ?? 0)
+        )
+        #expect(counts["quarantined"] == 36)
+        #expect(counts["conflicts"] ?? 0 >= 1)
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/postbackd.sqlite"))
+        #expect(try DatabaseDump.count("postbacks", in: directory.path + "/postbackd.sqlite") == counts["accepted"])
+
+        let again = try Postbackd.run(
+            [
+                "ingest", "--format", "json", "--keys", Repository.path("Keys/apple"), "--keys", TestKeys.directory,
+                Repository.path("SamplePostbacks"),
+            ],
+            directory: directory.path
+        )
+        #expect(try summary(again)["accepted"] == 0)
+    }
+
+    @Test("POSTBACKD_DB names the database; --db wins over it")
+    func databaseEnvironment() throws {
+        let file = Repository.vectors + "/apple-3.0-win.json"
+        let fromEnvironment = directory.path + "/env.sqlite"
+        #expect(try Postbackd.run(["ingest", file], environment: ["POSTBACKD_DB": fromEnvironment]).status == 0)
+        #expect(try DatabaseDump.count("postbacks", in: fromEnvironment) == 1)
+        let explicit = directory.path + "/explicit.sqlite"
+        #expect(
+            try Postbackd.run(["ingest", "--db", explicit, file], environment: ["POSTBACKD_DB": fromEnvironment]).status
+                == 0
+        )
+        #expect(try DatabaseDump.count("postbacks", in: explicit) == 1)
+        #expect(try DatabaseDump.count("ingest_runs", in: fromEnvironment) == 1)
+    }
+
+    @Test("exit status 2 with a message that says what to do when the run cannot do its work")
+    func failures() throws {
+        let database = directory.path + "/db.sqlite"
+        let missing = try Postbackd.run(["ingest", "--db", database, directory.path + "/nope.jsonl"])
+        #expect(missing.status == 2)
+        #expect(missing.standardError.contains("nope.jsonl"))
+        #expect(!FileManager.default.fileExists(atPath: database), "nothing is created before the inputs are checked")
+        let notDatabase = try directory.write("text.sqlite", "hello")
+        let unusable = try Postbackd.run(["ingest", "--db", notDatabase, Repository.vectors])
+        #expect(unusable.status == 2)
+        #expect(unusable.standardError.contains("--db"))
+        let badTime = try Postbackd.run(["ingest", "--db", database, "--received-at", "yesterday", Repository.vectors])
+        #expect(badTime.status == 2)
+        #expect(badTime.standardError.contains("ISO 8601"))
+        let quarantinedOnly = try Postbackd.run([
+            "ingest", "--db", database, Repository.vectors + "/apple-1.0-doc-example.json",
+        ])
+        #expect(quarantinedOnly.status == 0, "quarantined postbacks are data, not failure")
+        #expect(quarantinedOnly.standardError.contains("apple-1.0-doc-example.json: invalid"))
+    }
+
+    @Test("killed with SIGKILL at any moment and run again, the database ends as one clean run leaves it")
+    func killAndRerun() throws {
+        let input = try directory.write("day.jsonl", try generated(count: 6000, seed: 11))
+        // A partner forwards the first 300 again as a JSON array, with one entry that is not a postback.
+        let copies = try generated(count: 300, seed: 11).split(separator: "\n").joined(separator: ",")
+        let forward = try directory.write("forward.json", "[" + copies + ",{\"bad\":1}]")
+        let arguments = { (database: String) in
+            [
+                "ingest", "--db", database, "--keys", TestKeys.directory, "--received-at", "2026-11-21T06:00:00Z",
+                input, forward,
+            ]
+        }
+
+        let clean = directory.path + "/clean.sqlite"
+        let started = Date()
+        let cleanRun = try Postbackd.run(arguments(clean))
+        let duration = Date().timeIntervalSince(started)
+        #expect(cleanRun.status == 0, "\(cleanRun.standardError)")
+        let expected = try DatabaseDump.rows(of: clean)
+        let total = expected["postbacks"]?.count ?? 0
+        #expect(total > 5000)
+
+        let crashed = directory.path + "/crashed.sqlite"
+        var interrupted: [Int] = []
+        // Kill at fractions of a clean run's duration, so the kills land mid-run on any machine.
+        for fraction in [0.1, 0.25, 0.4, 0.55, 0.7, 0.85] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+            process.arguments = arguments(crashed)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32(duration * fraction * 1_000_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            guard process.terminationReason == .uncaughtSignal else { continue }  // it finished first
+            #expect(process.terminationStatus == SIGKILL)
+            if FileManager.default.fileExists(atPath: crashed) {
+                interrupted.append(try DatabaseDump.count("postbacks", in: crashed))
+            }
+        }
+        #expect(
+            interrupted.contains { $0 > 0 && $0 < total },
+            "at least one kill landed mid-run: \(interrupted) of \(total)"
+        )
+
+        let rerun = try Postbackd.run(arguments(crashed))
+        #expect(rerun.status == 0, "\(rerun.standardError)")
+        let actual = try DatabaseDump.rows(of: crashed)
+        for table in ["postbacks", "sightings", "conflicts", "quarantine"] {
+            let (got, want) = (actual[table] ?? [], expected[table] ?? [])
+            #expect(
+                got.count == want.count,
+                "\(table): \(got.count) rows after kills and a re-run, \(want.count) after one clean run"
+            )
+            if let index = zip(got, want).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+                Issue.record(
+                    "\(table) row \(index) differs:\n  after kills: \(got[index].prefix(300))\n  clean run:   \(want[index].prefix(300))"
+                )
+            }
+        }
+    }
+
+    @Test("two ingests on one database at once: neither fails, nothing is counted twice, summaries add up")
+    func concurrentIngests() throws {
+        let lines = try generated(count: 4000, seed: 21).split(separator: "\n").map(String.init)
+        let extra = try generated(count: 2000, seed: 22).split(separator: "\n").map(String.init)
+        // The two inputs share 2,000 postbacks.
+        let first = try directory.write("first.jsonl", lines.joined(separator: "\n"))
+        let second = try directory.write("second.jsonl", (lines[2000...] + extra).joined(separator: "\n"))
+
+        let reference = directory.path + "/reference.sqlite"
+        let single = try summary(
+            try Postbackd.run([
+                "ingest", "--format", "json", "--db", reference, "--keys", TestKeys.directory, first, second,
+            ])
+        )
+
+        let shared = directory.path + "/shared.sqlite"
+        nonisolated(unsafe) var runs: [Postbackd.Run?] = [nil, nil]
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            runs[index] = try? Postbackd.run([
+                "ingest", "--format", "json", "--db", shared, "--keys", TestKeys.directory, index == 0 ? first : second,
+            ])
+        }
+        let a = try #require(runs[0])
+        let b = try #require(runs[1])
+        #expect(a.status == 0, "\(a.standardError)")
+        #expect(b.status == 0, "\(b.standardError)")
+        let (sa, sb) = (try summary(a), try summary(b))
+        for key in ["read", "accepted", "quarantined"] {
+            #expect(
+                (sa[key] ?? 0) + (sb[key] ?? 0) == single[key],
+                "\(key): \(sa[key] ?? 0) + \(sb[key] ?? 0) vs \(single[key] ?? 0)"
+            )
+        }
+        #expect((sa["duplicates"] ?? 0) + (sb["duplicates"] ?? 0) == single["duplicates"])
+        #expect(try DatabaseDump.count("postbacks", in: shared) == single["accepted"])
+        let keys =
+            "SELECT ad_network_id || '/' || transaction_id || '/' || postback_sequence_index || '/' || key_space FROM postbacks ORDER BY 1"
+        #expect(
+            try DatabaseDump.values(keys, in: shared, as: String.self)
+                == DatabaseDump.values(keys, in: reference, as: String.self)
+        )
+        #expect(try DatabaseDump.count("quarantine", in: shared) == DatabaseDump.count("quarantine", in: reference))
+    }
+}

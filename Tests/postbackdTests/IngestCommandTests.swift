@@ -207,4 +207,24 @@ struct IngestCommandTests {
         )
         #expect(try DatabaseDump.count("quarantine", in: shared) == DatabaseDump.count("quarantine", in: reference))
     }
+
+    @Test("several processes creating the same new database at once all succeed")
+    func creationRace() throws {
+        let inputs = try (0..<3).map { index in
+            try directory.write("race-\(index).jsonl", try generated(count: 20, seed: 100 + index, duplicates: 0, invalid: 0))
+        }
+        for round in 0..<8 {
+            let database = directory.path + "/race-\(round).sqlite"
+            nonisolated(unsafe) var statuses: [Int32] = [-1, -1, -1]
+            nonisolated(unsafe) var messages: [String] = ["", "", ""]
+            DispatchQueue.concurrentPerform(iterations: 3) { index in
+                let run = try? Postbackd.run(["ingest", "--db", database, "--keys", TestKeys.directory, inputs[index]])
+                statuses[index] = run?.status ?? -1
+                messages[index] = run?.standardError ?? ""
+            }
+            #expect(statuses == [0, 0, 0], "round \(round): \(messages)")
+            #expect(try DatabaseDump.count("postbacks", in: database) == 60)
+            #expect(try DatabaseDump.count("ingest_runs", in: database, where: "status = 'completed'") == 3)
+        }
+    }
 }

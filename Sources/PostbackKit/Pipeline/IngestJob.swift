@@ -31,7 +31,7 @@ public struct IngestJob: Sendable {
         keyRing: KeyRing = .apple,
         receivedAt: UTCInstant? = nil,
         width: Int = ActiveProcessors.count,
-        logger: Logger = Logger(label: "postbackd.ingest"),
+        logger: Logger = Logger(label: "postbackd.ingest", factory: { _ in SwiftLogNoOpLogHandler() }),
         quarantineMessageLimit: Int = 20
     ) {
         self.paths = paths

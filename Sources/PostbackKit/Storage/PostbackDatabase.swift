@@ -1,5 +1,9 @@
 import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Why the database cannot be used.
 public struct DatabaseOpenError: CodedError {
     public struct Code: Hashable, Sendable {
@@ -32,39 +36,85 @@ public enum PostbackDatabase {
     public static let busyTimeoutSeconds: Double = 60
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    ///
+    /// Safe when several processes open the same new file at once: GRDB's migrator checks
+    /// which migrations are applied and then applies each in its own transaction, so two
+    /// processes can both try the first one; each migration is atomic, so the loser's attempt
+    /// leaves nothing behind, and it finds the schema complete when it looks again.
     public static func open(_ path: String) throws(DatabaseOpenError) -> DatabaseQueue {
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(busyTimeoutSeconds)
         configuration.label = "postbackd"
-        let queue: DatabaseQueue
-        do {
-            queue = try DatabaseQueue(path: path, configuration: configuration)
-        } catch {
-            throw DatabaseOpenError(
-                .cannotOpen,
-                "cannot open the database \(path): \(describe(error)); check the path and its folder's permissions, or choose another with --db"
-            )
-        }
-        do {
-            try queue.write { db in
-                if try PostbackSchema.migrator.hasBeenSuperseded(db) {
+        let migrator = PostbackSchema.migrator
+        var attempt = 0
+        while true {
+            attempt += 1
+            let queue: DatabaseQueue
+            do {
+                queue = try DatabaseQueue(path: path, configuration: configuration)
+            } catch {
+                // Switching a new file to WAL needs a moment of exclusive access, which
+                // SQLite refuses rather than waits for when another process is doing the same.
+                if isBusy(error) && attempt < maximumOpenAttempts {
+                    pause(attempt)
+                    continue
+                }
+                throw DatabaseOpenError(
+                    .cannotOpen,
+                    "cannot open the database \(path): \(describe(error)); check the path and its folder's permissions, or choose another with --db"
+                )
+            }
+            do {
+                let superseded = try queue.read { db in
+                    try db.tableExists("grdb_migrations") && migrator.hasBeenSuperseded(db)
+                }
+                if superseded {
                     throw DatabaseOpenError(
                         .newerSchema,
                         "\(path) was written by a newer postbackd; use that version, or another --db"
                     )
                 }
+                try migrator.migrate(queue)
+                return queue
+            } catch let error as DatabaseOpenError {
+                throw error
+            } catch {
+                let completedElsewhere =
+                    (try? queue.read { db in
+                        try db.tableExists("grdb_migrations") && migrator.hasCompletedMigrations(db)
+                    })
+                    ?? false
+                if completedElsewhere { return queue }
+                if attempt < maximumOpenAttempts && (isBusy(error) || isSchemaRace(error)) {
+                    pause(attempt)
+                    continue
+                }
+                throw DatabaseOpenError(
+                    .notPostbackd,
+                    "\(path) cannot be used as a postbackd database: \(describe(error)); give --db a new file name or an existing postbackd database"
+                )
             }
-            try PostbackSchema.migrator.migrate(queue)
-        } catch let error as DatabaseOpenError {
-            throw error
-        } catch {
-            throw DatabaseOpenError(
-                .notPostbackd,
-                "\(path) cannot be used as a postbackd database: \(describe(error)); give --db a new file name or an existing postbackd database"
-            )
         }
-        return queue
+    }
+
+    private static let maximumOpenAttempts = 20
+
+    /// 50 ms, 100 ms, … up to half a second: another process creating the file needs only
+    /// milliseconds.
+    private static func pause(_ attempt: Int) {
+        usleep(UInt32(min(attempt, 10)) * 50_000)
+    }
+
+    private static func isBusy(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+    }
+
+    /// The error of a migration that lost the race to another process: its tables exist.
+    private static func isSchemaRace(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError, error.resultCode == .SQLITE_ERROR else { return false }
+        return error.message?.contains("already exists") == true
     }
 
     static func describe(_ error: any Error) -> String {

@@ -1,6 +1,4 @@
-/// postbackd's library: parsing, verifying, deduplicating, decoding and aggregating Apple's
-/// install postbacks. The `postbackd` executable is a thin command line over it.
-public enum PostbackKit {
-    /// The version of postbackd.
-    public static let version = "0.1.0"
+/// postbackd's version, as `postbackd --version` prints it and the database's run logs record.
+public enum PostbackdVersion {
+    public static let current = "0.1.0"
 }

@@ -2,10 +2,6 @@ import ArgumentParser
 import Logging
 import PostbackKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension Postbackd {
     struct Ingest: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -33,14 +29,7 @@ extension Postbackd {
                 """
         )
 
-        @Option(
-            name: .customLong("db"),
-            help: ArgumentHelp(
-                "The SQLite database (created if missing). Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
-                valueName: "file"
-            )
-        )
-        var database: String?
+        @OptionGroup var database: DatabaseOptions
 
         @OptionGroup var keys: KeyOptions
 
@@ -70,7 +59,7 @@ extension Postbackd {
             let errors = TextOutput.standardError()
             let job = IngestJob(
                 paths: paths,
-                databasePath: databasePath,
+                databasePath: database.path,
                 keyRing: try keys.keyRing(),
                 receivedAt: receivedAt.flatMap(UTCInstant.init(iso8601:)),
                 logger: Logger(label: "postbackd.ingest")
@@ -95,16 +84,6 @@ extension Postbackd {
                     "\(summary.unreadableFiles) input(s) could not be read (see above); fix them and run the same command again"
                 )
             }
-        }
-
-        private var databasePath: String {
-            if let database { return database }
-            if let environment = getenv("POSTBACKD_DB"), let value = String(validatingCString: environment),
-                !value.isEmpty
-            {
-                return value
-            }
-            return PostbackDatabase.defaultFileName
         }
     }
 }

@@ -1,6 +1,10 @@
 import ArgumentParser
 import PostbackKit
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `--keys DIR`: the public keys to verify with.
 struct KeyOptions: ParsableArguments {
     @Option(
@@ -31,4 +35,34 @@ func failInput(_ message: String) -> ExitCode {
     errors.line("postbackd: \(message)")
     errors.flush()
     return .usageOrInputError
+}
+
+/// `--db FILE`: the SQLite database, defaulting to `$POSTBACKD_DB`, then `postbackd.sqlite`.
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .customLong("db"),
+        help: ArgumentHelp(
+            "The SQLite database. Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
+            valueName: "file"
+        )
+    )
+    var database: String?
+
+    var path: String {
+        if let database { return database }
+        if let environment = getenv("POSTBACKD_DB"), let value = String(validatingCString: environment), !value.isEmpty
+        {
+            return value
+        }
+        return PostbackDatabase.defaultFileName
+    }
+}
+
+extension RevenueEstimatePolicy: ExpressibleByArgument {}
+extension ReportFormat: ExpressibleByArgument {}
+
+/// Parses `YYYY-MM-DD` for an option.
+func day(_ text: String, option: String) throws -> UTCDay {
+    guard let day = UTCDay(text) else { throw ValidationError("\(option) \(text) is not a date (YYYY-MM-DD)") }
+    return day
 }

@@ -17,13 +17,14 @@ struct Postbackd: AsyncParsableCommand {
               postbackd verify --format json --explain postback.json
               cat postbacks.jsonl | postbackd verify -
               postbackd ingest --db postbacks.sqlite incoming/
+              postbackd models add models/*.json && postbackd aggregate && postbackd report
 
             Logging: POSTBACKD_LOG_LEVEL=debug (trace, debug, info, notice, warning, error) logs to standard error.
 
             Exit status: \(ExitStatus.documentation)
             """,
-        version: PostbackKit.version,
-        subcommands: [Verify.self, Ingest.self, Generate.self]
+        version: PostbackdVersion.current,
+        subcommands: [Verify.self, Ingest.self, Models.self, Aggregate.self, Report.self, Generate.self]
     )
 
     /// Like ArgumentParser's `main`, but usage errors exit with status 2 (as I/O errors do),

@@ -17,6 +17,7 @@ extension Postbackd {
                   postbackd verify --format json postbacks.jsonl
                   postbackd verify --explain postback.json
                   postbackd verify --keys Keys/test SamplePostbacks/generated
+                  postbackd verify --model SamplePostbacks/models/app-525463029.json SamplePostbacks/apple
 
                 Exit status: \(ExitStatus.documentation)
                 """
@@ -35,11 +36,33 @@ extension Postbackd {
         )
         var explain = false
 
+        @Option(
+            help: ArgumentHelp(
+                "Also decode each valid postback's conversion value through the conversion model(s) in <file>.",
+                valueName: "file"
+            )
+        )
+        var model: String?
+
         @Argument(help: "Files or folders to read; - or nothing reads standard input.")
         var paths: [String] = []
 
         func run() async throws {
-            let job = VerifyJob(paths: paths, keyRing: try keys.keyRing(), format: format, explain: explain)
+            var models: ConversionModels? = nil
+            if let model {
+                do {
+                    models = ConversionModels(try ModelsJob.read(file: model))
+                } catch {
+                    throw failInput("--model: " + error.description)
+                }
+            }
+            let job = VerifyJob(
+                paths: paths,
+                keyRing: try keys.keyRing(),
+                format: format,
+                explain: explain,
+                models: models
+            )
             let summary: VerificationSummary
             do {
                 summary = try await job.run(output: .standardOutput(), errors: .standardError())

@@ -183,7 +183,7 @@ struct VerifyCommandTests {
         #expect(verify.standardOutput.contains("2 usage error"))
         let version = try Postbackd.run(["--version"])
         #expect(version.status == 0)
-        #expect(version.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == PostbackKit.version)
+        #expect(version.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == PostbackdVersion.current)
     }
 
     @Test("malformed entries name their file and line, and the run goes on")

@@ -55,6 +55,9 @@ public struct PostbackGenerator {
     private var random: SeededRandom
     private let appIDs: [Int64]
     private let networkIDs: [String]
+    /// Publishing apps: real traffic comes from a long tail of publishers, the first few much
+    /// more often than the rest.
+    private let publisherIDs: [Int64]
     private var recent: [String] = []
     private var pending: [String] = []
     private var produced = 0
@@ -71,7 +74,15 @@ public struct PostbackGenerator {
         networkIDs = (0..<max(1, options.networks)).map { _ in
             String((0..<10).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }) + ".skadnetwork"
         }
+        publisherIDs = (0..<200).map { _ in Int64(300_000_000 + random.next() % 1_600_000_000) }
         self.random = random
+    }
+
+    /// A publisher, the first ones far more often (roughly Zipf-distributed).
+    private mutating func publisher() -> Int64 {
+        let uniform = Double(random.next() >> 11) / Double(1 << 53)
+        let index = Int(Double(publisherIDs.count) * uniform * uniform * uniform)
+        return publisherIDs[min(index, publisherIDs.count - 1)]
     }
 
     /// The next JSON Lines line (without its line feed), or nil after `count` lines.
@@ -81,7 +92,7 @@ public struct PostbackGenerator {
         if !recent.isEmpty && random.chance(options.duplicateRate) {
             return recent[Int(random.next() % UInt64(recent.count))]
         }
-        if pending.isEmpty { try makeInstall() }
+        while pending.isEmpty { try makeInstall() }
         let line = pending.removeFirst()
         recent.append(line)
         if recent.count > 64 { recent.removeFirst() }
@@ -104,7 +115,12 @@ public struct PostbackGenerator {
             : (version >= .v2_0 && !webAd && random.chance(0.7)
                 ? Int64(300_000_000 + random.next() % 1_600_000_000) : nil)
         let fullSource = String(format4(Int(random.next() % 10_000)))
-        let baseTime = options.endTime - Int64(random.next() % UInt64(max(1, options.days) * 86_400))
+        // Postbacks arrive within the period; a 4.0 install may date from up to 35 days
+        // before it, so that its postbacks 1 and 2 (sent days and weeks later) arrive too.
+        let period = Int64(max(1, options.days) * 86_400)
+        let start = options.endTime - period
+        let span = version == .v4_0 ? period + 35 * 86_400 : period
+        let baseTime = options.endTime - Int64(random.next() % UInt64(span))
 
         var base = SKANPostback(
             version: version,
@@ -129,12 +145,15 @@ public struct PostbackGenerator {
         if version == .v4_0 && random.chance(0.5) {
             base.countryCode = countries[Int(random.next() % UInt64(countries.count))]
         }
-        pending.append(try line(for: base, testMode: testMode, time: baseTime))
+        if baseTime >= start { pending.append(try line(for: base, testMode: testMode, time: baseTime)) }
 
         // A winning 4.0 install later sends postbacks 1 and 2 with the same transaction id,
-        // a 2-digit source identifier, at most a coarse value and no source app.
+        // a 2-digit source identifier, at most a coarse value and no source app; those that
+        // would arrive after the period have not arrived yet.
         if version == .v4_0 && didWin == true && !testMode {
             for (index, delay) in [(1, 3 * 86_400), (2, 20 * 86_400)] where random.chance(0.6) {
+                let time = baseTime + Int64(delay)
+                guard time >= start && time < options.endTime else { continue }
                 var later = base
                 later.postbackSequenceIndex = index
                 later.sourceIdentifier = String(fullSource.prefix(2))
@@ -142,7 +161,6 @@ public struct PostbackGenerator {
                 later.sourceDomain = nil
                 later.conversionValue =
                     random.chance(0.6) ? .coarse(CoarseConversionValue.allCases[Int(random.next() % 3)]) : nil
-                let time = min(options.endTime - 1, baseTime + Int64(delay))
                 pending.append(try line(for: later, testMode: false, time: time))
             }
         }

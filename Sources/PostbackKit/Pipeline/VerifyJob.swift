@@ -8,19 +8,23 @@ public struct VerifyJob: Sendable {
     public var explain: Bool
     /// Verification width; defaults to the active cores.
     public var width: Int
+    /// `--model`: decode each valid postback's conversion value through these models.
+    public var models: ConversionModels?
 
     public init(
         paths: [String],
         keyRing: KeyRing = .apple,
         format: ResultFormat = .text,
         explain: Bool = false,
-        width: Int = ActiveProcessors.count
+        width: Int = ActiveProcessors.count,
+        models: ConversionModels? = nil
     ) {
         self.paths = paths
         self.keyRing = keyRing
         self.format = format
         self.explain = explain
         self.width = width
+        self.models = models
     }
 
     /// Runs the job, writing results to `output` and diagnostics to `errors`.
@@ -36,15 +40,17 @@ public struct VerifyJob: Sendable {
         var summary = VerificationSummary()
         let format = self.format
         let explain = self.explain
+        let models = self.models
         try await VerificationPipeline(keyRing: keyRing, width: width).run(reader) { verified in
             for (entry, result) in verified.items {
                 summary.count(result)
                 switch format {
                 case .text:
                     output.line(VerificationReport.textLine(entry.location, result))
+                    if let models, let decoded = VerificationReport.decodedText(result, models) { output.line(decoded) }
                     if explain, let block = VerificationReport.explanationText(result) { output.line(block) }
                 case .json:
-                    output.line(VerificationReport.jsonLine(entry.location, result, explain: explain))
+                    output.line(VerificationReport.jsonLine(entry.location, result, explain: explain, models: models))
                 }
             }
             for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }

@@ -19,6 +19,22 @@ public enum Postback: Sendable, Hashable {
         }
     }
 
+    /// The advertised app: `app-id`, or AdAttributionKit's `advertised-item-identifier`.
+    public var appID: Int64 {
+        switch self {
+        case .skan(let postback): postback.appID
+        case .aak(let postback): postback.advertisedItemID
+        }
+    }
+
+    /// `postback-sequence-index` (0 before SKAdNetwork 4.0).
+    public var sequenceIndex: Int {
+        switch self {
+        case .skan(let postback): postback.postbackSequenceIndex
+        case .aak(let postback): postback.postbackSequenceIndex
+        }
+    }
+
     /// The unsigned conversion value, if any.
     public var conversionValue: ConversionValue? {
         switch self {

@@ -97,7 +97,12 @@ public enum VerificationReport {
     /// `transaction_id` (AdAttributionKit: `postback-identifier`), `ad_network_id`, `field`,
     /// `reason`, `test_mode`, `development`, `key`, `warnings`, and with `explain` the signed
     /// message and its SHA-256.
-    public static func jsonLine(_ location: EntryLocation, _ result: VerificationResult, explain: Bool) -> String {
+    public static func jsonLine(
+        _ location: EntryLocation,
+        _ result: VerificationResult,
+        explain: Bool,
+        models: ConversionModels? = nil
+    ) -> String {
         var object = JSONObjectWriter()
         object.add("source", location.source)
         object.add("index", location.index)
@@ -114,10 +119,34 @@ public enum VerificationReport {
         object.add("development", result.development)
         object.add("key", result.keyName)
         object.add("warnings", strings: result.warnings)
+        if let models, result.verdict == .valid, let postback = result.postback {
+            let decoded = models.decode(
+                appID: postback.appID,
+                value: postback.conversionValue,
+                sequenceIndex: postback.sequenceIndex
+            )
+            object.addRaw("decoded", json: decoded.json())
+        }
         if explain, let explanation = SignatureExplanation(result) {
             object.addRaw("explain", json: explanation.json)
         }
         return object.text
+    }
+
+    /// `    decoded: purchase ×1–2 (USD 5.00–10.00); revenue …` under a valid postback's line.
+    public static func decodedText(_ result: VerificationResult, _ models: ConversionModels) -> String? {
+        guard result.verdict == .valid, let postback = result.postback else { return nil }
+        let decoded = models.decode(
+            appID: postback.appID,
+            value: postback.conversionValue,
+            sequenceIndex: postback.sequenceIndex
+        )
+        return "    decoded: "
+            + decoded.text(
+                appID: postback.appID,
+                value: postback.conversionValue,
+                sequenceIndex: postback.sequenceIndex
+            )
     }
 
     /// The indented `--explain` block printed under a text line.

@@ -11,6 +11,11 @@ import GRDB
 /// - `conflicts`: sightings whose unsigned values differ from the stored postback, with both.
 /// - `quarantine`: every invalid, malformed or unsupported entry with its reason and bytes.
 /// - `ingest_runs`: one row per `postbackd ingest`.
+/// - `conversion_models`: every model added, the current one per app with no `replaced_at`.
+/// - `aggregate_daily`, `aggregate_daily_revenue`, `aggregate_daily_events`,
+///   `aggregate_daily_event_revenue`, `aggregate_fine_values`: what `postbackd aggregate`
+///   computes, keyed by their dimensions (no surrogate ids, so a re-run gives identical rows).
+/// - `aggregate_runs`: one row per `postbackd aggregate`.
 public enum PostbackSchema {
     public static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -121,6 +126,85 @@ public enum PostbackSchema {
                         run_id INTEGER NOT NULL
                     );
                     CREATE UNIQUE INDEX quarantine_copy ON quarantine (source, source_index, raw_sha256);
+                    """
+            )
+        }
+        migrator.registerMigration("v2: conversion models and daily aggregates") { db in
+            let dimensions = AggregateDimension.columnDefinitions
+            try db.execute(
+                sql: """
+                    CREATE TABLE conversion_models (
+                        id INTEGER PRIMARY KEY,
+                        app_id INTEGER NOT NULL,
+                        model TEXT NOT NULL,
+                        model_sha256 TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        added_at TEXT NOT NULL,
+                        replaced_at TEXT
+                    );
+                    CREATE UNIQUE INDEX conversion_models_current ON conversion_models (app_id) WHERE replaced_at IS NULL;
+
+                    CREATE TABLE aggregate_runs (
+                        id INTEGER PRIMARY KEY,
+                        run_at TEXT NOT NULL,
+                        first_day TEXT,
+                        last_day TEXT,
+                        days INTEGER NOT NULL,
+                        postbacks INTEGER NOT NULL,
+                        revenue_estimate TEXT NOT NULL,
+                        models TEXT NOT NULL,
+                        postbackd_version TEXT NOT NULL
+                    );
+
+                    CREATE TABLE aggregate_daily (
+                        \(dimensions),
+                        postbacks INTEGER NOT NULL,
+                        installs INTEGER NOT NULL,
+                        redownloads INTEGER NOT NULL,
+                        non_winning INTEGER NOT NULL,
+                        test_mode INTEGER NOT NULL,
+                        null_conversion_values INTEGER NOT NULL,
+                        unmapped INTEGER NOT NULL,
+                        unmodelled INTEGER NOT NULL
+                    );
+                    CREATE INDEX aggregate_daily_date ON aggregate_daily (date);
+
+                    CREATE TABLE aggregate_daily_revenue (
+                        \(dimensions),
+                        currency TEXT NOT NULL,
+                        revenue_min REAL NOT NULL,
+                        revenue_max REAL NOT NULL,
+                        revenue_estimate REAL NOT NULL
+                    );
+                    CREATE INDEX aggregate_daily_revenue_date ON aggregate_daily_revenue (date);
+
+                    CREATE TABLE aggregate_daily_events (
+                        \(dimensions),
+                        event TEXT NOT NULL,
+                        occurrences_min INTEGER NOT NULL,
+                        occurrences_max INTEGER NOT NULL,
+                        postbacks INTEGER NOT NULL
+                    );
+                    CREATE INDEX aggregate_daily_events_date ON aggregate_daily_events (date);
+
+                    CREATE TABLE aggregate_daily_event_revenue (
+                        \(dimensions),
+                        event TEXT NOT NULL,
+                        currency TEXT NOT NULL,
+                        revenue_min REAL NOT NULL,
+                        revenue_max REAL NOT NULL,
+                        revenue_estimate REAL NOT NULL
+                    );
+                    CREATE INDEX aggregate_daily_event_revenue_date ON aggregate_daily_event_revenue (date);
+
+                    CREATE TABLE aggregate_fine_values (
+                        date TEXT NOT NULL,
+                        app_id INTEGER NOT NULL,
+                        ad_network_id TEXT NOT NULL,
+                        fine_value INTEGER,
+                        postbacks INTEGER NOT NULL
+                    );
+                    CREATE INDEX aggregate_fine_values_date ON aggregate_fine_values (date);
                     """
             )
         }

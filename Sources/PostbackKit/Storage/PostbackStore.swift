@@ -42,7 +42,7 @@ public final class PostbackStore {
                     """,
                 arguments: [
                     startedAt.iso8601, "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]",
-                    receivedAtOption?.iso8601, PostbackKit.version,
+                    receivedAtOption?.iso8601, PostbackdVersion.current,
                 ]
             )
             return db.lastInsertedRowID

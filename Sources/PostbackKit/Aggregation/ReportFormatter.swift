@@ -1,0 +1,311 @@
+/// How `postbackd report` prints.
+public enum ReportFormat: String, Sendable, CaseIterable {
+    /// Aligned columns for a terminal, fitted to 100 columns.
+    case table
+    /// RFC 4180 CSV with a header row, revenue flattened to `revenue_<CUR>_min`,
+    /// `revenue_<CUR>_max`, `revenue_<CUR>` (the estimate).
+    case csv
+    /// A JSON array of row objects, revenue as `{"USD": {"min": …, "max": …, "estimate": …}}`.
+    case json
+}
+
+extension Report {
+    /// The report in `format`.
+    public func formatted(_ format: ReportFormat, width: Int = 100) -> String {
+        switch format {
+        case .table: table(width: width)
+        case .csv: csv()
+        case .json: json()
+        }
+    }
+
+    // MARK: - JSON
+
+    func json() -> String {
+        let objects = rows.map { row -> String in
+            var object = JSONObjectWriter()
+            addDimensions(row, to: &object)
+            if events {
+                object.add("event", row.event)
+                object.add("occurrences_min", row.occurrencesMin)
+                object.add("occurrences_max", row.occurrencesMax)
+                object.add("postbacks", row.eventPostbacks)
+            } else {
+                for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
+            }
+            let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
+                var money = JSONObjectWriter()
+                money.add("min", roundedMoney(total.min))
+                money.add("max", roundedMoney(total.max))
+                money.add("estimate", roundedMoney(total.estimate))
+                return jsonQuoted(currency) + ":" + money.text
+            }
+            object.addRaw("revenue", json: "{" + revenue.joined(separator: ",") + "}")
+            return object.text
+        }
+        return objects.isEmpty ? "[]" : "[\n" + objects.joined(separator: ",\n") + "\n]"
+    }
+
+    private func addDimensions(_ row: ReportRow, to object: inout JSONObjectWriter) {
+        for (dimension, value) in zip(dimensions, row.dimensions) {
+            switch (dimension, value) {
+            case (_, .null): object.addRaw(dimension.column, json: "null")
+            case (.redownload, .integer(let number)), (.didWin, .integer(let number)):
+                object.add(dimension.column, number != 0)
+            case (_, .integer(let number)): object.add(dimension.column, number)
+            case (_, .text(let text)): object.add(dimension.column, text)
+            }
+        }
+    }
+
+    // MARK: - CSV
+
+    func csv() -> String {
+        var header = dimensions.map(\.column)
+        header +=
+            events
+            ? ["event", "occurrences_min", "occurrences_max", "postbacks"] : ReportMetric.allCases.map(\.rawValue)
+        for currency in currencies {
+            header += ["revenue_\(currency)_min", "revenue_\(currency)_max", "revenue_\(currency)"]
+        }
+        var lines = [header.map(csvField).joined(separator: ",")]
+        for row in rows {
+            var fields = zip(dimensions, row.dimensions).map { dimension, value in plain(dimension, value) }
+            if events {
+                fields += [
+                    row.event ?? "", String(row.occurrencesMin), String(row.occurrencesMax), String(row.eventPostbacks),
+                ]
+            } else {
+                fields += ReportMetric.allCases.map { String(row.counts[$0] ?? 0) }
+            }
+            for currency in currencies {
+                let total = row.revenue[currency] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
+                fields += [total.min, total.max, total.estimate].map { formatJSONNumber(roundedMoney($0)) }
+            }
+            lines.append(fields.map(csvField).joined(separator: ","))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private func plain(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
+        render(dimension, value, null: "", yes: "true", no: "false")
+    }
+
+    /// A dimension value as text: NULL and the booleans (`redownload`, `did_win`) as given.
+    private func render(
+        _ dimension: AggregateDimension,
+        _ value: DimensionValue,
+        null: String,
+        yes: String,
+        no: String
+    )
+        -> String
+    {
+        switch (dimension, value) {
+        case (_, .null): null
+        case (.redownload, .integer(let number)), (.didWin, .integer(let number)): number != 0 ? yes : no
+        case (_, .integer(let number)): String(number)
+        case (_, .text(let text)): text
+        }
+    }
+
+    // MARK: - Table
+
+    func table(width: Int) -> String {
+        guard !rows.isEmpty else {
+            return "no aggregate rows for this period (run postbackd aggregate after ingesting)\n"
+        }
+        var columns: [TableColumn] = dimensions.map { dimension in
+            TableColumn(
+                header: dimension.column,
+                rightAligned: dimension.sqlType == "INTEGER" && dimension != .redownload && dimension != .didWin,
+                cells: rows.map { human(dimension, $0.dimensions[dimensions.firstIndex(of: dimension) ?? 0]) },
+                priority: 100,
+                truncatable: dimension == .adNetworkID || dimension == .sourceDomain
+            )
+        }
+        if events {
+            columns.append(
+                TableColumn(
+                    header: "event",
+                    rightAligned: false,
+                    cells: rows.map { $0.event ?? "" },
+                    priority: 100,
+                    truncatable: true
+                )
+            )
+            columns.append(
+                TableColumn(
+                    header: "occurrences",
+                    rightAligned: true,
+                    cells: rows.map { range($0.occurrencesMin, $0.occurrencesMax) },
+                    priority: 90
+                )
+            )
+            columns.append(
+                TableColumn(
+                    header: "postbacks",
+                    rightAligned: true,
+                    cells: rows.map { formatCount($0.eventPostbacks) },
+                    priority: 95
+                )
+            )
+        } else {
+            let priorities: [ReportMetric: Int] = [
+                .postbacks: 95, .installs: 99, .redownloads: 80, .nonWinning: 60, .testMode: 50,
+                .nullConversionValues: 40, .unmapped: 30, .unmodelled: 20,
+            ]
+            for metric in ReportMetric.allCases {
+                columns.append(
+                    TableColumn(
+                        header: metric.shortName,
+                        rightAligned: true,
+                        cells: rows.map { formatCount($0.counts[metric] ?? 0) },
+                        total: rows.count > 1 ? formatCount(rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) }) : nil,
+                        priority: priorities[metric] ?? 10
+                    )
+                )
+            }
+        }
+        for currency in currencies {
+            let total = rows.reduce(0.0) { $0 + ($1.revenue[currency]?.estimate ?? 0) }
+            columns.append(
+                TableColumn(
+                    header: "\(currency) est.",
+                    rightAligned: true,
+                    cells: rows.map { $0.revenue[currency].map { formatMoney($0.estimate) } ?? "" },
+                    total: rows.count > 1 && !events ? formatMoney(total) : nil,
+                    priority: 98
+                )
+            )
+        }
+        if !events && rows.count > 1 && !columns.isEmpty && !dimensions.isEmpty {
+            columns[0].total = "total"
+        }
+        // Too wide: first hide the least important metrics, then shorten long names.
+        var hidden: [String] = []
+        while TableColumn.width(of: columns) > width,
+            let drop = columns.indices.filter({ columns[$0].priority < 90 }).min(by: {
+                columns[$0].priority < columns[$1].priority
+            })
+        {
+            hidden.append(columns[drop].header)
+            columns.remove(at: drop)
+        }
+        while TableColumn.width(of: columns) > width,
+            let widest = columns.indices.filter({ columns[$0].truncatable && columns[$0].width > 14 }).max(by: {
+                columns[$0].width < columns[$1].width
+            })
+        {
+            columns[widest].limit = max(14, columns[widest].width - (TableColumn.width(of: columns) - width))
+        }
+        var lines = [TableColumn.line(columns.map { ($0.header, $0) })]
+        lines.append(columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  "))
+        for index in rows.indices {
+            lines.append(TableColumn.line(columns.map { ($0.cells[index], $0) }))
+        }
+        if columns.contains(where: { $0.total != nil }) {
+            lines.append(columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  "))
+            lines.append(TableColumn.line(columns.map { ($0.total ?? "", $0) }))
+        }
+        var notes: [String] = []
+        if !currencies.isEmpty {
+            notes.append("revenue: \(policy ?? "midpoint") estimate; --format csv or json gives min and max")
+        }
+        if !hidden.isEmpty {
+            notes.append("not shown at this width: \(hidden.joined(separator: ", ")) (--format csv shows every column)")
+        }
+        return (lines + notes.flatMap { wrap($0, width: width) }).map { $0.trailingSpacesRemoved }.joined(
+            separator: "\n"
+        ) + "\n"
+    }
+
+    private func human(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
+        render(dimension, value, null: "–", yes: "yes", no: "no")
+    }
+
+    private func range(_ min: Int, _ max: Int) -> String {
+        min == max ? formatCount(min) : "\(formatCount(min))–\(formatCount(max))"
+    }
+}
+
+/// One column of the table format.
+private struct TableColumn {
+    var header: String
+    var rightAligned: Bool
+    var cells: [String]
+    var total: String? = nil
+    /// Lower priorities are hidden first when the table is too wide (90 and up never are).
+    var priority: Int
+    var truncatable = false
+    /// A width to truncate text cells to.
+    var limit: Int? = nil
+
+    var width: Int {
+        let natural = max(header.count, cells.map(\.count).max() ?? 0, total?.count ?? 0)
+        return limit.map { min($0, natural) } ?? natural
+    }
+
+    static func width(of columns: [TableColumn]) -> Int {
+        columns.reduce(0) { $0 + $1.width } + max(0, columns.count - 1) * 2
+    }
+
+    static func line(_ cells: [(String, TableColumn)]) -> String {
+        cells.map { text, column in
+            let width = column.width
+            let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
+            let padding = String(repeating: " ", count: width - shown.count)
+            return column.rightAligned ? padding + shown : shown + padding
+        }.joined(separator: "  ")
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters.
+func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+        if !line.isEmpty && line.count + 1 + word.count > width {
+            lines.append(line)
+            line = "  "
+        }
+        line += (line.isEmpty || line == "  " ? "" : " ") + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines
+}
+
+/// Money rounded to millionths, as stored sums of micros are exact to that.
+func roundedMoney(_ value: Double) -> Double {
+    (value * 1_000_000).rounded() / 1_000_000
+}
+
+/// `1234.5` as `1,234.50`.
+public func formatMoney(_ value: Double) -> String {
+    let cents = Int64((value * 100).rounded())
+    let fraction = abs(cents % 100)
+    return formatCount(Int(cents / 100)) + "." + (fraction < 10 ? "0" : "") + String(fraction)
+}
+
+/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+    return "\"" + text.replacingOccurrencesOfQuote() + "\""
+}
+
+extension String {
+    fileprivate func replacingOccurrencesOfQuote() -> String {
+        var out = ""
+        for character in self {
+            out.append(character)
+            if character == "\"" { out.append("\"") }
+        }
+        return out
+    }
+
+    fileprivate var trailingSpacesRemoved: String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,156 @@
+/// An advertiser's conversion model for one app: what each fine and coarse conversion value
+/// means in events, counts and revenue.
+///
+/// Read from the schema App Attribution Partners share with Google Ads
+/// (`SkAdNetworkConversionValueSchema`, protobuf JSON with lowerCamelCase names); see
+/// ``ConversionModelParser`` and `spec/conversion-model.md`.
+public struct ConversionModel: Sendable, Hashable {
+    /// The App Store id the model belongs to (`appId`).
+    public var appID: Int64
+    /// `measurementWindowHours` (informational).
+    public var measurementWindowHours: Int64?
+    /// `fineGrainedConversionValueMappings`, by fine value (0–63).
+    public var fineValues: [Int: ConversionValueMapping]
+    /// `postbackMappings`, by postback sequence index (0–2), then coarse value.
+    public var coarseValues: [Int: [CoarseConversionValue: ConversionValueMapping]]
+    /// The schema object as JSON text, as it was read (unwrapped from an API response).
+    public var json: String
+
+    /// Decodes a postback's conversion value (spec, "Decoding a postback").
+    ///
+    /// A fine value decodes only postback 0 (every postback before SKAdNetwork 4.0 is 0); a
+    /// fine value on postback 1 or 2, which Apple never sends, is unmapped. A coarse value
+    /// decodes through the mappings of the postback's sequence index. No value at all is a
+    /// null conversion value: never decoded as zero revenue.
+    public func decode(_ value: ConversionValue?, sequenceIndex: Int) -> DecodedConversionValue {
+        switch value {
+        case nil:
+            return .null
+        case .fine(let fine):
+            guard sequenceIndex == 0, let mapping = fineValues[fine] else { return .unmapped }
+            return .mapped(mapping.events)
+        case .coarse(let coarse):
+            guard let mapping = coarseValues[sequenceIndex]?[coarse] else { return .unmapped }
+            return .mapped(mapping.events)
+        }
+    }
+
+    /// Every event name the model can produce.
+    public var eventNames: Set<String> {
+        var names = Set<String>()
+        for mapping in fineValues.values { names.formUnion(mapping.events.map(\.name)) }
+        for byValue in coarseValues.values {
+            for mapping in byValue.values { names.formUnion(mapping.events.map(\.name)) }
+        }
+        return names
+    }
+
+    /// Every currency the model's revenue is in.
+    public var currencies: Set<String> {
+        var currencies = Set<String>()
+        for mapping in fineValues.values { currencies.formUnion(mapping.events.compactMap { $0.revenue?.currency }) }
+        for byValue in coarseValues.values {
+            for mapping in byValue.values { currencies.formUnion(mapping.events.compactMap { $0.revenue?.currency }) }
+        }
+        return currencies
+    }
+}
+
+/// What one conversion value stands for (`ConversionValueMapping`).
+public struct ConversionValueMapping: Sendable, Hashable {
+    /// `minTimePostInstallHours` / `maxTimePostInstallHours` (informational).
+    public var minTimePostInstallHours: Int64?
+    public var maxTimePostInstallHours: Int64?
+    /// `mappedEvents`.
+    public var events: [MappedEvent]
+}
+
+/// One event a conversion value maps to (`Event`), with its ranges resolved.
+public struct MappedEvent: Sendable, Hashable {
+    /// `mappedEventName`.
+    public var name: String
+    /// How many times it happened: `eventOccurrenceRange`, `eventCounter` n as (n, n), or
+    /// (1, 1) when neither is set.
+    public var occurrences: CountRange
+    /// Its revenue for the install in that window, when the event has any: `eventRevenueRange`,
+    /// or `eventRevenueValue` v as (v, v).
+    public var revenue: RevenueRange?
+}
+
+/// A range of counts.
+public struct CountRange: Sendable, Hashable {
+    public var min: Int64
+    public var max: Int64
+
+    public init(min: Int64, max: Int64) {
+        self.min = min
+        self.max = max
+    }
+}
+
+/// A range of revenue in one currency, in millionths of the currency unit so that sums over
+/// millions of postbacks stay exact.
+public struct RevenueRange: Sendable, Hashable {
+    /// ISO 4217 code (`USD`).
+    public var currency: String
+    public var minMicros: Int64
+    public var maxMicros: Int64
+
+    public init(currency: String, minMicros: Int64, maxMicros: Int64) {
+        self.currency = currency
+        self.minMicros = minMicros
+        self.maxMicros = maxMicros
+    }
+}
+
+/// The meaning of one postback's conversion value.
+public enum DecodedConversionValue: Sendable, Hashable {
+    /// The model maps the value (possibly to no events).
+    case mapped([MappedEvent])
+    /// The app has a model, but it does not map this value.
+    case unmapped
+    /// The postback carries no conversion value (Apple's privacy threshold withheld it).
+    case null
+    /// No model for the postback's app.
+    case unmodelled
+}
+
+/// The current conversion models, by app.
+public struct ConversionModels: Sendable {
+    public var byApp: [Int64: ConversionModel]
+
+    public init(_ models: [ConversionModel]) {
+        byApp = Dictionary(models.map { ($0.appID, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// Decodes a postback's value through its app's model.
+    public func decode(appID: Int64, value: ConversionValue?, sequenceIndex: Int) -> DecodedConversionValue {
+        guard let model = byApp[appID] else { return .unmodelled }
+        return model.decode(value, sequenceIndex: sequenceIndex)
+    }
+}
+
+/// How a point estimate of revenue is derived from its range.
+public enum RevenueEstimatePolicy: String, Sendable, Hashable, CaseIterable {
+    /// The middle of the range (the default; what the largest MMPs report).
+    case midpoint
+    /// The bottom of the range.
+    case lower
+    /// The top of the range.
+    case upper
+
+    /// The estimate of a range, in micros.
+    public func estimate(minMicros: Int64, maxMicros: Int64) -> Double {
+        switch self {
+        case .midpoint: (Double(minMicros) + Double(maxMicros)) / 2
+        case .lower: Double(minMicros)
+        case .upper: Double(maxMicros)
+        }
+    }
+}
+
+/// Micros to currency units.
+@inline(__always)
+func units(_ micros: Double) -> Double {
+    micros / 1_000_000
+}

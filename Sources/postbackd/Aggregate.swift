@@ -1,0 +1,80 @@
+import ArgumentParser
+import PostbackKit
+
+extension Postbackd {
+    struct Aggregate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Recompute the daily aggregate rows from the stored postbacks and the current models.",
+            discussion: """
+                Groups each UTC day's postbacks (by received_at) by date, app, ad network, source \
+                identifier, source app, source domain, version, fidelity type, redownload, did-win, \
+                sequence index and country, and counts postbacks, installs, redownloads, non-winning, \
+                test-mode, null conversion values, unmapped and unmodelled postbacks, revenue per \
+                currency and events, decoded through each app's current model. The days' rows are \
+                replaced in one transaction: re-running gives identical rows, and after a model \
+                changes a re-run corrects history.
+
+                Nightly use: ingest the day's files, then aggregate that day:
+                  postbackd ingest --received-at 2026-11-21 /data/2026-11-21/
+                  postbackd aggregate --date 2026-11-21
+
+                Examples:
+                  postbackd aggregate
+                  postbackd aggregate --from 2026-11-01 --to 2026-11-21 --revenue-estimate lower
+
+                Exit status: 0 done; 2 usage error or a database that cannot be used.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: ArgumentHelp("Recompute this UTC day only.", valueName: "YYYY-MM-DD"))
+        var date: String?
+
+        @Option(help: ArgumentHelp("First day to recompute (with --to).", valueName: "YYYY-MM-DD"))
+        var from: String?
+
+        @Option(help: ArgumentHelp("Last day to recompute (with --from).", valueName: "YYYY-MM-DD"))
+        var to: String?
+
+        @Option(help: "The point estimate of revenue ranges: midpoint, lower or upper.")
+        var revenueEstimate: RevenueEstimatePolicy = .midpoint
+
+        @Option(help: "text or json (one line).")
+        var format: ResultFormat = .text
+
+        func validate() throws {
+            if date != nil && (from != nil || to != nil) {
+                throw ValidationError("give --date or --from and --to, not both")
+            }
+            if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
+            _ = try selection()
+        }
+
+        private func selection() throws -> DaySelection {
+            if let date {
+                let day = try day(date, option: "--date")
+                return .range(from: day, to: day)
+            }
+            if let from, let to {
+                let first = try day(from, option: "--from")
+                let last = try day(to, option: "--to")
+                guard first <= last else { throw ValidationError("--from \(from) is after --to \(to)") }
+                return .range(from: first, to: last)
+            }
+            return .all
+        }
+
+        func run() throws {
+            let summary: AggregateSummary
+            do {
+                summary = try DailyAggregator.run(databasePath: database.path, try selection(), policy: revenueEstimate)
+            } catch let error as DatabaseOpenError {
+                throw failInput(error.reason)
+            }
+            let output = TextOutput.standardOutput()
+            output.line(format == .json ? summary.json : summary.text)
+            output.flush()
+        }
+    }
+}

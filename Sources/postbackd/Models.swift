@@ -1,0 +1,128 @@
+import ArgumentParser
+import PostbackKit
+
+extension Postbackd {
+    struct Models: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add, list and show the advertisers' conversion models.",
+            discussion: """
+                A model is the conversion value schema App Attribution Partners share with Google \
+                Ads (SkAdNetworkConversionValueSchema, protobuf JSON), plain or as the API returns it \
+                ({"resourceName": …, "schema": {…}}); a file may also hold a JSON array of models. \
+                Each app has one current model; adding a changed one replaces it (the old one is \
+                kept), and the next aggregate run uses it for every day it recomputes.
+
+                Examples:
+                  postbackd models add SamplePostbacks/models/*.json
+                  postbackd models list
+                  postbackd models show 525463029
+
+                Exit status: 0 done; 2 a model is invalid (nothing is stored; every problem is \
+                named with its file and JSON path), no such app, or a database that cannot be used.
+                """,
+            subcommands: [Add.self, List.self, Show.self]
+        )
+
+        struct Add: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Validate model files and store them, one current model per app."
+            )
+
+            @OptionGroup var database: DatabaseOptions
+
+            @Argument(help: "Model files (JSON).")
+            var files: [String]
+
+            func run() throws {
+                let added: [ModelsJob.Added]
+                do {
+                    added = try ModelsJob.add(files: files, databasePath: database.path)
+                } catch let error as ModelFilesError {
+                    throw failInput("no model was stored:\n" + error.description)
+                } catch let error as DatabaseOpenError {
+                    throw failInput(error.reason)
+                }
+                let output = TextOutput.standardOutput()
+                for entry in added {
+                    output.line(
+                        "app \(entry.model.appID): \(entry.outcome.rawValue) from \(entry.file) (\(ModelsJob.describe(entry.model)))"
+                    )
+                }
+                output.flush()
+            }
+        }
+
+        struct List: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List the current model of each app.")
+
+            @OptionGroup var database: DatabaseOptions
+
+            @Option(help: "text or json.")
+            var format: ResultFormat = .text
+
+            func run() throws {
+                let models: [StoredModel]
+                do {
+                    models = try ModelsJob.list(databasePath: database.path)
+                } catch let error as DatabaseOpenError {
+                    throw failInput(error.reason)
+                }
+                let output = TextOutput.standardOutput()
+                switch format {
+                case .text:
+                    if models.isEmpty { output.line("no models (postbackd models add FILE)") }
+                    for stored in models {
+                        output.line("app \(stored.model.appID): \(ModelsJob.describe(stored.model))")
+                        output.line(
+                            "    added \(stored.addedAt) from \(stored.source), sha256 \(stored.sha256.prefix(16))…"
+                        )
+                    }
+                case .json:
+                    let objects = models.map { stored -> String in
+                        var object = JSONObjectWriter()
+                        object.add("app_id", stored.model.appID)
+                        object.add("fine_values", stored.model.fineValues.count)
+                        object.addRaw(
+                            "coarse_postbacks",
+                            json: "[" + stored.model.coarseValues.keys.sorted().map(String.init).joined(separator: ",")
+                                + "]"
+                        )
+                        object.add("events", strings: stored.model.eventNames.sorted())
+                        object.add("currencies", strings: stored.model.currencies.sorted())
+                        object.add("added_at", stored.addedAt)
+                        object.add("source", stored.source)
+                        object.add("sha256", stored.sha256)
+                        return object.text
+                    }
+                    output.line("[" + objects.joined(separator: ",\n ") + "]")
+                }
+                output.flush()
+            }
+        }
+
+        struct Show: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Print an app's current model as JSON.")
+
+            @OptionGroup var database: DatabaseOptions
+
+            @Argument(help: "The App Store id of the app.")
+            var appID: Int64
+
+            func run() throws {
+                let stored: StoredModel?
+                do {
+                    stored = try ModelsJob.show(appID: appID, databasePath: database.path)
+                } catch let error as DatabaseOpenError {
+                    throw failInput(error.reason)
+                }
+                guard let stored else {
+                    throw failInput("no model for app \(appID) (postbackd models list shows the apps that have one)")
+                }
+                let output = TextOutput.standardOutput()
+                let pretty = (try? JSONValue.parse(Array(stored.model.json.utf8)))?.prettyText ?? stored.model.json
+                output.line(pretty)
+                output.flush()
+            }
+        }
+    }
+}

@@ -25,6 +25,8 @@ let package = Package(
             dependencies: [
                 "CPostbackdOpenSSL",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding values on the ingest hot path (Storage/SQLiteBinder.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

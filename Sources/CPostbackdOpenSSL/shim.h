@@ -20,4 +20,14 @@ static inline void CPostbackdOpenSSL_free(void *pointer) {
     OPENSSL_free(pointer);
 }
 
+/// `EC_GROUP_precompute_mult` is deprecated in OpenSSL 3 but remains its only way to build a
+/// table of multiples for a generator of our choosing (ECFixedBase.swift sets a public key as
+/// the generator). Wrapped here so that the deprecation is silenced in one place.
+static inline int CPostbackdOpenSSL_EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *context) {
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    return EC_GROUP_precompute_mult(group, context);
+#pragma clang diagnostic pop
+}
+
 #endif

@@ -44,10 +44,21 @@ extension Postbackd {
         @Option(help: "text: a readable summary; json: the summary as one JSON object on one line.")
         var format: ResultFormat = .text
 
+        @Option(
+            help: ArgumentHelp(
+                "Postbacks per transaction, at most (a transaction also commits after one second). Smaller lets other writers in sooner; larger writes less.",
+                valueName: "count"
+            )
+        )
+        var commitEvery: Int = IngestJob.defaultEntriesPerTransaction
+
         @Argument(help: "Files or folders to read; - or nothing reads standard input.")
         var paths: [String] = []
 
         func validate() throws {
+            if commitEvery < 1 {
+                throw ValidationError("--commit-every \(commitEvery) must be at least 1")
+            }
             if let receivedAt, UTCInstant(iso8601: receivedAt) == nil {
                 throw ValidationError(
                     "--received-at \(receivedAt) is not an ISO 8601 date or date-time (2026-11-21 or 2026-11-21T08:00:00Z)"
@@ -62,7 +73,8 @@ extension Postbackd {
                 databasePath: database.path,
                 keyRing: try keys.keyRing(),
                 receivedAt: receivedAt.flatMap(UTCInstant.init(iso8601:)),
-                logger: Logger(label: "postbackd.ingest")
+                logger: Logger(label: "postbackd.ingest"),
+                entriesPerTransaction: commitEvery
             )
             let summary: IngestSummary
             do {

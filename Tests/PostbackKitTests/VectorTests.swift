@@ -27,9 +27,13 @@ struct VectorExpectation: CustomTestStringConvertible, Sendable {
 
 @Suite("Apple's vectors")
 struct VectorTests {
-    @Test("every vector gives INDEX.md's verdict", arguments: try VectorExpectation.all())
-    func vectorVerdict(_ expectation: VectorExpectation) throws {
-        let result = PostbackVerifier(keyRing: .apple).check(
+    @Test(
+        "every vector gives INDEX.md's verdict, through OpenSSL's verify and through fixed-base tables",
+        arguments: try VectorExpectation.all(),
+        [Int.max, 0]
+    )
+    func vectorVerdict(_ expectation: VectorExpectation, fixedBaseThreshold: Int) throws {
+        let result = PostbackVerifier(keyRing: .apple, fixedBaseThreshold: fixedBaseThreshold).check(
             try Repository.bytes(Repository.vectors + "/" + expectation.file)
         )
         #expect(result.verdict == expectation.verdict, "\(result.reason ?? "")")

@@ -24,6 +24,8 @@ public struct IngestJob: Sendable {
     public var logger: Logger
     /// Quarantined entries described on standard error, at most; the rest are counted.
     public var quarantineMessageLimit: Int
+    /// Postbacks written per transaction, at most (it also commits after a second).
+    public var entriesPerTransaction: Int
 
     public init(
         paths: [String],
@@ -32,7 +34,8 @@ public struct IngestJob: Sendable {
         receivedAt: UTCInstant? = nil,
         width: Int = ActiveProcessors.count,
         logger: Logger = Logger(label: "postbackd.ingest", factory: { _ in SwiftLogNoOpLogHandler() }),
-        quarantineMessageLimit: Int = 20
+        quarantineMessageLimit: Int = 20,
+        entriesPerTransaction: Int = IngestJob.defaultEntriesPerTransaction
     ) {
         self.paths = paths
         self.databasePath = databasePath
@@ -41,7 +44,14 @@ public struct IngestJob: Sendable {
         self.width = width
         self.logger = logger
         self.quarantineMessageLimit = quarantineMessageLimit
+        self.entriesPerTransaction = max(1, entriesPerTransaction)
     }
+
+    /// The longest a transaction stays open: it blocks other writers meanwhile, and a kill
+    /// loses at most this much work (which a re-run redoes).
+    static let millisecondsPerTransaction: Int64 = 1_000
+    /// Postbacks written per transaction, at most, unless told otherwise.
+    public static let defaultEntriesPerTransaction = 65_536
 
     /// Runs the job. Diagnostics and progress go to `errors`; the caller prints the summary.
     ///
@@ -51,7 +61,7 @@ public struct IngestJob: Sendable {
     public func run(errors: TextOutput, showProgress: Bool) async throws -> IngestSummary {
         let started = UTCInstant.now()
         let (files, walkDiagnostics) = try InputPaths.expand(paths)
-        let queue = try PostbackDatabase.open(databasePath)
+        let queue = try PostbackDatabase.open(databasePath, allowingOpenTransactions: true)
         let store = PostbackStore(queue: queue)
         for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
 
@@ -87,21 +97,37 @@ public struct IngestJob: Sendable {
         summary.runID = runID
         var described = 0
         let limit = quarantineMessageLimit
+        // Batches are written as they arrive into one transaction, committed every
+        // `entriesPerTransaction` postbacks (whole batches) or `millisecondsPerTransaction`. Every write is
+        // idempotent, so a crash between commits loses nothing a re-run does not restore.
+        var transactionEntries = 0
+        var transactionStarted = UTCInstant.now()
+        func commit() throws {
+            try store.commit(into: &summary)
+            logger.trace("transaction committed", metadata: ["ingest.read": "\(summary.read)"])
+            transactionEntries = 0
+        }
         do {
             try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) { verified in
-                let quarantined = try store.write(verified, context: context, summary: &summary)
+                if transactionEntries == 0 { transactionStarted = UTCInstant.now() }
+                let quarantined = try store.write(verified, context: context)
+                transactionEntries += verified.batch.entries.count
                 for item in quarantined where described < limit {
                     progress.message(VerificationReport.textLine(item.location, item.result))
                     described += 1
                 }
                 for diagnostic in reader.takeDiagnostics() { progress.message(diagnostic.description) }
+                if transactionEntries >= entriesPerTransaction
+                    || UTCInstant.now().milliseconds - transactionStarted.milliseconds
+                        >= Self.millisecondsPerTransaction
+                {
+                    try commit()
+                }
                 progress.update(postbacks: summary.read, bytesRead: reader.bytesRead, filesOpened: reader.filesOpened)
-                logger.trace(
-                    "batch committed",
-                    metadata: ["ingest.batch": "\(verified.batch.sequence)", "ingest.read": "\(summary.read)"]
-                )
             }
+            try commit()
         } catch {
+            store.rollback()
             progress.finish()
             summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
             try? store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())

@@ -41,11 +41,24 @@ public enum PostbackDatabase {
     /// which migrations are applied and then applies each in its own transaction, so two
     /// processes can both try the first one; each migration is atomic, so the loser's attempt
     /// leaves nothing behind, and it finds the schema complete when it looks again.
-    public static func open(_ path: String) throws(DatabaseOpenError) -> DatabaseQueue {
+    ///
+    /// - Parameter allowingOpenTransactions: let a write transaction stay open between two
+    ///   accesses (``PostbackStore`` spans a transaction over many batches); GRDB otherwise
+    ///   stops the process when an access leaves one open.
+    public static func open(
+        _ path: String,
+        allowingOpenTransactions: Bool = false
+    ) throws(DatabaseOpenError) -> DatabaseQueue {
         var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = allowingOpenTransactions
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(busyTimeoutSeconds)
         configuration.label = "postbackd"
+        configuration.prepareDatabase { db in
+            // 32 MiB of page cache keeps the dedup index's hot pages in memory; checkpoints
+            // (each one an fsync) every 32 MiB of WAL instead of every 4 MiB.
+            try db.execute(sql: "PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 8192")
+        }
         let migrator = PostbackSchema.migrator
         var attempt = 0
         while true {

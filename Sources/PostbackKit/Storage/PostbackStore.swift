@@ -18,14 +18,18 @@ public enum KeySpace: String, Sendable, Hashable {
 }
 
 /// Writes verified batches into the database: accepted postbacks, sightings of duplicates,
-/// conflicts, quarantine; one transaction per batch.
+/// conflicts, quarantine; many batches per transaction.
 ///
 /// Dedup is enforced by the database: the `postbacks_dedup_key` unique index and
 /// `INSERT … ON CONFLICT DO NOTHING`. Only a valid postback ever reaches `postbacks`, so a
 /// forged copy can never claim a key before the genuine one arrives.
 public final class PostbackStore {
     public let queue: DatabaseQueue
+    /// What the open write transaction has written, counted when it commits.
+    private var uncommitted = IngestSummary()
 
+    /// - Parameter queue: a queue opened with `allowingOpenTransactions` (``PostbackDatabase``),
+    ///   since a write transaction spans several ``write(_:context:)`` calls.
     public init(queue: DatabaseQueue) {
         self.queue = queue
     }
@@ -89,70 +93,88 @@ public final class PostbackStore {
         public var result: VerificationResult
     }
 
-    /// Writes one verified batch in one transaction, in input order, and adds its counts to
-    /// `summary`. Returns the entries it quarantined.
-    public func write(
-        _ verified: VerifiedBatch,
-        context: BatchContext,
-        summary: inout IngestSummary
-    ) throws -> [Quarantined] {
+    /// Writes one verified batch, in input order, into the open write transaction, beginning
+    /// one if none is open, and returns the entries it quarantined.
+    ///
+    /// Nothing is durable, and nothing is counted in the run's summary, until ``commit(into:)``.
+    /// A transaction holds many batches: each commit rewrites every index page the transaction
+    /// touched, and the dedup key's pages are touched at random, so fewer, larger commits write
+    /// far less (a commit per 256-postback batch spent more time in the kernel than in SQLite).
+    /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
+    public func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [Quarantined] {
         var quarantined: [Quarantined] = []
-        var counts = IngestSummary()
         let now = UTCInstant.now()
         try queue.writeWithoutTransaction { db in
-            try db.inTransaction(.immediate) {
-                counts = IngestSummary()
-                quarantined.removeAll(keepingCapacity: true)
-                for (index, (entry, result)) in verified.items.enumerated() {
-                    counts.read += 1
-                    let raw = verified.batch.bytes[entry.range]
-                    let digest = verified.rawDigests[index]
-                    let source = context.storedSource(entry.location.source)
-                    if result.verdict == .valid, let postback = result.postback {
-                        let (receivedAt, receivedSource) = context.rule.receivedTime(
-                            forwarderTimestamp: postback.forwarderTimestamp,
-                            now: now
-                        )
-                        try store(
-                            db,
-                            postback,
-                            result,
-                            raw: raw,
-                            digest: digest,
-                            source: source,
-                            location: entry.location,
-                            receivedAt: receivedAt,
-                            receivedSource: receivedSource,
-                            runID: context.runID,
-                            counts: &counts
-                        )
-                    } else {
-                        let (receivedAt, _) = context.rule.receivedTime(forwarderTimestamp: nil, now: now)
-                        try quarantine(
-                            db,
-                            entry,
-                            result,
-                            raw: raw,
-                            digest: digest,
-                            source: source,
-                            receivedAt: receivedAt,
-                            runID: context.runID
-                        )
-                        counts.quarantined += 1
-                        switch result.verdict {
-                        case .invalid: counts.invalid += 1
-                        case .malformed: counts.malformed += 1
-                        case .unsupported: counts.unsupported += 1
-                        case .valid: counts.malformed += 1  // a valid verdict always carries a postback
-                        }
-                        quarantined.append(Quarantined(location: entry.location, result: result))
+            if !db.isInsideTransaction {
+                try db.beginTransaction(.immediate)
+                uncommitted = IngestSummary()
+            }
+            for (index, (entry, result)) in verified.items.enumerated() {
+                uncommitted.read += 1
+                let raw = verified.batch.bytes[entry.range]
+                let digest = verified.rawDigests[index]
+                let source = context.storedSource(entry.location.source)
+                if result.verdict == .valid, let postback = result.postback {
+                    let (receivedAt, receivedSource) = context.rule.receivedTime(
+                        forwarderTimestamp: postback.forwarderTimestamp,
+                        now: now
+                    )
+                    try store(
+                        db,
+                        postback,
+                        result,
+                        raw: raw,
+                        digest: digest,
+                        source: source,
+                        location: entry.location,
+                        receivedAt: receivedAt,
+                        receivedSource: receivedSource,
+                        runID: context.runID,
+                        counts: &uncommitted
+                    )
+                } else {
+                    let (receivedAt, _) = context.rule.receivedTime(forwarderTimestamp: nil, now: now)
+                    try quarantine(
+                        db,
+                        entry,
+                        result,
+                        raw: raw,
+                        digest: digest,
+                        source: source,
+                        receivedAt: receivedAt,
+                        runID: context.runID
+                    )
+                    uncommitted.quarantined += 1
+                    switch result.verdict {
+                    case .invalid: uncommitted.invalid += 1
+                    case .malformed: uncommitted.malformed += 1
+                    case .unsupported: uncommitted.unsupported += 1
+                    case .valid: uncommitted.malformed += 1  // a valid verdict always carries a postback
                     }
+                    quarantined.append(Quarantined(location: entry.location, result: result))
                 }
-                return .commit
             }
         }
-        summary.add(counts)
         return quarantined
+    }
+
+    /// Commits the open write transaction, if any, and adds what it wrote to `summary`.
+    public func commit(into summary: inout IngestSummary) throws {
+        try queue.writeWithoutTransaction { db in
+            guard db.isInsideTransaction else { return }
+            try db.commit()
+        }
+        summary.add(uncommitted)
+        uncommitted = IngestSummary()
+    }
+
+    /// Rolls back the open write transaction, if any: after a failed write, so that the
+    /// database holds only whole commits (a re-run writes the rest).
+    public func rollback() {
+        try? queue.writeWithoutTransaction { db in
+            if db.isInsideTransaction { try db.rollback() }
+        }
+        uncommitted = IngestSummary()
     }
 
     private func store(
@@ -170,17 +192,40 @@ public final class PostbackStore {
     ) throws {
         let columns = StoredColumns(postback)
         let keySpace = KeySpace(result)
-        let insert = try db.cachedStatement(sql: Self.insertPostback)
-        try insert.execute(arguments: [
-            postback.kind.rawValue, keySpace.rawValue, columns.adNetworkID, columns.transactionID,
-            columns.sequenceIndex, columns.version, columns.appID, columns.campaignID, columns.sourceIdentifier,
-            columns.sourceAppID, columns.sourceDomain, columns.fidelityType, columns.didWin, columns.redownload,
-            columns.conversionType, columns.marketplaceID, columns.impressionType, columns.adInteractionType,
-            postback.conversionValue?.fine, postback.conversionValue?.coarse?.rawValue, postback.countryCode,
-            result.testMode, result.development, result.keyName ?? "", receivedAt.iso8601, receivedSource.rawValue,
-            Data(raw), Data(digest), source, location.index, location.line, runID,
-        ])
-        if db.changesCount == 1 {
+        var insert = SQLiteBinder(try db.cachedStatement(sql: Self.insertPostback))
+        insert.bind(postback.kind.rawValue)
+        insert.bind(keySpace.rawValue)
+        insert.bind(columns.adNetworkID)
+        insert.bind(columns.transactionID)
+        insert.bind(columns.sequenceIndex)
+        insert.bind(columns.version)
+        insert.bind(columns.appID)
+        insert.bind(columns.campaignID)
+        insert.bind(columns.sourceIdentifier)
+        insert.bind(columns.sourceAppID)
+        insert.bind(columns.sourceDomain)
+        insert.bind(columns.fidelityType)
+        insert.bind(columns.didWin)
+        insert.bind(columns.redownload)
+        insert.bind(columns.conversionType)
+        insert.bind(columns.marketplaceID)
+        insert.bind(columns.impressionType)
+        insert.bind(columns.adInteractionType)
+        insert.bind(postback.conversionValue?.fine)
+        insert.bind(postback.conversionValue?.coarse?.rawValue)
+        insert.bind(postback.countryCode)
+        insert.bind(result.testMode)
+        insert.bind(result.development)
+        insert.bind(result.keyName ?? "")
+        receivedAt.withISO8601Bytes { insert.bindText($0) }
+        insert.bind(receivedSource.rawValue)
+        insert.bindBlob(raw)
+        digest.withUnsafeBytes { insert.bindBlob($0) }
+        insert.bind(source)
+        insert.bind(location.index)
+        insert.bind(location.line)
+        insert.bind(runID)
+        if try insert.step(db) == 1 {
             counts.accepted += 1
             if result.testMode { counts.testMode += 1 }
             if result.development { counts.development += 1 }

@@ -31,13 +31,40 @@ public struct UTCInstant: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// `2026-11-21T08:30:00.000Z`: sorts as text in time order.
     public var iso8601: String {
+        withISO8601Bytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with the 24 ASCII bytes of ``iso8601``, formatted on the stack (one is
+    /// formatted per stored postback).
+    public func withISO8601Bytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         let (days, millisecondOfDay) = milliseconds.floorDivided(by: 86_400_000)
         let (year, month, day) = civilDate(fromDays: days)
         let seconds = millisecondOfDay / 1000
-        var text = Self.dateText(year, month, day)
-        text += "T" + pad2(seconds / 3600) + ":" + pad2(seconds / 60 % 60) + ":" + pad2(seconds % 60)
-        text += "." + pad3(millisecondOfDay % 1000) + "Z"
-        return text
+        var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { buffer in
+            func put(_ value: Int64, at offset: Int, digits: Int) {
+                var value = value
+                for position in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(min(max(year, 0), 9999), at: 0, digits: 4)
+            buffer[4] = UInt8(ascii: "-")
+            put(month, at: 5, digits: 2)
+            buffer[7] = UInt8(ascii: "-")
+            put(day, at: 8, digits: 2)
+            buffer[10] = UInt8(ascii: "T")
+            put(seconds / 3600, at: 11, digits: 2)
+            buffer[13] = UInt8(ascii: ":")
+            put(seconds / 60 % 60, at: 14, digits: 2)
+            buffer[16] = UInt8(ascii: ":")
+            put(seconds % 60, at: 17, digits: 2)
+            buffer[19] = UInt8(ascii: ".")
+            put(millisecondOfDay % 1000, at: 20, digits: 3)
+            buffer[23] = UInt8(ascii: "Z")
+            return try body(UnsafeRawBufferPointer(rebasing: buffer[0..<24]))
+        }
     }
 
     /// The UTC day, `2026-11-21`.
@@ -217,7 +244,6 @@ private func pow10(_ exponent: Int) -> Int {
 }
 
 private func pad2(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-private func pad3(_ value: Int64) -> String { value < 10 ? "00\(value)" : value < 100 ? "0\(value)" : "\(value)" }
 private func pad4(_ value: Int64) -> String {
     value < 10 ? "000\(value)" : value < 100 ? "00\(value)" : value < 1000 ? "0\(value)" : "\(value)"
 }

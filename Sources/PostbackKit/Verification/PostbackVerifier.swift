@@ -16,10 +16,13 @@
 // @unchecked: a verifier is used by one task at a time; VerifierPool hands it from task to task.
 public final class PostbackVerifier: @unchecked Sendable {
     public let keyRing: KeyRing
-    private let ecdsa = ECDSAVerifier()
+    private let ecdsa: ECDSAVerifier
 
-    public init(keyRing: KeyRing) {
+    /// - Parameter fixedBaseThreshold: uses of a key after which its signatures are verified
+    ///   with its precomputed table (``ECDSAVerifier``).
+    public init(keyRing: KeyRing, fixedBaseThreshold: Int = ECDSAVerifier.defaultFixedBaseThreshold) {
         self.keyRing = keyRing
+        self.ecdsa = ECDSAVerifier(fixedBaseThreshold: fixedBaseThreshold)
     }
 
     /// Checks one entry as read from its file.

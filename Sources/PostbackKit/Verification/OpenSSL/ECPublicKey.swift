@@ -1,4 +1,5 @@
 import CPostbackdOpenSSL
+import Synchronization
 
 /// An elliptic-curve public key parsed once by OpenSSL and shared by every verifier.
 ///
@@ -12,6 +13,9 @@ public final class ECPublicKey: @unchecked Sendable {
     public let curve: ECCurve
     /// The key as DER SubjectPublicKeyInfo.
     public let derRepresentation: [UInt8]
+    /// The key's table of precomputed multiples, built on first request (about 25 ms on
+    /// P-256): `.none` until then, `.some(nil)` when OpenSSL could not build one.
+    private let fixedBaseTable = Mutex<ECFixedBase??>(.none)
 
     /// Reads a key from a PEM `PUBLIC KEY` block.
     public convenience init(pemRepresentation pem: String) throws {
@@ -60,6 +64,17 @@ public final class ECPublicKey: @unchecked Sendable {
 
     deinit {
         EVP_PKEY_free(pointer)
+    }
+
+    /// The key's point with its precomputed multiples, for fast verification of many
+    /// signatures (``ECFixedBase``); built once, by the first caller, and shared.
+    var fixedBase: ECFixedBase? {
+        fixedBaseTable.withLock { table in
+            if let built = table { return built }
+            let built = ECFixedBase(publicKey: pointer, curve: curve)
+            table = .some(built)
+            return built
+        }
     }
 }
 

@@ -1,0 +1,90 @@
+import GRDB
+import GRDBSQLite
+
+/// Binds values to a statement GRDB prepared and cached, and steps it, through SQLite's C API.
+///
+/// The ingest hot path writes one row per postback; GRDB's `StatementArguments` box every value
+/// into an existential and a `DatabaseValue` first, which cost more than the insert itself.
+/// GRDB still prepares, caches and finalizes the statements and owns the transactions.
+struct SQLiteBinder {
+    private let statement: OpaquePointer
+    private var index: Int32 = 0
+
+    /// Resets `statement` for new values.
+    init(_ statement: Statement) {
+        self.statement = statement.sqliteStatement
+        sqlite3_reset(self.statement)
+    }
+
+    mutating func bind(_ value: String?) {
+        index += 1
+        guard var value else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        value.withUTF8 { bytes in
+            _ = sqlite3_bind_text(
+                statement,
+                index,
+                bytes.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                Int32(bytes.count),
+                sqliteTransient
+            )
+        }
+    }
+
+    mutating func bind(_ value: Int64?) {
+        index += 1
+        if let value { sqlite3_bind_int64(statement, index, value) } else { sqlite3_bind_null(statement, index) }
+    }
+
+    mutating func bind(_ value: Int?) {
+        bind(value.map(Int64.init))
+    }
+
+    mutating func bind(_ value: Bool?) {
+        bind(value.map { $0 ? Int64(1) : 0 })
+    }
+
+    /// Binds ASCII or UTF-8 text held in bytes.
+    mutating func bindText(_ bytes: UnsafeRawBufferPointer) {
+        index += 1
+        sqlite3_bind_text(
+            statement,
+            index,
+            bytes.baseAddress?.assumingMemoryBound(to: CChar.self),
+            Int32(bytes.count),
+            sqliteTransient
+        )
+    }
+
+    mutating func bindBlob(_ bytes: UnsafeRawBufferPointer?) {
+        index += 1
+        guard let bytes else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_blob(statement, index, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
+    }
+
+    mutating func bindBlob(_ bytes: ArraySlice<UInt8>?) {
+        guard let bytes else { return bindBlob(nil as UnsafeRawBufferPointer?) }
+        bytes.withUnsafeBytes { bindBlob($0) }
+    }
+
+    /// Runs the statement; returns the number of rows it changed.
+    func step(_ db: Database) throws -> Int {
+        let code = sqlite3_step(statement)
+        guard code == SQLITE_DONE || code == SQLITE_ROW else {
+            let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(statement)))
+            sqlite3_reset(statement)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
+        }
+        let changes = Int(sqlite3_changes(sqlite3_db_handle(statement)))
+        sqlite3_reset(statement)
+        return changes
+    }
+}
+
+/// SQLite's `SQLITE_TRANSIENT` (a function-like cast Swift cannot import): SQLite copies the value.
+private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -123,6 +123,41 @@ struct FixedBaseVerificationTests {
         #expect(signer.publicKey.fixedBase != nil)
     }
 
+    @Test("a batch of both curves gets the verdicts its signatures get one by one")
+    func batch() throws {
+        let reference = ECDSAVerifier(fixedBaseThreshold: .max)
+        var random = SeededRandom(seed: 7)
+        var requests: [ECDSAVerifier.Request] = []
+        for curve in ECCurve.allCases {
+            let (signer, other) = try keys(curve)
+            let order = try #require(Self.orders[curve])
+            for _ in 0..<40 {
+                let digest = (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
+                let der = try signer.signature(forDigest: digest)
+                var flipped = der
+                let bit = Int.random(in: 0..<(flipped.count * 8), using: &random)
+                flipped[bit / 8] ^= 1 << (bit % 8)
+                let half = curve.coordinateLength
+                let rIsN = try #require(ECDSASignatureEncoding.der(fromRaw: order + Array(der.suffix(half))))
+                requests += [
+                    .init(signature: der, digest: digest, key: signer.publicKey),
+                    .init(signature: flipped, digest: digest, key: signer.publicKey),
+                    .init(signature: der, digest: digest, key: other),
+                    .init(signature: der + [0], digest: digest, key: signer.publicKey),
+                    .init(signature: rIsN, digest: digest, key: signer.publicKey),
+                ]
+            }
+        }
+        requests.shuffle(using: &random)
+        let expected = requests.map { reference.verify(signature: $0.signature, digest: $0.digest, key: $0.key) }
+        #expect(expected.filter { $0 == .verified }.count >= 80)
+        #expect(ECDSAVerifier(fixedBaseThreshold: 0).verify(requests) == expected)
+        #expect(ECDSAVerifier(fixedBaseThreshold: .max).verify(requests) == expected)
+        // Past the threshold part-way through the batch: some keys switch, others do not yet.
+        #expect(ECDSAVerifier(fixedBaseThreshold: 60).verify(requests) == expected)
+        #expect(ECDSAVerifier(fixedBaseThreshold: 0).verify([]) == [])
+    }
+
     @Test("P-192 ignores the digest's bits past its order's 192, in both verifiers")
     func truncatedDigest() throws {
         let (signer, _) = try keys(.p192)

@@ -18,13 +18,11 @@ extension VerifierPool {
     public func verify(_ batch: EntryBatch, hashingRaw: Bool = false) -> VerifiedBatch {
         withVerifier { verifier in
             batch.bytes.withUnsafeBufferPointer { bytes in
-                var verified = VerifiedBatch(batch: batch, results: [])
-                verified.results.reserveCapacity(batch.entries.count)
-                if hashingRaw { verified.rawDigests.reserveCapacity(batch.entries.count) }
-                for entry in batch.entries {
-                    let raw = UnsafeBufferPointer(rebasing: bytes[entry.range])
-                    verified.results.append(verifier.check(raw, problem: entry.problem, line: entry.location.line))
-                    if hashingRaw { verified.rawDigests.append(verifier.sha256(raw)) }
+                var verified = VerifiedBatch(batch: batch, results: verifier.check(batch.entries, in: bytes))
+                if hashingRaw {
+                    verified.rawDigests = batch.entries.map {
+                        verifier.sha256(UnsafeBufferPointer(rebasing: bytes[$0.range]))
+                    }
                 }
                 return verified
             }

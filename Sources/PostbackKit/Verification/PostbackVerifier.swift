@@ -38,8 +38,72 @@ public final class PostbackVerifier: @unchecked Sendable {
     )
         -> VerificationResult
     {
+        switch prepare(bytes, problem: problem, line: line) {
+        case .done(let result): result
+        case .skan(let postback): result(postback, verifySignature(of: postback))
+        case .aak(let postback): result(postback, verifySignature(of: postback))
+        }
+    }
+
+    /// Checks every entry of a batch held in `bytes`: the same results as
+    /// ``check(_:problem:line:)-(UnsafeBufferPointer<UInt8>,_,_)`` one by one, but the likely
+    /// signature check of every postback (as received, with the first key for its version or
+    /// `kid`) is made for all of them at once, sharing the modular inversion
+    /// (``ECDSAVerifier/verify(_:)``). A postback that does not verify that way takes the
+    /// one-by-one path (other keys, test mode) for its verdict and reason.
+    public func check(_ entries: [RawEntry], in bytes: UnsafeBufferPointer<UInt8>) -> [VerificationResult] {
+        let prepared = entries.map { entry in
+            prepare(
+                UnsafeBufferPointer(rebasing: bytes[entry.range]),
+                problem: entry.problem,
+                line: entry.location.line
+            )
+        }
+        var requests: [ECDSAVerifier.Request] = []
+        var firstChecks: [(index: Int, valid: SignatureResult)] = []
+        for (index, item) in prepared.enumerated() {
+            switch item {
+            case .done:
+                continue
+            case .skan(let postback):
+                guard case .success(let (signature, keys)) = signatureAndKeys(of: postback), let key = keys.first
+                else { continue }
+                requests.append(
+                    .init(signature: signature, digest: ecdsa.sha256(postback.signedMessage()), key: key.key)
+                )
+                firstChecks.append((index, validSignature(of: postback, keyName: key.name)))
+            case .aak(let postback):
+                guard case .success(let (signature, key)) = signatureAndKey(of: postback) else { continue }
+                requests.append(
+                    .init(signature: signature, digest: ecdsa.sha256(Array(postback.signingInput.utf8)), key: key.key)
+                )
+                firstChecks.append((index, validSignature(key: key)))
+            }
+        }
+        var verified = [SignatureResult?](repeating: nil, count: prepared.count)
+        for (check, first) in zip(ecdsa.verify(requests), firstChecks) where check == .verified {
+            verified[first.index] = first.valid
+        }
+        return prepared.indices.map { index in
+            switch prepared[index] {
+            case .done(let result): result
+            case .skan(let postback): result(postback, verified[index] ?? verifySignature(of: postback))
+            case .aak(let postback): result(postback, verified[index] ?? verifySignature(of: postback))
+            }
+        }
+    }
+
+    /// An entry read as far as its signature.
+    private enum Prepared {
+        /// Refused before any signature check.
+        case done(VerificationResult)
+        case skan(SKANPostback)
+        case aak(AAKPostback)
+    }
+
+    private func prepare(_ bytes: UnsafeBufferPointer<UInt8>, problem: EntryReadProblem?, line: Int) -> Prepared {
         if let problem {
-            return .rejected(PostbackProblem(problem.description), kind: nil, identity: PostbackIdentity())
+            return .done(.rejected(PostbackProblem(problem.description), kind: nil, identity: PostbackIdentity()))
         }
         var scanner = JSONScanner(bytes)
         let document: JSONDocument
@@ -49,21 +113,33 @@ public final class PostbackVerifier: @unchecked Sendable {
             let position = lineAndColumn(of: error.offset, in: bytes)
             let reason =
                 "not valid JSON at line \(line + position.line - 1), column \(position.column): \(error.message)"
-            return .rejected(PostbackProblem(reason), kind: nil, identity: PostbackIdentity())
+            return .done(.rejected(PostbackProblem(reason), kind: nil, identity: PostbackIdentity()))
         }
         guard case .object(let members) = document else {
             let found = if case .other(let kind) = document { kind.name } else { "another value" }
-            return .rejected(
-                PostbackProblem("expected a JSON object, found \(found)"),
-                kind: nil,
-                identity: PostbackIdentity()
+            return .done(
+                .rejected(
+                    PostbackProblem("expected a JSON object, found \(found)"),
+                    kind: nil,
+                    identity: PostbackIdentity()
+                )
             )
         }
         let fields = FieldReader<PostbackKey>(bytes, members, requirement: "a postback")
         if fields.has(.jwsString) {
-            return checkAAK(AAKPostbackDecoder(envelope: fields))
+            let decoder = AAKPostbackDecoder(envelope: fields)
+            do {
+                return .aak(try decoder.decode())
+            } catch {
+                return .done(.rejected(error, kind: .aak, identity: decoder.identity))
+            }
         }
-        return checkSKAN(SKANPostbackDecoder(fields))
+        var decoder = SKANPostbackDecoder(fields)
+        do {
+            return .skan(try decoder.decode())
+        } catch {
+            return .done(.rejected(error, kind: .skan, identity: decoder.identity))
+        }
     }
 
     /// The SHA-256 of `bytes`, with this verifier's OpenSSL context.
@@ -76,25 +152,12 @@ public final class PostbackVerifier: @unchecked Sendable {
         bytes.withUnsafeBufferPointer { check($0, problem: problem, line: line) }
     }
 
-    private func checkSKAN(_ decoder: SKANPostbackDecoder) -> VerificationResult {
-        var decoder = decoder
-        let postback: SKANPostback
-        do {
-            postback = try decoder.decode()
-        } catch {
-            return .rejected(error, kind: .skan, identity: decoder.identity)
-        }
-        return result(.skan(postback), verifySignature(of: postback), field: PostbackKey.attributionSignature.name)
+    private func result(_ postback: SKANPostback, _ signature: SignatureResult) -> VerificationResult {
+        result(.skan(postback), signature, field: PostbackKey.attributionSignature.name)
     }
 
-    private func checkAAK(_ decoder: AAKPostbackDecoder) -> VerificationResult {
-        let postback: AAKPostback
-        do {
-            postback = try decoder.decode()
-        } catch {
-            return .rejected(error, kind: .aak, identity: decoder.identity)
-        }
-        return result(.aak(postback), verifySignature(of: postback), field: PostbackKey.jwsString.name)
+    private func result(_ postback: AAKPostback, _ signature: SignatureResult) -> VerificationResult {
+        result(.aak(postback), signature, field: PostbackKey.jwsString.name)
     }
 
     private func result(_ postback: Postback, _ signature: SignatureResult, field: String) -> VerificationResult {
@@ -117,26 +180,15 @@ public final class PostbackVerifier: @unchecked Sendable {
     /// Verifies the signature of a well-formed SKAdNetwork postback with the keys for its
     /// version.
     public func verifySignature(of postback: SKANPostback) -> SignatureResult {
-        let curve = postback.version.curve
-        let keys = keyRing.keys(for: curve)
-        guard !keys.isEmpty else {
-            return invalid(
-                .attributionSignature,
-                "no \(curve) key is loaded, so version \(postback.version) cannot be verified (a --keys folder needs \(curve.rawValue).pem)"
-            )
-        }
-        guard let signature = Base64.decode(postback.attributionSignature.utf8) else {
-            return invalid(.attributionSignature, "not canonical base64")
-        }
-        guard signature.count <= curve.maximumDERSignatureLength else {
-            return invalid(
-                .attributionSignature,
-                "\(signature.count) bytes; a \(curve) DER signature has at most \(curve.maximumDERSignatureLength)"
-            )
+        let signature: [UInt8]
+        let keys: [NamedKey]
+        switch signatureAndKeys(of: postback) {
+        case .success(let found): (signature, keys) = found
+        case .failure(let refused): return refused.result
         }
         switch check(signature, postback.signedMessage(), keys.map { ($0.name, $0.key) }) {
         case .verified(let name):
-            return SignatureResult(verdict: .valid, keyName: name, testMode: postback.sourceAppID == 0)
+            return validSignature(of: postback, keyName: name)
         case .notDER:
             return invalid(.attributionSignature, "not a DER-encoded ECDSA signature")
         case .mismatch:
@@ -154,33 +206,80 @@ public final class PostbackVerifier: @unchecked Sendable {
         return invalid(.attributionSignature, "does not verify with \(keys.map(\.name).joined(separator: ", "))")
     }
 
+    /// A signature refused before any key was tried.
+    private struct Refused: Error {
+        var result: SignatureResult
+    }
+
+    /// The DER signature of a SKAdNetwork postback and the keys for its version.
+    private func signatureAndKeys(of postback: SKANPostback) -> Result<([UInt8], [NamedKey]), Refused> {
+        let curve = postback.version.curve
+        let keys = keyRing.keys(for: curve)
+        guard !keys.isEmpty else {
+            return refused(
+                .attributionSignature,
+                "no \(curve) key is loaded, so version \(postback.version) cannot be verified (a --keys folder needs \(curve.rawValue).pem)"
+            )
+        }
+        guard let signature = Base64.decode(postback.attributionSignature.utf8) else {
+            return refused(.attributionSignature, "not canonical base64")
+        }
+        guard signature.count <= curve.maximumDERSignatureLength else {
+            return refused(
+                .attributionSignature,
+                "\(signature.count) bytes; a \(curve) DER signature has at most \(curve.maximumDERSignatureLength)"
+            )
+        }
+        return .success((signature, keys))
+    }
+
+    /// A SKAdNetwork signature that verified as received: test mode when `source-app-id` is 0.
+    private func validSignature(of postback: SKANPostback, keyName: String) -> SignatureResult {
+        SignatureResult(verdict: .valid, keyName: keyName, testMode: postback.sourceAppID == 0)
+    }
+
     /// Verifies an AdAttributionKit postback's JWS (ES256, key by `kid`).
     public func verifySignature(of postback: AAKPostback) -> SignatureResult {
+        let der: [UInt8]
+        let key: AAKKey
+        switch signatureAndKey(of: postback) {
+        case .success(let found): (der, key) = found
+        case .failure(let refused): return refused.result
+        }
+        switch check(der, Array(postback.signingInput.utf8), [(key.name, key.key)]) {
+        case .verified:
+            return validSignature(key: key)
+        case .notDER, .mismatch:
+            return invalid(.jwsString, "the JWS signature does not verify with \(key.name)")
+        }
+    }
+
+    /// The JWS signature of an AdAttributionKit postback as DER, and the key its `kid` names.
+    private func signatureAndKey(of postback: AAKPostback) -> Result<([UInt8], AAKKey), Refused> {
         guard postback.algorithm == "ES256" else {
-            return invalid(
+            return refused(
                 .jwsString,
                 "JWS alg \"\(visible(postback.algorithm))\" is refused; AdAttributionKit postbacks are signed with ES256"
             )
         }
         guard let key = keyRing.aak[postback.keyID] else {
             let known = keyRing.aak.keys.sorted().joined(separator: ", ")
-            return invalid(
+            return refused(
                 .jwsString,
                 "no key for JWS kid \"\(visible(postback.keyID))\" (known: \(known.isEmpty ? "none" : known))"
             )
         }
         guard let raw = Base64.decode(postback.signatureSegment.utf8, alphabet: .url) else {
-            return invalid(.jwsString, "the JWS signature segment is not canonical base64url")
+            return refused(.jwsString, "the JWS signature segment is not canonical base64url")
         }
         guard raw.count == 2 * ECCurve.p256.coordinateLength, let der = ECDSASignatureEncoding.der(fromRaw: raw) else {
-            return invalid(.jwsString, "the ES256 signature is \(raw.count) bytes; expected 64 (R‖S)")
+            return refused(.jwsString, "the ES256 signature is \(raw.count) bytes; expected 64 (R‖S)")
         }
-        switch check(der, Array(postback.signingInput.utf8), [(key.name, key.key)]) {
-        case .verified(let name):
-            return SignatureResult(verdict: .valid, keyName: name, development: key.isDevelopment)
-        case .notDER, .mismatch:
-            return invalid(.jwsString, "the JWS signature does not verify with \(key.name)")
-        }
+        return .success((der, key))
+    }
+
+    private func validSignature(key: AAKKey) -> SignatureResult {
+        SignatureResult(verdict: .valid, keyName: key.name, development: key.isDevelopment)
     }
 
     private enum KeyCheck {
@@ -200,6 +299,10 @@ public final class PostbackVerifier: @unchecked Sendable {
             }
         }
         return .mismatch
+    }
+
+    private func refused<Found>(_ field: PostbackKey, _ reason: String) -> Result<Found, Refused> {
+        .failure(Refused(result: invalid(field, reason)))
     }
 
     private func invalid(_ field: PostbackKey, _ reason: String) -> SignatureResult {

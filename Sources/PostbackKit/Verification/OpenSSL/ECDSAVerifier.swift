@@ -81,6 +81,123 @@ public final class ECDSAVerifier {
 
     /// Checks a DER ECDSA `signature` over a SHA-256 `digest` with `key`.
     public func verify(signature: UnsafeRawBufferPointer, digest: [UInt8], key: ECPublicKey) -> SignatureCheck {
+        if let base = fixedBase(for: key), let generator = ECFixedBase.generator(of: key.curve) {
+            switch parseStrictly(signature, order: generator) {
+            case .decided(let check):
+                return check
+            case .parsed(let parsed):
+                defer { ECDSA_SIG_free(parsed) }
+                if let check = finish(parsed, sInverse: nil, digest, key: base, generator: generator) { return check }
+            case .failed:
+                break
+            }
+        }
+        return verifyThroughEVP(signature: signature, digest: digest, key: key)
+    }
+
+    /// One signature of a batch: DER `signature` over a SHA-256 `digest` by `key`.
+    public struct Request {
+        public var signature: [UInt8]
+        public var digest: [UInt8]
+        public var key: ECPublicKey
+
+        public init(signature: [UInt8], digest: [UInt8], key: ECPublicKey) {
+            self.signature = signature
+            self.digest = digest
+            self.key = key
+        }
+    }
+
+    /// Checks many signatures; the same verdicts as ``verify(signature:digest:key:)`` one by one.
+    ///
+    /// Fixed-base verification needs s⁻¹ mod n for every signature, a modular inversion that
+    /// costs a third of the rest of the verify (about 13 µs on P-256). Here the signatures of
+    /// each curve share one inversion (Montgomery's trick: invert the product of all the s
+    /// values, then recover each inverse with two multiplications).
+    public func verify(_ requests: [Request]) -> [SignatureCheck] {
+        var results = [SignatureCheck?](repeating: nil, count: requests.count)
+        for curve in ECCurve.allCases {
+            guard let generator = ECFixedBase.generator(of: curve) else { continue }
+            var batch: [(index: Int, parsed: OpaquePointer, key: ECFixedBase)] = []
+            defer { for item in batch { ECDSA_SIG_free(item.parsed) } }
+            for (index, request) in requests.enumerated() where request.key.curve == curve {
+                guard let base = fixedBase(for: request.key) else { continue }
+                switch request.signature.withUnsafeBytes({ parseStrictly($0, order: generator) }) {
+                case .decided(let check): results[index] = check
+                case .parsed(let parsed): batch.append((index, parsed, base))
+                case .failed: break
+                }
+            }
+            let inverses = batchInverses(batch.map { ECDSA_SIG_get0_s($0.parsed) }, generator: generator)
+            defer { for inverse in inverses { BN_free(inverse) } }
+            for (position, item) in batch.enumerated() {
+                let inverse = inverses.count == batch.count ? inverses[position] : nil
+                results[item.index] = finish(
+                    item.parsed,
+                    sInverse: inverse,
+                    requests[item.index].digest,
+                    key: item.key,
+                    generator: generator
+                )
+            }
+        }
+        // Keys below the threshold, and any signature OpenSSL failed on, go through EVP.
+        return requests.indices.map { index in
+            results[index]
+                ?? requests[index].signature.withUnsafeBytes {
+                    verifyThroughEVP(signature: $0, digest: requests[index].digest, key: requests[index].key)
+                }
+        }
+    }
+
+    /// The inverses mod n of `values` (each in 1..<n), through one modular inversion; empty
+    /// when OpenSSL fails (each signature then inverts its own).
+    private func batchInverses(_ values: [OpaquePointer?], generator: ECFixedBase) -> [OpaquePointer] {
+        guard !values.isEmpty, let order = EC_GROUP_get0_order(generator.group) else { return [] }
+        let context = numberContext
+        // prefix[i] = values[0] · … · values[i] mod n
+        var prefix: [OpaquePointer] = []
+        defer { for value in prefix { BN_free(value) } }
+        for value in values {
+            guard let value, let product = BN_dup(prefix.last ?? value) else { return [] }
+            prefix.append(product)
+            if prefix.count > 1, BN_mod_mul(product, product, value, order, context) != 1 { return [] }
+        }
+        guard let running = BN_new() else { return [] }
+        defer { BN_free(running) }
+        guard let last = prefix.last, BN_mod_inverse(running, last, order, context) != nil else {
+            OpenSSLErrorQueue.clear()
+            return []
+        }
+        // Walking back: running = (values[0] · … · values[i])⁻¹, so values[i]⁻¹ = running · prefix[i-1].
+        var inverses = [OpaquePointer?](repeating: nil, count: values.count)
+        var complete = true
+        for index in stride(from: values.count - 1, through: 0, by: -1) {
+            guard let inverse = BN_new() else {
+                complete = false
+                break
+            }
+            inverses[index] = inverse
+            if index == 0 {
+                complete = BN_copy(inverse, running) != nil
+            } else {
+                complete =
+                    BN_mod_mul(inverse, running, prefix[index - 1], order, context) == 1
+                    && BN_mod_mul(running, running, values[index], order, context) == 1
+            }
+            if !complete { break }
+        }
+        let built = inverses.compactMap { $0 }
+        guard complete, built.count == values.count else {
+            for inverse in built { BN_free(inverse) }
+            return []
+        }
+        return built
+    }
+
+    /// The key's fixed-base table once this verifier has used the key more than
+    /// ``fixedBaseThreshold`` times; nil before, or when there is none.
+    private func fixedBase(for key: ECPublicKey) -> ECFixedBase? {
         let id = ObjectIdentifier(key)
         var state = keys.removeValue(forKey: id) ?? KeyState(key: key)
         defer { keys[id] = state }
@@ -88,11 +205,19 @@ public final class ECDSAVerifier {
         if state.fixedBase == nil && state.uses > fixedBaseThreshold {
             state.fixedBase = key.fixedBase
         }
-        if let base = state.fixedBase, let generator = ECFixedBase.generator(of: key.curve),
-            let check = verifyWithFixedBases(signature, digest, key: base, generator: generator)
-        {
-            return check
-        }
+        return state.fixedBase
+    }
+
+    private func verifyThroughEVP(
+        signature: UnsafeRawBufferPointer,
+        digest: [UInt8],
+        key: ECPublicKey
+    )
+        -> SignatureCheck
+    {
+        let id = ObjectIdentifier(key)
+        var state = keys.removeValue(forKey: id) ?? KeyState(key: key)
+        defer { keys[id] = state }
         if state.context == nil { state.context = Self.verifyContext(for: key) }
         guard let context = state.context else { return .mismatch }
         let status = digest.withUnsafeBufferPointer { digestBuffer in
@@ -134,46 +259,71 @@ public final class ECDSAVerifier {
         return context
     }
 
-    /// ECDSA verification (SEC 1 section 4.1.4) with both points multiplied through their
-    /// precomputed tables, checking exactly what OpenSSL's `ECDSA_verify` checks.
+    private enum ParsedSignature {
+        /// The verdict is known from the encoding alone.
+        case decided(SignatureCheck)
+        /// A well-formed signature with 0 < r, s < n (the caller frees it).
+        case parsed(OpaquePointer)
+        /// OpenSSL failed for want of memory.
+        case failed
+    }
+
+    /// Reads a DER signature as OpenSSL's `ECDSA_verify` does: parse, encode again and refuse
+    /// any difference (non-minimal integers, trailing bytes); then r and s must lie in 1..<n.
+    private func parseStrictly(_ signature: UnsafeRawBufferPointer, order generator: ECFixedBase) -> ParsedSignature {
+        defer { OpenSSLErrorQueue.clear() }
+        guard let start = signature.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .decided(.notDER) }
+        var cursor: UnsafePointer<UInt8>? = UnsafePointer(start)
+        guard let parsed = d2i_ECDSA_SIG(nil, &cursor, signature.count) else { return .decided(.notDER) }
+        var encoded: UnsafeMutablePointer<UInt8>? = nil
+        let encodedLength = i2d_ECDSA_SIG(parsed, &encoded)
+        guard encodedLength > 0, let encoded else {
+            ECDSA_SIG_free(parsed)
+            return .failed
+        }
+        defer { CPostbackdOpenSSL_free(encoded) }
+        let reencoded = UnsafeBufferPointer(start: encoded, count: Int(encodedLength))
+        guard reencoded.elementsEqual(UnsafeBufferPointer(start: start, count: signature.count)) else {
+            ECDSA_SIG_free(parsed)
+            return .decided(.notDER)
+        }
+        guard let r = ECDSA_SIG_get0_r(parsed), let s = ECDSA_SIG_get0_s(parsed),
+            let order = EC_GROUP_get0_order(generator.group)
+        else {
+            ECDSA_SIG_free(parsed)
+            return .failed
+        }
+        for value in [r, s] where BN_is_zero(value) == 1 || BN_is_negative(value) == 1 || BN_ucmp(value, order) >= 0 {
+            ECDSA_SIG_free(parsed)
+            return .decided(.mismatch)
+        }
+        return .parsed(parsed)
+    }
+
+    /// The rest of ECDSA verification (SEC 1 section 4.1.4) for a strictly parsed signature,
+    /// with both points multiplied through their precomputed tables: u1 = e·s⁻¹, u2 = r·s⁻¹
+    /// mod n, R = u1·G + u2·Q, valid when R is not infinity and x(R) mod n = r.
     ///
-    /// Returns nil when OpenSSL fails for want of memory, so that the caller falls back to
-    /// `EVP_PKEY_verify`.
-    private func verifyWithFixedBases(
-        _ signature: UnsafeRawBufferPointer,
+    /// - Parameter sInverse: s⁻¹ mod n when a batch computed it; nil inverts s here.
+    /// - Returns: nil when OpenSSL fails for want of memory (the caller falls back to
+    ///   `EVP_PKEY_verify`).
+    private func finish(
+        _ parsed: OpaquePointer,
+        sInverse known: OpaquePointer?,
         _ digest: [UInt8],
         key: ECFixedBase,
         generator: ECFixedBase
     ) -> SignatureCheck? {
         defer { OpenSSLErrorQueue.clear() }
-        // Strict DER as ECDSA_verify wants it: parse, encode again, and refuse any difference
-        // (non-minimal integers, trailing bytes).
-        guard let start = signature.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .notDER }
-        var cursor: UnsafePointer<UInt8>? = UnsafePointer(start)
-        guard let parsed = d2i_ECDSA_SIG(nil, &cursor, signature.count) else { return .notDER }
-        defer { ECDSA_SIG_free(parsed) }
-        var encoded: UnsafeMutablePointer<UInt8>? = nil
-        let encodedLength = i2d_ECDSA_SIG(parsed, &encoded)
-        guard encodedLength > 0, let encoded else { return nil }
-        defer { CPostbackdOpenSSL_free(encoded) }
-        let reencoded = UnsafeBufferPointer(start: encoded, count: Int(encodedLength))
-        guard reencoded.elementsEqual(UnsafeBufferPointer(start: start, count: signature.count)) else {
-            return .notDER
-        }
-
         let group = generator.group
         guard let r = ECDSA_SIG_get0_r(parsed), let s = ECDSA_SIG_get0_s(parsed),
             let order = EC_GROUP_get0_order(group)
         else { return nil }
-        for value in [r, s] where BN_is_zero(value) == 1 || BN_is_negative(value) == 1 || BN_ucmp(value, order) >= 0 {
-            return .mismatch
-        }
-
         let context = numberContext
         BN_CTX_start(context)
         defer { BN_CTX_end(context) }
         let message = BN_CTX_get(context)
-        let sInverse = BN_CTX_get(context)
+        let computedInverse = BN_CTX_get(context)
         let u1 = BN_CTX_get(context)
         let u2 = BN_CTX_get(context)
         guard let x = BN_CTX_get(context) else { return nil }
@@ -187,9 +337,14 @@ public final class ECDSAVerifier {
             return nil
         }
 
-        // u1 = e·s⁻¹ mod n, u2 = r·s⁻¹ mod n, R = u1·G + u2·Q.
-        guard BN_mod_inverse(sInverse, s, order, context) != nil,
-            BN_mod_mul(u1, message, sInverse, order, context) == 1,
+        let sInverse: OpaquePointer
+        if let known {
+            sInverse = known
+        } else {
+            guard let computedInverse, BN_mod_inverse(computedInverse, s, order, context) != nil else { return nil }
+            sInverse = computedInverse
+        }
+        guard BN_mod_mul(u1, message, sInverse, order, context) == 1,
             BN_mod_mul(u2, r, sInverse, order, context) == 1,
             let point = EC_POINT_new(group)
         else { return nil }

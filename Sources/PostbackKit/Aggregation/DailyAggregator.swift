@@ -87,13 +87,12 @@ public struct DailyAggregator {
                 for day in days {
                     var groups: [GroupKey: GroupMetrics] = [:]
                     var histogram: [HistogramKey: Int] = [:]
-                    let rows = try Row.fetchCursor(
-                        db,
-                        sql: Self.selectPostbacks,
-                        arguments: [day.start.iso8601, day.next.start.iso8601]
+                    let rows = SQLiteRowReader(
+                        try db.cachedStatement(sql: Self.selectPostbacks),
+                        textArguments: [day.start.iso8601, day.next.start.iso8601]
                     )
-                    while let row = try rows.next() {
-                        let postback = AggregatedPostback(row)
+                    while try rows.next(db) {
+                        let postback = AggregatedPostback(rows)
                         summary.postbacks += 1
                         let decoded = models.decode(
                             appID: postback.appID,
@@ -184,28 +183,35 @@ public struct DailyAggregator {
         )
         // Sorted, so that the same inputs write the same rows in the same order.
         for (key, metrics) in groups.sorted(by: { $0.key < $1.key }) {
-            let values = key.values
-            try daily.execute(
-                arguments: StatementArguments(
-                    values + [
-                        metrics.postbacks, metrics.installs, metrics.redownloads, metrics.nonWinning, metrics.testMode,
-                        metrics.nullConversionValues, metrics.unmapped, metrics.unmodelled,
-                    ]
-                )
-            )
+            var row = SQLiteBinder(daily)
+            key.bind(into: &row)
+            for count in [
+                metrics.postbacks, metrics.installs, metrics.redownloads, metrics.nonWinning, metrics.testMode,
+                metrics.nullConversionValues, metrics.unmapped, metrics.unmodelled,
+            ] {
+                row.bind(count)
+            }
+            _ = try row.step(db)
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                try revenue.execute(arguments: StatementArguments(values + range.columns(currency, policy)))
+                var row = SQLiteBinder(revenue)
+                key.bind(into: &row)
+                range.bind(currency, policy, into: &row)
+                _ = try row.step(db)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
-                try events.execute(
-                    arguments: StatementArguments(
-                        values + [name, event.occurrencesMin, event.occurrencesMax, event.postbacks]
-                    )
-                )
+                var row = SQLiteBinder(events)
+                key.bind(into: &row)
+                row.bind(name)
+                row.bind(event.occurrencesMin)
+                row.bind(event.occurrencesMax)
+                row.bind(event.postbacks)
+                _ = try row.step(db)
                 for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
-                    try eventRevenue.execute(
-                        arguments: StatementArguments(values + [name] + range.columns(currency, policy))
-                    )
+                    var row = SQLiteBinder(eventRevenue)
+                    key.bind(into: &row)
+                    row.bind(name)
+                    range.bind(currency, policy, into: &row)
+                    _ = try row.step(db)
                 }
             }
         }
@@ -238,26 +244,27 @@ struct AggregatedPostback {
     var conversionValue: ConversionValue?
     var conversionType: String?
 
-    init(_ row: Row) {
-        appID = row[0]
-        adNetworkID = row[1]
-        isAAK = (row[2] as String) == PostbackKind.aak.rawValue
-        keySpace = row[3]
-        version = row[4]
-        campaignID = row[5]
-        sourceIdentifier = row[6]
-        sourceAppID = row[7]
-        sourceDomain = row[8]
-        fidelityType = row[9]
-        redownload = row[10]
-        didWin = row[11]
-        sequenceIndex = row[12]
-        countryCode = row[13]
-        let fine: Int? = row[14]
-        let coarse: String? = row[15]
+    /// Reads the current row of ``DailyAggregator/selectPostbacks``.
+    init(_ row: SQLiteRowReader) {
+        appID = row.int64(0) ?? 0
+        adNetworkID = row.text(1) ?? ""
+        isAAK = row.text(2, is: "aak")
+        keySpace = row.text(3) ?? ""
+        version = row.text(4)
+        campaignID = row.int64(5)
+        sourceIdentifier = row.text(6)
+        sourceAppID = row.int64(7)
+        sourceDomain = row.text(8)
+        fidelityType = row.int64(9)
+        redownload = row.int64(10).map { $0 != 0 }
+        didWin = row.int64(11).map { $0 != 0 }
+        sequenceIndex = Int(row.int64(12) ?? 0)
+        countryCode = row.text(13)
+        let fine = row.int64(14).map { Int($0) }
+        let coarse = row.text(15)
         conversionValue =
             fine.map { .fine($0) } ?? coarse.flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
-        conversionType = row[16]
+        conversionType = row.text(16)
     }
 
     var isProduction: Bool { keySpace == KeySpace.production.rawValue }
@@ -309,12 +316,20 @@ struct GroupKey: Hashable, Comparable {
         countryCode = postback.countryCode
     }
 
-    /// In ``AggregateDimension`` order.
-    var values: [(any DatabaseValueConvertible)?] {
-        [
-            date, appID, adNetworkID, sourceIdentifier, sourceAppID, sourceDomain, version, fidelityType, redownload,
-            didWin, sequenceIndex, countryCode,
-        ]
+    /// Binds the dimensions in ``AggregateDimension`` order.
+    func bind(into row: inout SQLiteBinder) {
+        row.bind(date)
+        row.bind(appID)
+        row.bind(adNetworkID)
+        row.bind(sourceIdentifier)
+        row.bind(sourceAppID)
+        row.bind(sourceDomain)
+        row.bind(version)
+        row.bind(fidelityType)
+        row.bind(redownload)
+        row.bind(didWin)
+        row.bind(sequenceIndex)
+        row.bind(countryCode)
     }
 
     static func < (lhs: GroupKey, rhs: GroupKey) -> Bool {
@@ -351,11 +366,12 @@ struct RevenueSum {
     var minMicros: Int64 = 0
     var maxMicros: Int64 = 0
 
-    func columns(_ currency: String, _ policy: RevenueEstimatePolicy) -> [(any DatabaseValueConvertible)?] {
-        [
-            currency, units(Double(minMicros)), units(Double(maxMicros)),
-            units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)),
-        ]
+    /// Binds `currency`, the minimum, the maximum and the estimate, in currency units.
+    func bind(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout SQLiteBinder) {
+        row.bind(currency)
+        row.bind(units(Double(minMicros)))
+        row.bind(units(Double(maxMicros)))
+        row.bind(units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)))
     }
 }
 

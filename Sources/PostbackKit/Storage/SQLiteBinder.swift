@@ -1,11 +1,20 @@
 import GRDB
 import GRDBSQLite
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Binds values to a statement GRDB prepared and cached, and steps it, through SQLite's C API.
 ///
-/// The ingest hot path writes one row per postback; GRDB's `StatementArguments` box every value
-/// into an existential and a `DatabaseValue` first, which cost more than the insert itself.
-/// GRDB still prepares, caches and finalizes the statements and owns the transactions.
+/// The ingest and aggregate hot paths write one row per postback or group; GRDB's
+/// `StatementArguments` box every value into an existential and a `DatabaseValue` first, which
+/// cost more than the insert itself. GRDB still prepares, caches and finalizes the statements
+/// and owns the transactions.
 struct SQLiteBinder {
     private let statement: OpaquePointer
     private var index: Int32 = 0
@@ -40,6 +49,11 @@ struct SQLiteBinder {
 
     mutating func bind(_ value: Int?) {
         bind(value.map(Int64.init))
+    }
+
+    mutating func bind(_ value: Double?) {
+        index += 1
+        if let value { sqlite3_bind_double(statement, index, value) } else { sqlite3_bind_null(statement, index) }
     }
 
     mutating func bind(_ value: Bool?) {
@@ -83,6 +97,49 @@ struct SQLiteBinder {
         let changes = Int(sqlite3_changes(sqlite3_db_handle(statement)))
         sqlite3_reset(statement)
         return changes
+    }
+}
+
+/// Steps a query GRDB prepared and cached, reading each row's columns through SQLite's C API
+/// (GRDB's `Row` boxes every value; aggregation reads a million rows).
+struct SQLiteRowReader {
+    private let statement: OpaquePointer
+
+    /// Resets `statement` and binds `arguments` as text, in order.
+    init(_ statement: Statement, textArguments arguments: [String]) {
+        self.statement = statement.sqliteStatement
+        sqlite3_reset(self.statement)
+        sqlite3_clear_bindings(self.statement)
+        var binder = SQLiteBinder(statement)
+        for argument in arguments { binder.bind(argument) }
+    }
+
+    /// Moves to the next row; false after the last.
+    func next(_ db: Database) throws -> Bool {
+        let code = sqlite3_step(statement)
+        if code == SQLITE_ROW { return true }
+        if code == SQLITE_DONE { return false }
+        let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(statement)))
+        sqlite3_reset(statement)
+        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
+    }
+
+    func int64(_ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let bytes = sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// Whether the column's text is exactly `expected`, without making a String.
+    func text(_ column: Int32, is expected: StaticString) -> Bool {
+        guard let bytes = sqlite3_column_text(statement, column) else { return false }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count == expected.utf8CodeUnitCount else { return false }
+        return memcmp(bytes, expected.utf8Start, count) == 0
     }
 }
 

@@ -89,7 +89,7 @@ public struct DailyAggregator {
                     var histogram: [HistogramKey: Int] = [:]
                     let rows = SQLiteRowReader(
                         try db.cachedStatement(sql: Self.selectPostbacks),
-                        textArguments: [day.start.iso8601, day.next.start.iso8601]
+                        textArguments: [day.description]
                     )
                     while try rows.next(db) {
                         let postback = AggregatedPostback(rows)
@@ -142,7 +142,7 @@ public struct DailyAggregator {
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
             coarse_value, conversion_type
-        FROM postbacks WHERE received_at >= ? AND received_at < ?
+        FROM postbacks WHERE substr(received_at, 1, 10) = ?
         """
 
     private func days(_ selection: DaySelection, _ db: Database) throws -> [UTCDay] {

@@ -1,0 +1,64 @@
+import GRDB
+import PostbackTestSupport
+import Testing
+
+@testable import PostbackKit
+
+@Suite("Schema")
+struct SchemaTests {
+    @Test("postbacks are indexed by UTC day, and aggregate's query finds a day through that index")
+    func receivedDayIndex() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try PostbackDatabase.open(directory.path + "/schema.sqlite")
+        try queue.read { db in
+            let indexes = try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'postbacks' ORDER BY name"
+            )
+            #expect(indexes.contains("postbacks_received_day"))
+            #expect(!indexes.contains("postbacks_received_at"))
+            let plan = try Row.fetchAll(
+                db,
+                sql: "EXPLAIN QUERY PLAN " + DailyAggregator.selectPostbacks,
+                arguments: ["2026-11-21"]
+            )
+            .map { $0["detail"] as String? ?? "" }
+            #expect(plan.contains { $0.contains("USING INDEX postbacks_received_day") }, "\(plan)")
+        }
+    }
+
+    @Test("a version 2 database migrates to the day index and keeps its postbacks")
+    func migratesFromVersion2() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/v2.sqlite"
+        let old = try DatabaseQueue(path: path)
+        var migrator = PostbackSchema.migrator
+        try migrator.migrate(old, upTo: "v2: conversion models and daily aggregates")
+        try old.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-21T00:00:00.000Z', 'completed', '[]', 'test');
+                    INSERT INTO postbacks (kind, key_space, ad_network_id, transaction_id, postback_sequence_index, app_id,
+                        test_mode, development, key_name, received_at, received_at_source, raw, raw_sha256, source,
+                        source_index, source_line, run_id)
+                    VALUES ('skan', 'production', 'example.skadnetwork', 't1', 0, 1, 0, 0, 'k', '2026-11-21T08:00:00.000Z',
+                        'option', x'00', x'00', 'f', 0, 1, 1);
+                    """
+            )
+        }
+        try old.close()
+        migrator = PostbackSchema.migrator
+        let queue = try PostbackDatabase.open(path)
+        let (applied, found) = try queue.read { db in
+            (
+                try migrator.appliedMigrations(db).count,
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT COUNT(*) FROM postbacks WHERE substr(received_at, 1, 10) = '2026-11-21'"
+                )
+            )
+        }
+        #expect(applied == 3)
+        #expect(found == 1)
+    }
+}

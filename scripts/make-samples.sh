@@ -17,6 +17,11 @@ fi
     --versions 1.0,2.0,2.1,2.2,3.0,4.0 --count 3000 --seed 2026 --test-mode 0.005 \
     --apps 4 --networks 3 --days 7 --output SamplePostbacks/generated/network-a.jsonl
 
+# Network B receives AdAttributionKit postbacks for the same four apps (same seed, so the same
+# app ids), some signed under the development kid.
+"$bin" generate --key Keys/test/p256-private.pem --kind aak --count 400 --seed 2026 \
+    --apps 4 --networks 2 --days 7 --development 0.05 --output SamplePostbacks/generated/network-b-aak.jsonl
+
 # A partner forwards 40 of network A's postbacks as a JSON array: exact copies (duplicates),
 # except two whose unsigned conversion-value was changed on the way (conflicts).
 python3 - <<'PY'

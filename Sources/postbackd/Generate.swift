@@ -14,6 +14,7 @@ extension Postbackd {
                   postbackd generate --key Keys/test/p256-private.pem --count 1000 --output sample.jsonl
                   postbackd generate --key Keys/test/p192-private.pem --key Keys/test/p256-private.pem \\
                       --versions 1.0,2.0,2.1,2.2,3.0,4.0 --count 100000 --duplicates 0.05 --invalid 0.01
+                  postbackd generate --key Keys/test/p256-private.pem --kind aak --count 1000
 
                 Exit status: 0 written; 2 usage error or a key or output that cannot be used.
                 """
@@ -45,6 +46,20 @@ extension Postbackd {
         @Option(help: ArgumentHelp("Share of test-mode postbacks (source-app-id 0) (0–1).", valueName: "rate"))
         var testMode: Double = 0.002
 
+        @Option(
+            help:
+                "skan: SKAdNetwork postbacks; aak: AdAttributionKit; mixed: both (one attribution in four is AdAttributionKit's)."
+        )
+        var kind: GeneratedKind = .skan
+
+        @Option(
+            help: ArgumentHelp(
+                "Share of AdAttributionKit postbacks signed under the development kid (0–1).",
+                valueName: "rate"
+            )
+        )
+        var development: Double = 0.02
+
         @Option(help: "Number of advertised apps.")
         var apps: Int = 5
 
@@ -60,7 +75,10 @@ extension Postbackd {
         func validate() throws {
             guard !key.isEmpty else { throw ValidationError("give at least one --key") }
             guard count >= 0 else { throw ValidationError("--count must not be negative") }
-            for (name, rate) in [("--duplicates", duplicates), ("--invalid", invalid), ("--test-mode", testMode)]
+            for (name, rate) in [
+                ("--duplicates", duplicates), ("--invalid", invalid), ("--test-mode", testMode),
+                ("--development", development),
+            ]
             where !(0...1).contains(rate) {
                 throw ValidationError("\(name) must be between 0 and 1")
             }
@@ -90,7 +108,9 @@ extension Postbackd {
                 testModeRate: testMode,
                 apps: apps,
                 networks: networks,
-                days: days
+                days: days,
+                kind: kind,
+                developmentRate: development
             )
             do {
                 let destination = try output.map(TextOutput.file) ?? .standardOutput()
@@ -103,6 +123,8 @@ extension Postbackd {
         }
     }
 }
+
+extension GeneratedKind: ExpressibleByArgument {}
 
 extension Substring {
     var trimmingSpaces: String {

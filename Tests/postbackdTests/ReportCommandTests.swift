@@ -31,7 +31,7 @@ struct ReportCommandTests {
         #expect(ingest.status == 0, "\(ingest.standardError)")
         let aggregate = try run(["aggregate"])
         #expect(aggregate.status == 0)
-        #expect(aggregate.standardOutput.hasPrefix("aggregated 2,913 postbacks over 9 days"))
+        #expect(aggregate.standardOutput.hasPrefix("aggregated 3,301 postbacks over 9 days"))
     }
 
     @Test("the main job's report: JSON and CSV parse back and agree, the table fits 100 columns")
@@ -42,11 +42,11 @@ struct ReportCommandTests {
         let rows = try #require(
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [[String: Any]]
         )
-        #expect(rows.reduce(0) { $0 + ($1["postbacks"] as? Int ?? 0) } == 2913)
+        #expect(rows.reduce(0) { $0 + ($1["postbacks"] as? Int ?? 0) } == 3301)
         for row in rows {
             for key in [
-                "date", "app_id", "postbacks", "installs", "redownloads", "non_winning", "test_mode",
-                "null_conversion_values", "unmapped", "unmodelled", "revenue",
+                "date", "app_id", "postbacks", "installs", "redownloads", "reengagements", "non_winning", "test_mode",
+                "development", "null_conversion_values", "unmapped", "unmodelled", "revenue",
             ] {
                 #expect(row[key] != nil, "\(key)")
             }
@@ -56,9 +56,9 @@ struct ReportCommandTests {
         #expect(records.count == rows.count)
         let header = CSV.parse(csv.standardOutput).first ?? []
         #expect(
-            Array(header.prefix(10)) == [
-                "date", "app_id", "postbacks", "installs", "redownloads", "non_winning", "test_mode",
-                "null_conversion_values", "unmapped", "unmodelled",
+            Array(header.prefix(12)) == [
+                "date", "app_id", "postbacks", "installs", "redownloads", "reengagements", "non_winning", "test_mode",
+                "development", "null_conversion_values", "unmapped", "unmodelled",
             ]
         )
         #expect(
@@ -83,7 +83,7 @@ struct ReportCommandTests {
             "\(table.outputLines.map(\.count).max() ?? 0) columns"
         )
         #expect(table.standardOutput.contains("total"))
-        #expect(table.standardOutput.contains("2,913"))
+        #expect(table.standardOutput.contains("3,301"))
     }
 
     @Test("--events rows: event, occurrences, postbacks, revenue; JSON and CSV")

@@ -14,6 +14,9 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     case didWin = "did_win"
     case postbackSequenceIndex = "postback_sequence_index"
     case countryCode = "country_code"
+    /// AdAttributionKit `marketplace-identifier` (`com.apple.AppStore` or an alternative
+    /// marketplace); NULL for SKAdNetwork postbacks and when absent.
+    case marketplaceID = "marketplace_id"
 
     /// The column name, which is also the name in reports.
     public var column: String { rawValue }
@@ -21,7 +24,7 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// The SQL type of the column.
     var sqlType: String {
         switch self {
-        case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode: "TEXT"
+        case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID: "TEXT"
         case .appID, .sourceAppID, .fidelityType, .redownload, .didWin, .postbackSequenceIndex: "INTEGER"
         }
     }
@@ -42,9 +45,16 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
         return dimensions
     }
 
+    /// The dimensions of schema v2, which created the aggregate tables (later versions add
+    /// columns): a migration must create the same tables whatever this enum holds today.
+    static let version2: [AggregateDimension] = [
+        .date, .appID, .adNetworkID, .sourceIdentifier, .sourceAppID, .sourceDomain, .version, .fidelityType,
+        .redownload, .didWin, .postbackSequenceIndex, .countryCode,
+    ]
+
     /// `date TEXT, app_id INTEGER, …` for a CREATE TABLE.
-    static var columnDefinitions: String {
-        allCases.map { "\($0.column) \($0.sqlType)" }.joined(separator: ", ")
+    static func columnDefinitions(_ dimensions: [AggregateDimension]) -> String {
+        dimensions.map { "\($0.column) \($0.sqlType)" }.joined(separator: ", ")
     }
 
     /// `date, app_id, …`.

@@ -141,7 +141,7 @@ public struct DailyAggregator {
     static let selectPostbacks = """
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type
+            coarse_value, conversion_type, marketplace_id
         FROM postbacks WHERE substr(received_at, 1, 10) = ?
         """
 
@@ -167,7 +167,7 @@ public struct DailyAggregator {
         let placeholders = Array(repeating: "?", count: AggregateDimension.allCases.count).joined(separator: ", ")
         let daily = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily (\(dimensions), postbacks, installs, redownloads, non_winning, test_mode, null_conversion_values, unmapped, unmodelled) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily (\(dimensions), postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let revenue = try db.cachedStatement(
             sql:
@@ -186,8 +186,9 @@ public struct DailyAggregator {
             var row = SQLiteBinder(daily)
             key.bind(into: &row)
             for count in [
-                metrics.postbacks, metrics.installs, metrics.redownloads, metrics.nonWinning, metrics.testMode,
-                metrics.nullConversionValues, metrics.unmapped, metrics.unmodelled,
+                metrics.postbacks, metrics.installs, metrics.redownloads, metrics.reengagements, metrics.nonWinning,
+                metrics.testMode, metrics.development, metrics.nullConversionValues, metrics.unmapped,
+                metrics.unmodelled,
             ] {
                 row.bind(count)
             }
@@ -243,6 +244,7 @@ struct AggregatedPostback {
     var countryCode: String?
     var conversionValue: ConversionValue?
     var conversionType: String?
+    var marketplaceID: String?
 
     /// Reads the current row of ``DailyAggregator/selectPostbacks``.
     init(_ row: SQLiteRowReader) {
@@ -265,10 +267,12 @@ struct AggregatedPostback {
         conversionValue =
             fine.map { .fine($0) } ?? coarse.flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
         conversionType = row.text(16)
+        marketplaceID = row.text(17)
     }
 
     var isProduction: Bool { keySpace == KeySpace.production.rawValue }
     var isTestMode: Bool { keySpace == KeySpace.test.rawValue }
+    var isDevelopment: Bool { keySpace == KeySpace.development.rawValue }
 
     /// `did-win` true, or no `did-win` at all (before 3.0, every postback is the winner's).
     var isWinning: Bool { didWin ?? true }
@@ -300,6 +304,7 @@ struct GroupKey: Hashable, Comparable {
     var didWin: Bool?
     var sequenceIndex: Int
     var countryCode: String?
+    var marketplaceID: String?
 
     init(day: UTCDay, _ postback: AggregatedPostback) {
         date = day.description
@@ -314,6 +319,7 @@ struct GroupKey: Hashable, Comparable {
         didWin = postback.didWin
         sequenceIndex = postback.sequenceIndex
         countryCode = postback.countryCode
+        marketplaceID = postback.marketplaceID
     }
 
     /// Binds the dimensions in ``AggregateDimension`` order.
@@ -330,6 +336,7 @@ struct GroupKey: Hashable, Comparable {
         row.bind(didWin)
         row.bind(sequenceIndex)
         row.bind(countryCode)
+        row.bind(marketplaceID)
     }
 
     static func < (lhs: GroupKey, rhs: GroupKey) -> Bool {
@@ -346,6 +353,7 @@ struct GroupKey: Hashable, Comparable {
         if order == 0 { order = compare(lhs.sourceDomain, rhs.sourceDomain) }
         if order == 0 { order = compare(lhs.version, rhs.version) }
         if order == 0 { order = compare(lhs.countryCode, rhs.countryCode) }
+        if order == 0 { order = compare(lhs.marketplaceID, rhs.marketplaceID) }
         return order < 0
     }
 }
@@ -399,9 +407,13 @@ struct EventSum {
 /// - `installs`: winning (`did-win` true, or no `did-win` before 3.0), sequence index 0,
 ///   production (not test-mode, not an AdAttributionKit development key), `redownload` false
 ///   or absent, and not an AdAttributionKit re-engagement;
-/// - `redownloads`: the same with `redownload` true;
+/// - `redownloads`: the same with `redownload` true (AdAttributionKit: conversion type
+///   `redownload`);
+/// - `reengagements`: the same for an AdAttributionKit conversion type `re-engagement`;
 /// - `non_winning`: `did-win` false;
 /// - `test_mode`: test-mode postbacks (never counted in installs or revenue);
+/// - `development`: AdAttributionKit development-key postbacks (never counted in installs or
+///   revenue);
 /// - `null_conversion_values`: winning postbacks with neither a fine nor a coarse value;
 /// - `unmapped`: postbacks with a value their app's model does not map;
 /// - `unmodelled`: postbacks of an app that has no model;
@@ -411,8 +423,10 @@ struct GroupMetrics {
     var postbacks = 0
     var installs = 0
     var redownloads = 0
+    var reengagements = 0
     var nonWinning = 0
     var testMode = 0
+    var development = 0
     var nullConversionValues = 0
     var unmapped = 0
     var unmodelled = 0
@@ -423,6 +437,7 @@ struct GroupMetrics {
         postbacks += 1
         if postback.didWin == false { nonWinning += 1 }
         if postback.isTestMode { testMode += 1 }
+        if postback.isDevelopment { development += 1 }
         if postback.isWinning && postback.conversionValue == nil { nullConversionValues += 1 }
         switch decoded {
         case .unmapped: unmapped += 1
@@ -430,9 +445,14 @@ struct GroupMetrics {
         case .mapped, .null: break
         }
         guard postback.isProduction, postback.isWinning else { return }
-        let reengagement = postback.conversionType == AAKConversionType.reengagement.rawValue
-        if postback.sequenceIndex == 0 && !reengagement {
-            if postback.redownload == true { redownloads += 1 } else { installs += 1 }
+        if postback.sequenceIndex == 0 {
+            if postback.conversionType == AAKConversionType.reengagement.rawValue {
+                reengagements += 1
+            } else if postback.redownload == true {
+                redownloads += 1
+            } else {
+                installs += 1
+            }
         }
         guard case .mapped(let mapped) = decoded else { return }
         var seen = Set<String>()

@@ -2,9 +2,10 @@ import GRDB
 
 /// The count metrics of a report row, in the order they are shown.
 public enum ReportMetric: String, Sendable, CaseIterable {
-    case postbacks, installs, redownloads
+    case postbacks, installs, redownloads, reengagements
     case nonWinning = "non_winning"
     case testMode = "test_mode"
+    case development
     case nullConversionValues = "null_conversion_values"
     case unmapped, unmodelled
 
@@ -14,8 +15,10 @@ public enum ReportMetric: String, Sendable, CaseIterable {
         case .postbacks: "postbacks"
         case .installs: "installs"
         case .redownloads: "redownloads"
+        case .reengagements: "re-engage"
         case .nonWinning: "non-win"
         case .testMode: "test"
+        case .development: "dev"
         case .nullConversionValues: "null CV"
         case .unmapped: "unmapped"
         case .unmodelled: "unmodelled"

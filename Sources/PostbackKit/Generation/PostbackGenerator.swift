@@ -1,3 +1,14 @@
+/// Which kinds of postback `postbackd generate` writes.
+public enum GeneratedKind: String, Sendable, CaseIterable {
+    /// SKAdNetwork postbacks of the chosen versions.
+    case skan
+    /// AdAttributionKit postbacks (a JWS signed with the P-256 key, kid `postbackd-test/0`, or
+    /// `postbackd-development/0` for development-key postbacks).
+    case aak
+    /// Both: an attribution is AdAttributionKit's one time in four.
+    case mixed
+}
+
 /// What `postbackd generate` makes.
 public struct GeneratorOptions: Sendable {
     /// How many lines to write (duplicates and broken ones included).
@@ -18,6 +29,9 @@ public struct GeneratorOptions: Sendable {
     public var days: Int
     /// Epoch seconds of the end of the period (default 2026-11-21T00:00:00Z).
     public var endTime: Int64
+    public var kind: GeneratedKind
+    /// Share of AdAttributionKit postbacks signed under the development kid.
+    public var developmentRate: Double
 
     public init(
         count: Int,
@@ -29,7 +43,9 @@ public struct GeneratorOptions: Sendable {
         apps: Int = 5,
         networks: Int = 4,
         days: Int = 7,
-        endTime: Int64 = 1_795_219_200
+        endTime: Int64 = 1_795_219_200,
+        kind: GeneratedKind = .skan,
+        developmentRate: Double = 0.02
     ) {
         self.count = count
         self.seed = seed
@@ -41,6 +57,8 @@ public struct GeneratorOptions: Sendable {
         self.networks = networks
         self.days = days
         self.endTime = endTime
+        self.kind = kind
+        self.developmentRate = developmentRate
     }
 }
 
@@ -55,6 +73,10 @@ public struct PostbackGenerator {
     private var random: SeededRandom
     private let appIDs: [Int64]
     private let networkIDs: [String]
+    /// AdAttributionKit ad networks: the SKAdNetwork ones under `.adattributionkit`.
+    private var aakNetworkIDs: [String] {
+        networkIDs.map { $0.replacingOccurrences(of: ".skadnetwork", with: ".adattributionkit") }
+    }
     /// Publishing apps: real traffic comes from a long tail of publishers, the first few much
     /// more often than the rest.
     private let publisherIDs: [Int64]
@@ -63,8 +85,13 @@ public struct PostbackGenerator {
     private var produced = 0
 
     public init(options: GeneratorOptions, signer: PostbackSigner) throws {
-        for version in options.versions where (version.curve == .p192 ? signer.p192 : signer.p256) == nil {
-            throw ECKeyError(.unreadable, "version \(version) needs a \(version.curve) private key")
+        if options.kind != .aak {
+            for version in options.versions where (version.curve == .p192 ? signer.p192 : signer.p256) == nil {
+                throw ECKeyError(.unreadable, "version \(version) needs a \(version.curve) private key")
+            }
+        }
+        if options.kind != .skan && signer.p256 == nil {
+            throw ECKeyError(.unreadable, "AdAttributionKit postbacks need a P-256 private key")
         }
         self.options = options
         self.signer = signer
@@ -101,6 +128,11 @@ public struct PostbackGenerator {
 
     /// Creates the postbacks of one attribution: one, or three for a winning 4.0 install.
     private mutating func makeInstall() throws {
+        switch options.kind {
+        case .skan: break
+        case .aak: return try makeAAKAttribution()
+        case .mixed: if random.chance(0.25) { return try makeAAKAttribution() }
+        }
         let version = options.versions[Int(random.next() % UInt64(options.versions.count))]
         let appID = appIDs[Int(random.next() % UInt64(appIDs.count))]
         let network = networkIDs[Int(random.next() % UInt64(networkIDs.count))]
@@ -163,6 +195,67 @@ public struct PostbackGenerator {
                     random.chance(0.6) ? .coarse(CoarseConversionValue.allCases[Int(random.next() % 3)]) : nil
                 pending.append(try line(for: later, testMode: false, time: time))
             }
+        }
+    }
+
+    /// Creates the AdAttributionKit postbacks of one attribution: postback 0, and for a winning
+    /// one postbacks 1 and 2 when they arrive within the period. Each has its own
+    /// `postback-identifier`.
+    private mutating func makeAAKAttribution() throws {
+        let appID = appIDs[Int(random.next() % UInt64(appIDs.count))]
+        let network = aakNetworkIDs[Int(random.next() % UInt64(aakNetworkIDs.count))]
+        let didWin = random.chance(0.85)
+        let roll = random.next() % 10
+        let conversionType: AAKConversionType = roll < 8 ? .download : roll < 9 ? .redownload : .reengagement
+        let marketplace: String? =
+            random.chance(0.1) ? nil : random.chance(0.85) ? "com.apple.AppStore" : "com.example.marketplace"
+        let publisher: Int64? = random.chance(0.8) ? publisher() : nil
+        let development = random.chance(options.developmentRate)
+        let impression = random.chance(0.7) ? "app-impression" : "web-impression"
+        let interaction = random.chance(0.8) ? "click" : "view"
+        let fullSource = format4(Int(random.next() % 10_000))
+        let period = Int64(max(1, options.days) * 86_400)
+        let start = options.endTime - period
+        let baseTime = options.endTime - Int64(random.next() % UInt64(period + 35 * 86_400))
+        for (index, delay) in [(0, 0), (1, 3 * 86_400), (2, 20 * 86_400)] {
+            if index > 0 && (!didWin || !random.chance(0.6)) { continue }
+            let time = baseTime + Int64(delay)
+            guard time >= start && time < options.endTime else { continue }
+            var payload = JSONObjectWriter()
+            payload.add("postback-identifier", random.uuid(uppercase: true))
+            payload.add("impression-type", impression)
+            payload.add("ad-network-identifier", network)
+            payload.add("did-win", didWin)
+            payload.add("postback-sequence-index", index)
+            payload.add("conversion-type", conversionType.rawValue)
+            payload.add("source-identifier", index == 0 ? fullSource : String(fullSource.prefix(2)))
+            payload.add("advertised-item-identifier", appID)
+            if let publisher { payload.add("publisher-item-identifier", publisher) }
+            if let marketplace { payload.add("marketplace-identifier", marketplace) }
+            let kid = development ? "postbackd-development/0" : "postbackd-test/0"
+            var jws = try signer.jws(headerJSON: "{\"kid\":\"\(kid)\",\"alg\":\"ES256\"}", payloadJSON: payload.text)
+            if random.chance(options.invalidRate), let dot = jws.lastIndex(of: ".") {
+                // The signature segment changed: still 64 bytes of base64url, never valid.
+                jws = String(jws[...dot]) + damaged(String(jws[jws.index(after: dot)...]))
+            }
+            var envelope = JSONObjectWriter()
+            envelope.add("jws-string", jws)
+            if didWin {
+                if index == 0 && random.chance(0.75) {
+                    envelope.add("conversion-value", Int(random.next() % 64))
+                } else if random.chance(0.6) {
+                    envelope.add(
+                        "coarse-conversion-value",
+                        CoarseConversionValue.allCases[Int(random.next() % 3)].rawValue
+                    )
+                }
+            }
+            envelope.add("ad-interaction-type", interaction)
+            if random.chance(0.5) {
+                envelope.add("country-code", countries[Int(random.next() % UInt64(countries.count))])
+            }
+            envelope.add("timestamp", "\(time)")
+            pending.append(envelope.text)
         }
     }
 

@@ -130,7 +130,7 @@ public enum PostbackSchema {
             )
         }
         migrator.registerMigration("v2: conversion models and daily aggregates") { db in
-            let dimensions = AggregateDimension.columnDefinitions
+            let dimensions = AggregateDimension.columnDefinitions(AggregateDimension.version2)
             try db.execute(
                 sql: """
                     CREATE TABLE conversion_models (
@@ -219,6 +219,22 @@ public enum PostbackSchema {
                 sql: """
                     DROP INDEX postbacks_received_at;
                     CREATE INDEX postbacks_received_day ON postbacks (substr(received_at, 1, 10));
+                    """
+            )
+        }
+        // AdAttributionKit in the aggregates: the marketplace a postback's app came from, and
+        // re-engagements and development-key postbacks counted apart. Rows written before
+        // hold NULL and 0 until `aggregate` recomputes their days.
+        migrator.registerMigration("v4: marketplace, re-engagements and development postbacks in aggregates") { db in
+            for table in [
+                "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
+            ] {
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN marketplace_id TEXT")
+            }
+            try db.execute(
+                sql: """
+                    ALTER TABLE aggregate_daily ADD COLUMN reengagements INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE aggregate_daily ADD COLUMN development INTEGER NOT NULL DEFAULT 0;
                     """
             )
         }

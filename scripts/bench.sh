@@ -94,6 +94,19 @@ measure verify-1core 0 "$bin" verify --keys Keys/test --format json "$corpus" >/
 measure verify-allcores all "$bin" verify --keys Keys/test --format json "$corpus" >/dev/null 2>&1
 set -e
 
+# AdAttributionKit: a tenth as many JWS postbacks (ES256 under one kid), verified on one core.
+aak_count=$((count / 10))
+aak_corpus="$out/aak-$aak_count-seed$seed.jsonl"
+if [ ! -s "$aak_corpus" ]; then
+    "$bin" generate --key Keys/test/p256-private.pem --kind aak --count "$aak_count" --seed "$seed" \
+        --duplicates 0.02 --invalid 0.01 --apps 20 --networks 8 --days 7 --output "$aak_corpus.partial"
+    mv "$aak_corpus.partial" "$aak_corpus"
+fi
+echo "verify --format json, AdAttributionKit, one core" >&2
+set +e
+measure verify-aak-1core 0 "$bin" verify --keys Keys/test --format json "$aak_corpus" >/dev/null 2>&1
+set -e
+
 # Conversion models for the corpus's apps (the sample models, each given one of its app ids), so
 # that aggregate decodes every value into events and revenue as a real nightly job does.
 mkdir -p "$out/models"
@@ -120,15 +133,17 @@ python3 - "$count" "$read_count" "$openssl_rate" \
     "$(wall "$out/verify-1core.time")" "$(rss "$out/verify-1core.time")" \
     "$(wall "$out/verify-allcores.time")" "$(rss "$out/verify-allcores.time")" \
     "$(wall "$out/aggregate.time")" "$(rss "$out/aggregate.time")" \
+    "$aak_count" "$(wall "$out/verify-aak-1core.time")" "$(rss "$out/verify-aak-1core.time")" \
     "$(nproc)" "$(awk -F': *' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
     "$(cat "$out/ingest-1core.summary")" "${openssl_rates[*]}" <<'PY'
 import json, sys
-(count, read, ceiling, i1, i1m, ia, iam, v1, v1m, va, vam, agg, aggm, cores, cpu, summary, rates) = sys.argv[1:]
+(count, read, ceiling, i1, i1m, ia, iam, v1, v1m, va, vam, agg, aggm, aakn, aak, aakm, cores, cpu, summary,
+ rates) = sys.argv[1:]
 rates = ", ".join(f"{float(r):,.0f}" for r in rates.split())
 read, ceiling = int(read), float(ceiling)
-def row(name, seconds, kib, base=None):
+def row(name, seconds, kib, base=None, entries=None):
     seconds = float(seconds)
-    rate = read / seconds
+    rate = (entries or read) / seconds
     ratio = f"{rate / ceiling:.3f}" if base is None else f"{rate / ceiling:.3f} ({rate / base:.2f}× one core)"
     return rate, f"| {name} | {seconds:.2f} | {rate:,.0f} | {ratio} | {int(kib) / 1024:.0f} |"
 s = json.loads(summary)
@@ -144,5 +159,6 @@ r1, line = row("ingest, 1 core (`taskset -c 0`)", i1, i1m); print(line)
 print(row(f"ingest, {cores} cores", ia, iam, r1)[1])
 rv, line = row("verify --format json, 1 core", v1, v1m); print(line)
 print(row(f"verify --format json, {cores} cores", va, vam, rv)[1])
+print(row(f"verify --format json, {int(aakn):,} AdAttributionKit postbacks, 1 core", aak, aakm, entries=int(aakn))[1])
 print(f"| aggregate over the {cores}-core database, {cores} cores | {float(agg):.2f} | – | – | {int(aggm) / 1024:.0f} |")
 PY

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-import PostbackKit
 import PostbackTestSupport
 import Testing
+
+@testable import PostbackKit
 
 /// Ingests `paths` into the database at `database` with the test keys.
 @discardableResult
@@ -39,6 +40,33 @@ struct IngestTests {
 
     private func signed(_ postback: SKANPostback, extra: [(name: String, json: String)] = []) throws -> String {
         try TestKeys.signer.signed(postback).jsonText(extraFields: extra)
+    }
+
+    @Test("a valid postback whose dedup digest another key already holds is quarantined, never a duplicate")
+    func dedupDigestCollision() async throws {
+        let first = try signed(SamplePostback.make(.v4_0))
+        let second = try signed(SamplePostback.make(.v4_0, transactionID: "00000000-0000-4000-8000-000000000001"))
+        #expect(try await ingest([try directory.write("first.json", first)], into: database).accepted == 1)
+        // Forge the collision no one can compute: give the stored postback the second one's digest.
+        let digest = DedupKeyDigest.digest(
+            kind: "skan",
+            keySpace: "production",
+            adNetworkID: SamplePostback.make(.v4_0).adNetworkID,
+            transactionID: "00000000-0000-4000-8000-000000000001",
+            sequenceIndex: 0
+        )
+        try await DatabaseQueue(path: database).write { db in
+            try db.execute(sql: "UPDATE postbacks SET dedup_key = ?", arguments: [Data(digest)])
+        }
+        let summary = try await ingest([try directory.write("second.json", second)], into: database)
+        #expect(summary.accepted == 0)
+        #expect(summary.duplicates == 0)
+        #expect(summary.quarantined == 1)
+        #expect(
+            try DatabaseDump.values("SELECT field || ' ' || verdict FROM quarantine", in: database, as: String.self)
+                == ["dedup_key unsupported"]
+        )
+        #expect(try DatabaseDump.count("sightings", in: database) == 0)
     }
 
     @Test("duplicates within one file: the first copy is stored, every other copy is a sighting")

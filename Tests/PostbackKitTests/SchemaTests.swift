@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import PostbackTestSupport
 import Testing
@@ -27,7 +28,7 @@ struct SchemaTests {
         }
     }
 
-    @Test("a version 2 database migrates to the day index and keeps its postbacks")
+    @Test("a version 2 database migrates to the day index and the dedup digest, and keeps its postbacks")
     func migratesFromVersion2() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/v2.sqlite"
@@ -49,16 +50,32 @@ struct SchemaTests {
         try old.close()
         migrator = PostbackSchema.migrator
         let queue = try PostbackDatabase.open(path)
-        let (applied, found) = try queue.read { db in
+        let (applied, found, digest, indexes) = try queue.read { db in
             (
                 try migrator.appliedMigrations(db).count,
                 try Int.fetchOne(
                     db,
                     sql: "SELECT COUNT(*) FROM postbacks WHERE substr(received_at, 1, 10) = '2026-11-21'"
+                ),
+                try Data.fetchOne(db, sql: "SELECT dedup_key FROM postbacks"),
+                try String.fetchAll(
+                    db,
+                    sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'postbacks'"
                 )
             )
         }
         #expect(applied == PostbackSchema.migrator.migrations.count)
         #expect(found == 1)
+        // The postback stored before the digest existed got one, so its copies are still duplicates.
+        let expected = DedupKeyDigest.digest(
+            kind: "skan",
+            keySpace: "production",
+            adNetworkID: "example.skadnetwork",
+            transactionID: "t1",
+            sequenceIndex: 0
+        )
+        #expect(digest == Data(expected))
+        #expect(indexes.contains("postbacks_dedup_digest"))
+        #expect(!indexes.contains("postbacks_dedup_key"))
     }
 }

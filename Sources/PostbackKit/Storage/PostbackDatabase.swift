@@ -131,10 +131,12 @@ public enum PostbackDatabase {
         return error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
     }
 
-    /// The error of a migration that lost the race to another process: its tables exist.
+    /// The error of a migration that lost the race to another process: what it creates exists
+    /// (a table, an index, a column) or what it drops is gone.
     private static func isSchemaRace(_ error: any Error) -> Bool {
-        guard let error = error as? DatabaseError, error.resultCode == .SQLITE_ERROR else { return false }
-        return error.message?.contains("already exists") == true
+        guard let error = error as? DatabaseError, error.resultCode == .SQLITE_ERROR, let message = error.message
+        else { return false }
+        return ["already exists", "duplicate column name", "no such index"].contains { message.contains($0) }
     }
 
     static func describe(_ error: any Error) -> String {

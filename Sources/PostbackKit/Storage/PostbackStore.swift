@@ -114,46 +114,7 @@ public final class PostbackStore {
                 let raw = verified.batch.bytes[entry.range]
                 let digest = verified.rawDigests[index]
                 let source = context.storedSource(entry.location.source)
-                if result.verdict == .valid, let postback = result.postback {
-                    let (receivedAt, receivedSource) = context.rule.receivedTime(
-                        forwarderTimestamp: postback.forwarderTimestamp,
-                        now: now
-                    )
-                    let outcome = try store(
-                        db,
-                        postback,
-                        result,
-                        raw: raw,
-                        digest: digest,
-                        source: source,
-                        location: entry.location,
-                        receivedAt: receivedAt,
-                        receivedSource: receivedSource,
-                        runID: context.runID,
-                        counts: &uncommitted
-                    )
-                    if case .digestCollision(let storedID) = outcome {
-                        var refused = result
-                        refused.verdict = .unsupported
-                        refused.field = "dedup_key"
-                        refused.reason =
-                            "a valid postback whose dedup-key digest equals that of stored postback \(storedID) with another key; kept here so that nothing is lost (please report it)"
-                        try quarantine(
-                            db,
-                            entry,
-                            refused,
-                            raw: raw,
-                            digest: digest,
-                            source: source,
-                            receivedAt: receivedAt,
-                            runID: context.runID
-                        )
-                        uncommitted.quarantined += 1
-                        uncommitted.unsupported += 1
-                        quarantined.append(Quarantined(location: entry.location, result: refused))
-                    }
-                } else {
-                    let (receivedAt, _) = context.rule.receivedTime(forwarderTimestamp: nil, now: now)
+                func refuse(_ result: VerificationResult, receivedAt: UTCInstant) throws {
                     try quarantine(
                         db,
                         entry,
@@ -172,6 +133,35 @@ public final class PostbackStore {
                     case .valid: uncommitted.malformed += 1  // a valid verdict always carries a postback
                     }
                     quarantined.append(Quarantined(location: entry.location, result: result))
+                }
+                guard result.verdict == .valid, let postback = result.postback else {
+                    try refuse(result, receivedAt: context.rule.receivedTime(forwarderTimestamp: nil, now: now).0)
+                    continue
+                }
+                let (receivedAt, receivedSource) = context.rule.receivedTime(
+                    forwarderTimestamp: postback.forwarderTimestamp,
+                    now: now
+                )
+                let outcome = try store(
+                    db,
+                    postback,
+                    result,
+                    raw: raw,
+                    digest: digest,
+                    source: source,
+                    location: entry.location,
+                    receivedAt: receivedAt,
+                    receivedSource: receivedSource,
+                    runID: context.runID,
+                    counts: &uncommitted
+                )
+                if case .digestCollision(let storedID) = outcome {
+                    var refused = result
+                    refused.verdict = .unsupported
+                    refused.field = "dedup_key"
+                    refused.reason =
+                        "a valid postback whose dedup-key digest equals that of stored postback \(storedID) with another key; kept here so that nothing is lost (please report it)"
+                    try refuse(refused, receivedAt: receivedAt)
                 }
             }
         }

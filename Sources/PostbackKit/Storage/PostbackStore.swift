@@ -21,8 +21,9 @@ public enum KeySpace: String, Sendable, Hashable {
 /// conflicts, quarantine; many batches per transaction.
 ///
 /// Dedup is enforced by the database: the `postbacks_dedup_digest` unique index over a 128-bit
-/// digest of the dedup key (``DedupKeyDigest``) and `INSERT … ON CONFLICT DO NOTHING`. Only a valid postback ever reaches `postbacks`, so a
-/// forged copy can never claim a key before the genuine one arrives.
+/// digest of the dedup key (``DedupKeyDigest``) and `INSERT … ON CONFLICT DO NOTHING`. Only a
+/// valid postback ever reaches `postbacks`, so a forged copy can never claim a key before the
+/// genuine one arrives.
 public final class PostbackStore {
     public let queue: DatabaseQueue
     /// What the open write transaction has written, counted when it commits.

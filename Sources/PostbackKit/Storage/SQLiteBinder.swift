@@ -89,11 +89,7 @@ struct SQLiteBinder {
     /// Runs the statement; returns the number of rows it changed.
     func step(_ db: Database) throws -> Int {
         let code = sqlite3_step(statement)
-        guard code == SQLITE_DONE || code == SQLITE_ROW else {
-            let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(statement)))
-            sqlite3_reset(statement)
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
-        }
+        guard code == SQLITE_DONE || code == SQLITE_ROW else { throw stepError(statement, code) }
         let changes = Int(sqlite3_changes(sqlite3_db_handle(statement)))
         sqlite3_reset(statement)
         return changes
@@ -108,8 +104,6 @@ struct SQLiteRowReader {
     /// Resets `statement` and binds `arguments` as text, in order.
     init(_ statement: Statement, textArguments arguments: [String]) {
         self.statement = statement.sqliteStatement
-        sqlite3_reset(self.statement)
-        sqlite3_clear_bindings(self.statement)
         var binder = SQLiteBinder(statement)
         for argument in arguments { binder.bind(argument) }
     }
@@ -119,9 +113,7 @@ struct SQLiteRowReader {
         let code = sqlite3_step(statement)
         if code == SQLITE_ROW { return true }
         if code == SQLITE_DONE { return false }
-        let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(statement)))
-        sqlite3_reset(statement)
-        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
+        throw stepError(statement, code)
     }
 
     func int64(_ column: Int32) -> Int64? {
@@ -141,6 +133,13 @@ struct SQLiteRowReader {
         guard count == expected.utf8CodeUnitCount else { return false }
         return memcmp(bytes, expected.utf8Start, count) == 0
     }
+}
+
+/// The error of a failed `sqlite3_step`, with SQLite's message; resets the statement.
+private func stepError(_ statement: OpaquePointer, _ code: Int32) -> DatabaseError {
+    let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(statement)))
+    sqlite3_reset(statement)
+    return DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
 }
 
 /// SQLite's `SQLITE_TRANSIENT` (a function-like cast Swift cannot import): SQLite copies the value.

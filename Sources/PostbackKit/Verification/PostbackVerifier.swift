@@ -38,11 +38,7 @@ public final class PostbackVerifier: @unchecked Sendable {
     )
         -> VerificationResult
     {
-        switch prepare(bytes, problem: problem, line: line) {
-        case .done(let result): result
-        case .skan(let postback): result(postback, verifySignature(of: postback))
-        case .aak(let postback): result(postback, verifySignature(of: postback))
-        }
+        finish(prepare(bytes, problem: problem, line: line), verified: nil)
     }
 
     /// Checks every entry of a batch held in `bytes`: the same results as
@@ -84,12 +80,16 @@ public final class PostbackVerifier: @unchecked Sendable {
         for (check, first) in zip(ecdsa.verify(requests), firstChecks) where check == .verified {
             verified[first.index] = first.valid
         }
-        return prepared.indices.map { index in
-            switch prepared[index] {
-            case .done(let result): result
-            case .skan(let postback): result(postback, verified[index] ?? verifySignature(of: postback))
-            case .aak(let postback): result(postback, verified[index] ?? verifySignature(of: postback))
-            }
+        return prepared.indices.map { finish(prepared[$0], verified: verified[$0]) }
+    }
+
+    /// The result of a prepared entry: `verified` when a batch already verified its signature,
+    /// else its signature checked one by one (every key, test mode).
+    private func finish(_ prepared: Prepared, verified: SignatureResult?) -> VerificationResult {
+        switch prepared {
+        case .done(let result): result
+        case .skan(let postback): result(postback, verified ?? verifySignature(of: postback))
+        case .aak(let postback): result(postback, verified ?? verifySignature(of: postback))
         }
     }
 

@@ -198,14 +198,19 @@ public final class ECDSAVerifier {
     /// The key's fixed-base table once this verifier has used the key more than
     /// ``fixedBaseThreshold`` times; nil before, or when there is none.
     private func fixedBase(for key: ECPublicKey) -> ECFixedBase? {
-        let id = ObjectIdentifier(key)
-        var state = keys.removeValue(forKey: id) ?? KeyState(key: key)
-        defer { keys[id] = state }
-        state.uses += 1
-        if state.fixedBase == nil && state.uses > fixedBaseThreshold {
-            state.fixedBase = key.fixedBase
+        let threshold = fixedBaseThreshold
+        return withState(of: key) { state in
+            state.uses += 1
+            if state.fixedBase == nil && state.uses > threshold {
+                state.fixedBase = key.fixedBase
+            }
+            return state.fixedBase
         }
-        return state.fixedBase
+    }
+
+    /// Runs `body` on what this verifier keeps for `key`, in place.
+    private func withState<Result>(of key: ECPublicKey, _ body: (inout KeyState) -> Result) -> Result {
+        body(&keys[ObjectIdentifier(key), default: KeyState(key: key)])
     }
 
     private func verifyThroughEVP(
@@ -215,11 +220,11 @@ public final class ECDSAVerifier {
     )
         -> SignatureCheck
     {
-        let id = ObjectIdentifier(key)
-        var state = keys.removeValue(forKey: id) ?? KeyState(key: key)
-        defer { keys[id] = state }
-        if state.context == nil { state.context = Self.verifyContext(for: key) }
-        guard let context = state.context else { return .mismatch }
+        let verifyContext = withState(of: key) { state in
+            if state.context == nil { state.context = Self.verifyContext(for: key) }
+            return state.context
+        }
+        guard let context = verifyContext else { return .mismatch }
         let status = digest.withUnsafeBufferPointer { digestBuffer in
             EVP_PKEY_verify(
                 context,

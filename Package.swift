@@ -7,12 +7,16 @@ let package = Package(
     products: [
         .executable(name: "postbackd", targets: ["postbackd"]),
         .library(name: "PostbackKit", targets: ["PostbackKit"]),
+        .library(name: "PostbackStore", targets: ["PostbackStore"]),
     ],
     dependencies: [
         // Pinned: only the versions mirrored on the build machines resolve.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -20,13 +24,27 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The core: postbacks, parsing, verification, conversion models, generation. No storage,
+        // no network: `verify` links neither a database driver nor a server.
         .target(
             name: "PostbackKit",
             dependencies: [
                 "CPostbackdOpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The storage interface, its SQLite and PostgreSQL engines, and the jobs over it
+        // (ingest, models, aggregate, report). GRDB and PostgresNIO live here and nowhere else.
+        .target(
+            name: "PostbackStore",
+            dependencies: [
+                "PostbackKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // SQLite's C API, for binding values on the ingest hot path (Storage/SQLiteBinder.swift).
+                // SQLite's C API, for binding values on the ingest hot path (SQLite/SQLiteBinder.swift).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -34,6 +52,7 @@ let package = Package(
             name: "postbackd",
             dependencies: [
                 "PostbackKit",
+                "PostbackStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -42,18 +61,33 @@ let package = Package(
         // factory, temporary folders, running the built binary.
         .target(
             name: "PostbackTestSupport",
-            dependencies: ["PostbackKit", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "PostbackKit", "PostbackStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/PostbackTestSupport"
         ),
         .testTarget(
             name: "PostbackKitTests",
-            dependencies: ["PostbackKit", "PostbackTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["PostbackKit", "PostbackTestSupport"],
             resources: [.copy("Fixtures")]
+        ),
+        // The storage conformance suite runs against SQLite always and against PostgreSQL when
+        // POSTBACKD_TEST_POSTGRES_URL names a server (scripts/postgres-dev.sh starts one).
+        .testTarget(
+            name: "PostbackStoreTests",
+            dependencies: [
+                "PostbackKit", "PostbackStore", "PostbackTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .testTarget(
             name: "postbackdTests",
             // Depending on the executable makes `swift test` build it; the tests run it.
-            dependencies: ["postbackd", "PostbackKit", "PostbackTestSupport"]
+            dependencies: ["postbackd", "PostbackKit", "PostbackStore", "PostbackTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

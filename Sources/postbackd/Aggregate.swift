@@ -1,8 +1,9 @@
 import ArgumentParser
 import PostbackKit
+import PostbackStore
 
 extension Postbackd {
-    struct Aggregate: ParsableCommand {
+    struct Aggregate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Recompute the daily aggregate rows from the stored postbacks and the current models.",
             discussion: """
@@ -65,12 +66,13 @@ extension Postbackd {
             return .all
         }
 
-        func run() throws {
+        func run() async throws {
             let summary: AggregateSummary
+            let selection = try selection()
             do {
-                summary = try DailyAggregator.run(databasePath: database.path, try selection(), policy: revenueEstimate)
-            } catch let error as DatabaseOpenError {
-                throw failInput(error.reason)
+                summary = try await DailyAggregator.run(database.location, selection, policy: revenueEstimate)
+            } catch {
+                throw failStore(error, database.location)
             }
             let output = TextOutput.standardOutput()
             output.line(format == .json ? summary.json : summary.text)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PostbackKit
+import PostbackStore
 
 extension Postbackd {
     struct Generate: ParsableCommand {

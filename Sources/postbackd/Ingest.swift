@@ -1,18 +1,21 @@
 import ArgumentParser
 import Logging
 import PostbackKit
+import PostbackStore
 
 extension Postbackd {
     struct Ingest: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store postbacks in SQLite exactly once: accepted, counted as duplicates, or quarantined.",
+            abstract: "Store postbacks exactly once (SQLite or PostgreSQL): accepted, counted as duplicates, or quarantined.",
             discussion: """
                 Reads inputs exactly as verify does, verifies on every core, and writes each valid \
                 postback once under its dedup key (ad network, transaction id, sequence index); \
                 copies become sightings (conflicts when their unsigned values differ); invalid, \
                 malformed and unsupported entries go to quarantine with their reason and bytes. \
                 Re-running on the same input adds nothing; a run killed at any point and started \
-                again ends as one clean run would. Several ingests may share a database.
+                again ends as one clean run would. Several ingests may share a database: an SQLite \
+                file on one machine, or a PostgreSQL database (--db postgres://…) that workers on \
+                many machines write into at once.
 
                 When each postback was received: --received-at if given; otherwise a forwarder's \
                 timestamp field holding an epoch (seconds or milliseconds) between 2018 and 2100; \
@@ -21,6 +24,7 @@ extension Postbackd {
                 Examples:
                   postbackd ingest SamplePostbacks/apple
                   postbackd ingest --db /var/lib/postbackd/2026.sqlite --received-at 2026-11-21 incoming/
+                  postbackd ingest --db postgres://postbackd@db.internal/postbackd incoming/
                   postbackd ingest --format json --keys Keys/test SamplePostbacks/generated
 
                 Exit status: 0 the run completed (quarantined postbacks are data, not failure); \
@@ -70,7 +74,7 @@ extension Postbackd {
             let errors = TextOutput.standardError()
             let job = IngestJob(
                 paths: paths,
-                databasePath: database.path,
+                location: database.location,
                 keyRing: try keys.keyRing(),
                 receivedAt: receivedAt.flatMap(UTCInstant.init(iso8601:)),
                 logger: Logger(label: "postbackd.ingest"),
@@ -81,12 +85,8 @@ extension Postbackd {
                 summary = try await job.run(errors: errors, showProgress: errors.isTerminal)
             } catch let error as InputError {
                 throw failInput(error.reason)
-            } catch let error as DatabaseOpenError {
-                throw failInput(error.reason)
             } catch {
-                throw failInput(
-                    "the database stopped accepting writes: \(error). What was committed is kept; run the same command again to finish."
-                )
+                throw failStore(error, database.location, whileWriting: true)
             }
             let output = TextOutput.standardOutput()
             output.line(format == .json ? summary.json : summary.text)

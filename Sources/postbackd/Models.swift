@@ -1,8 +1,9 @@
 import ArgumentParser
 import PostbackKit
+import PostbackStore
 
 extension Postbackd {
-    struct Models: ParsableCommand {
+    struct Models: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add, list and show the advertisers' conversion models.",
             discussion: """
@@ -23,7 +24,7 @@ extension Postbackd {
             subcommands: [Add.self, List.self, Show.self]
         )
 
-        struct Add: ParsableCommand {
+        struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Validate model files and store them, one current model per app."
             )
@@ -33,14 +34,14 @@ extension Postbackd {
             @Argument(help: "Model files (JSON).")
             var files: [String]
 
-            func run() throws {
+            func run() async throws {
                 let added: [ModelsJob.Added]
                 do {
-                    added = try ModelsJob.add(files: files, databasePath: database.path)
+                    added = try await ModelsJob.add(files: files, location: database.location)
                 } catch let error as ModelFilesError {
                     throw failInput("no model was stored:\n" + error.description)
-                } catch let error as DatabaseOpenError {
-                    throw failInput(error.reason)
+                } catch {
+                    throw failStore(error, database.location)
                 }
                 let output = TextOutput.standardOutput()
                 for entry in added {
@@ -52,7 +53,7 @@ extension Postbackd {
             }
         }
 
-        struct List: ParsableCommand {
+        struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "List the current model of each app.")
 
             @OptionGroup var database: DatabaseOptions
@@ -60,12 +61,12 @@ extension Postbackd {
             @Option(help: "text or json.")
             var format: ResultFormat = .text
 
-            func run() throws {
+            func run() async throws {
                 let models: [StoredModel]
                 do {
-                    models = try ModelsJob.list(databasePath: database.path)
-                } catch let error as DatabaseOpenError {
-                    throw failInput(error.reason)
+                    models = try await ModelsJob.list(location: database.location)
+                } catch {
+                    throw failStore(error, database.location)
                 }
                 let output = TextOutput.standardOutput()
                 switch format {
@@ -100,7 +101,7 @@ extension Postbackd {
             }
         }
 
-        struct Show: ParsableCommand {
+        struct Show: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Print an app's current model as JSON.")
 
             @OptionGroup var database: DatabaseOptions
@@ -108,12 +109,12 @@ extension Postbackd {
             @Argument(help: "The App Store id of the app.")
             var appID: Int64
 
-            func run() throws {
+            func run() async throws {
                 let stored: StoredModel?
                 do {
-                    stored = try ModelsJob.show(appID: appID, databasePath: database.path)
-                } catch let error as DatabaseOpenError {
-                    throw failInput(error.reason)
+                    stored = try await ModelsJob.show(appID: appID, location: database.location)
+                } catch {
+                    throw failStore(error, database.location)
                 }
                 guard let stored else {
                     throw failInput("no model for app \(appID) (postbackd models list shows the apps that have one)")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PostbackKit
+import PostbackStore
 
 #if canImport(Glibc)
 import Glibc
@@ -37,18 +38,19 @@ func failInput(_ message: String) -> ExitCode {
     return .usageOrInputError
 }
 
-/// `--db FILE`: the SQLite database, defaulting to `$POSTBACKD_DB`, then `postbackd.sqlite`.
+/// `--db FILE|URL`: an SQLite file or a PostgreSQL URL, defaulting to `$POSTBACKD_DB`, then
+/// `postbackd.sqlite`.
 struct DatabaseOptions: ParsableArguments {
     @Option(
         name: .customLong("db"),
         help: ArgumentHelp(
-            "The SQLite database. Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
-            valueName: "file"
+            "The store: an SQLite file, or a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]). Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
+            valueName: "file|url"
         )
     )
     var database: String?
 
-    var path: String {
+    var text: String {
         if let database { return database }
         if let environment = getenv("POSTBACKD_DB"), let value = String(validatingCString: environment), !value.isEmpty
         {
@@ -56,6 +58,36 @@ struct DatabaseOptions: ParsableArguments {
         }
         return PostbackDatabase.defaultFileName
     }
+
+    /// Where the store is; validated before `run()`.
+    var location: StoreLocation {
+        (try? StoreLocation(text)) ?? .sqlite(path: text)
+    }
+
+    func validate() throws {
+        do {
+            _ = try StoreLocation(text)
+        } catch {
+            throw ValidationError(error.reason)
+        }
+    }
+}
+
+/// A store that cannot be used, or stopped working, as an exit with status 2 and one sentence
+/// naming the store: never the driver's text alone, never a password.
+func failStore(_ error: any Error, _ location: StoreLocation, whileWriting: Bool = false) -> ExitCode {
+    if let error = error as? DatabaseOpenError { return failInput(error.reason) }
+    if let error = error as? PostgresStoreError {
+        return failInput(
+            error.description + (whileWriting ? ". What was committed is kept; run the same command again to finish." : "")
+        )
+    }
+    if whileWriting {
+        return failInput(
+            "the database stopped accepting writes: \(error). What was committed is kept; run the same command again to finish."
+        )
+    }
+    return failInput("\(location) failed: \(error)")
 }
 
 extension RevenueEstimatePolicy: ExpressibleByArgument {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import PostbackKit
+import PostbackStore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,16 +1,18 @@
 import ArgumentParser
 import PostbackKit
+import PostbackStore
 
 extension Postbackd {
-    struct Report: ParsableCommand {
+    struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Sum the daily aggregate rows over a period, grouped by the dimensions you choose.",
             discussion: """
                 Dimensions: date, app_id, ad_network_id, source_identifier, source_app_id, \
                 source_domain, version, fidelity_type, redownload, did_win, postback_sequence_index, \
-                country_code. Metrics: postbacks, installs, redownloads, non_winning, test_mode, \
-                null_conversion_values, unmapped, unmodelled, and revenue per currency (min, max, \
-                estimate). --events gives one row per group and event instead.
+                country_code, marketplace_id. Metrics: postbacks, installs, redownloads, \
+                reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, \
+                unmodelled, and revenue per currency (min, max, estimate). --events gives one row \
+                per group and event instead. The same on SQLite and PostgreSQL.
 
                 Examples:
                   postbackd report
@@ -48,18 +50,18 @@ extension Postbackd {
             if let to { _ = try day(to, option: "--to") }
         }
 
-        func run() throws {
-            let result: (report: PostbackKit.Report, warning: String?)
+        func run() async throws {
+            let result: (report: PostbackStore.Report, warning: String?)
+            let query = ReportQuery(
+                from: try from.map { try day($0, option: "--from") },
+                to: try to.map { try day($0, option: "--to") },
+                by: try AggregateDimension.list(by),
+                events: events
+            )
             do {
-                result = try PostbackKit.Report.read(
-                    databasePath: database.path,
-                    from: try from.map { try day($0, option: "--from") },
-                    to: try to.map { try day($0, option: "--to") },
-                    by: try AggregateDimension.list(by),
-                    events: events
-                )
-            } catch let error as DatabaseOpenError {
-                throw failInput(error.reason)
+                result = try await PostbackStore.Report.read(database.location, query)
+            } catch {
+                throw failStore(error, database.location)
             }
             if let warning = result.warning {
                 let errors = TextOutput.standardError()

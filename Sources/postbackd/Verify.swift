@@ -1,5 +1,6 @@
 import ArgumentParser
 import PostbackKit
+import PostbackStore
 
 extension Postbackd {
     struct Verify: AsyncParsableCommand {
@@ -51,7 +52,7 @@ extension Postbackd {
             var models: ConversionModels? = nil
             if let model {
                 do {
-                    models = ConversionModels(try ModelsJob.read(file: model))
+                    models = ConversionModels(try ConversionModelFile.read(file: model))
                 } catch {
                     throw failInput("--model: " + error.description)
                 }

@@ -16,7 +16,7 @@ struct ConversionModelTests {
 
     @Test("the spec's example model reads as written")
     func specExample() throws {
-        let model = try ConversionModelParser.parse(Array(AggregateFixture.model.utf8))
+        let model = try ConversionModelParser.parse(Array(FixtureModels.app111.utf8))
         #expect(model.appID == 111)
         #expect(model.measurementWindowHours == 48)
         #expect(model.fineValues.keys.sorted() == [1, 20, 30])
@@ -39,10 +39,10 @@ struct ConversionModelTests {
     @Test("the API-wrapped form and 64-bit integers written as strings are accepted")
     func wrapped() throws {
         let wrapped =
-            "{\"resourceName\": \"customers/1/customerSkAdNetworkConversionValueSchemas/111\", \"schema\": \(AggregateFixture.model)}"
+            "{\"resourceName\": \"customers/1/customerSkAdNetworkConversionValueSchemas/111\", \"schema\": \(FixtureModels.app111)}"
         #expect(
             try ConversionModelParser.parse(Array(wrapped.utf8))
-                == ConversionModelParser.parse(Array(AggregateFixture.model.utf8))
+                == ConversionModelParser.parse(Array(FixtureModels.app111.utf8))
         )
         let numbers = try ConversionModelParser.parse(
             Array("{\"appId\": 42, \"measurementWindowHours\": \"24\", \"unknownField\": [1]}".utf8)
@@ -57,7 +57,7 @@ struct ConversionModelTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }
         #expect(files.count >= 4)
         for file in files {
-            #expect(throws: Never.self) { try ModelsJob.read(file: folder + "/" + file) }
+            #expect(throws: Never.self) { try ConversionModelFile.read(file: folder + "/" + file) }
         }
     }
 
@@ -149,7 +149,7 @@ struct ConversionModelTests {
 
     @Test("decoding follows the spec's rules")
     func decoding() throws {
-        let model = try ConversionModelParser.parse(Array(AggregateFixture.model.utf8))
+        let model = try ConversionModelParser.parse(Array(FixtureModels.app111.utf8))
         let models = ConversionModels([model])
         #expect(models.decode(appID: 111, value: nil, sequenceIndex: 0) == .null)
         #expect(models.decode(appID: 999, value: .fine(20), sequenceIndex: 0) == .unmodelled)

@@ -151,6 +151,6 @@ public enum RevenueEstimatePolicy: String, Sendable, Hashable, CaseIterable {
 
 /// Micros to currency units.
 @inline(__always)
-func units(_ micros: Double) -> Double {
+package func units(_ micros: Double) -> Double {
     micros / 1_000_000
 }

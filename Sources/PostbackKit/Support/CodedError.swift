@@ -1,7 +1,7 @@
 /// An error with an opaque code, compared by code alone (the shape of swift-asn1's
 /// `ASN1Error` and swift-certificates' `CertificateError`): callers match on what went wrong,
 /// while the reason is for people.
-protocol CodedError: Error, Hashable, CustomStringConvertible {
+public protocol CodedError: Error, Hashable, CustomStringConvertible {
     associatedtype Code: Hashable
     var code: Code { get }
     var reason: String { get }

@@ -101,7 +101,7 @@ public func jsonQuoted(_ string: String, asciiOnly: Bool = false) -> String {
 }
 
 /// A number as JSON: integers without a fraction, others with up to 6 decimals, trimmed.
-func formatJSONNumber(_ value: Double) -> String {
+package func formatJSONNumber(_ value: Double) -> String {
     guard value.isFinite else { return "null" }
     if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
     var text = String(value)

@@ -3,6 +3,8 @@ import GRDB
 import PostbackTestSupport
 import Testing
 
+@testable import PostbackStore
+
 @testable import PostbackKit
 
 @Suite("Schema")
@@ -20,7 +22,7 @@ struct SchemaTests {
             #expect(!indexes.contains("postbacks_received_at"))
             let plan = try Row.fetchAll(
                 db,
-                sql: "EXPLAIN QUERY PLAN " + DailyAggregator.selectPostbacks,
+                sql: "EXPLAIN QUERY PLAN " + SQLiteStore.selectPostbacks,
                 arguments: ["2026-11-21"]
             )
             .map { $0["detail"] as String? ?? "" }

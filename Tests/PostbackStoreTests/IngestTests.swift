@@ -4,8 +4,9 @@ import PostbackTestSupport
 import Testing
 
 @testable import PostbackKit
+@testable import PostbackStore
 
-/// Ingests `paths` into the database at `database` with the test keys.
+/// Ingests `paths` into the SQLite database at `database` with the test keys.
 @discardableResult
 func ingest(
     _ paths: [String],
@@ -13,9 +14,20 @@ func ingest(
     keyRing: KeyRing? = nil,
     receivedAt: UTCInstant? = nil
 ) async throws -> IngestSummary {
+    try await ingest(paths, into: .sqlite(path: database), keyRing: keyRing, receivedAt: receivedAt)
+}
+
+/// Ingests `paths` into the store at `location` with the test keys.
+@discardableResult
+func ingest(
+    _ paths: [String],
+    into location: StoreLocation,
+    keyRing: KeyRing? = nil,
+    receivedAt: UTCInstant? = nil
+) async throws -> IngestSummary {
     let job = IngestJob(
         paths: paths,
-        databasePath: database,
+        location: location,
         keyRing: try keyRing ?? TestKeys.ring,
         receivedAt: receivedAt,
         width: 2

@@ -1,3 +1,4 @@
+import PostbackKit
 import GRDB
 import GRDBSQLite
 

@@ -1,3 +1,4 @@
+import PostbackKit
 import GRDB
 
 /// The database schema, as a sequence of migrations: a database is migrated forward on open,

@@ -1,3 +1,4 @@
+import PostbackKit
 /// How `postbackd report` prints.
 public enum ReportFormat: String, Sendable, CaseIterable {
     /// Aligned columns for a terminal, fitted to 100 columns.
@@ -278,13 +279,6 @@ func wrap(_ text: String, width: Int) -> [String] {
 /// Money rounded to millionths, as stored sums of micros are exact to that.
 func roundedMoney(_ value: Double) -> Double {
     (value * 1_000_000).rounded() / 1_000_000
-}
-
-/// `1234.5` as `1,234.50`.
-public func formatMoney(_ value: Double) -> String {
-    let cents = Int64((value * 100).rounded())
-    let fraction = abs(cents % 100)
-    return formatCount(Int(cents / 100)) + "." + (fraction < 10 ? "0" : "") + String(fraction)
 }
 
 /// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).

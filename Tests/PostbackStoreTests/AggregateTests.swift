@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import PostbackKit
+@testable import PostbackStore
 import PostbackTestSupport
 import Synchronization
 import Testing
@@ -12,23 +13,7 @@ import Testing
 /// purchase USD 1–20, high → purchase USD 50; postback 1 coarse: medium → renewal EUR 2–4;
 /// nothing for postback 2. App 222 has no model.
 enum AggregateFixture {
-    static let model = """
-        {"appId": "111", "measurementWindowHours": 48,
-         "fineGrainedConversionValueMappings": [
-           {"fineGrainedConversionValue": 1, "conversionValueMapping": {"mappedEvents": [{"mappedEventName": "tutorial_complete", "eventCounter": "1"}]}},
-           {"fineGrainedConversionValue": 20, "conversionValueMapping": {"mappedEvents": [{"mappedEventName": "purchase", "currencyCode": "USD",
-              "eventRevenueRange": {"minEventRevenue": 5.0, "maxEventRevenue": 10.0}, "eventOccurrenceRange": {"minEventCount": "1", "maxEventCount": "2"}}]}},
-           {"fineGrainedConversionValue": 30, "conversionValueMapping": {"mappedEvents": [
-              {"mappedEventName": "purchase", "currencyCode": "EUR", "eventRevenueValue": 8, "eventCounter": 2},
-              {"mappedEventName": "level"}]}}],
-         "postbackMappings": [
-           {"postbackSequenceIndex": 0, "coarseGrainedConversionValueMappings": {
-              "lowConversionValueMapping": {"mappedEvents": [{"mappedEventName": "session"}]},
-              "mediumConversionValueMapping": {"mappedEvents": [{"mappedEventName": "purchase", "currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": 1, "maxEventRevenue": 20}}]},
-              "highConversionValueMapping": {"mappedEvents": [{"mappedEventName": "purchase", "currencyCode": "USD", "eventRevenueValue": 50}]}}},
-           {"postbackSequenceIndex": 1, "coarseGrainedConversionValueMappings": {
-              "mediumConversionValueMapping": {"mappedEvents": [{"mappedEventName": "renewal", "currencyCode": "EUR", "eventRevenueRange": {"minEventRevenue": 2, "maxEventRevenue": 4}}]}}}]}
-        """
+    static let model = FixtureModels.app111
 
     static func postback(
         _ version: SKANVersion,
@@ -84,20 +69,21 @@ enum AggregateFixture {
     /// A database with the model, both days ingested, and aggregated.
     static func database(
         in directory: TemporaryDirectory,
+        engine: TestEngine = .sqlite,
         policy: RevenueEstimatePolicy = .midpoint
-    ) async throws -> String {
-        let database = directory.path + "/aggregate.sqlite"
+    ) async throws -> StoreLocation {
+        let store = try await TestStore.make(engine, in: directory, name: "aggregate")
         let (dayOne, dayTwo) = try write(into: directory)
         let modelFile = try directory.write("model.json", model)
-        _ = try ModelsJob.add(files: [modelFile], databasePath: database)
-        try await ingest([dayOne], into: database, receivedAt: UTCInstant(iso8601: "2026-11-20T10:00:00Z"))
-        try await ingest([dayTwo], into: database, receivedAt: UTCInstant(iso8601: "2026-11-21T10:00:00Z"))
-        _ = try DailyAggregator.run(databasePath: database, .all, policy: policy)
-        return database
+        _ = try await ModelsJob.add(files: [modelFile], location: store.location)
+        try await ingest([dayOne], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-20T10:00:00Z"))
+        try await ingest([dayTwo], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-21T10:00:00Z"))
+        _ = try await DailyAggregator.run(store.location, .all, policy: policy)
+        return store.location
     }
 }
 
-@Suite("Aggregates and reports")
+@Suite("Aggregates and reports, on every engine")
 struct AggregateTests {
     let directory: TemporaryDirectory
 
@@ -106,18 +92,20 @@ struct AggregateTests {
     }
 
     private func report(
-        _ database: String,
+        _ database: StoreLocation,
         by: String,
         events: Bool = false,
         from: String? = nil,
         to: String? = nil
-    ) throws -> Report {
-        try Report.read(
-            databasePath: database,
-            from: from.flatMap(UTCDay.init),
-            to: to.flatMap(UTCDay.init),
-            by: AggregateDimension.list(by),
-            events: events
+    ) async throws -> Report {
+        try await Report.read(
+            database,
+            ReportQuery(
+                from: from.flatMap(UTCDay.init),
+                to: to.flatMap(UTCDay.init),
+                by: AggregateDimension.list(by),
+                events: events
+            )
         ).report
     }
 
@@ -125,10 +113,10 @@ struct AggregateTests {
         try #require(report.rows.first { $0.dimensions == values }, "no row \(values)")
     }
 
-    @Test("every metric matches the hand-computed value")
-    func metrics() async throws {
-        let database = try await AggregateFixture.database(in: directory)
-        let byApp = try report(database, by: "date,app_id", to: "2026-11-20")
+    @Test("every metric matches the hand-computed value", arguments: TestEngine.available)
+    func metrics(_ engine: TestEngine) async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: engine)
+        let byApp = try await report(database, by: "date,app_id", to: "2026-11-20")
         let app = try row(byApp, .text("2026-11-20"), .integer(111))
         #expect(app.counts[.postbacks] == 12)  // P1–P12
         #expect(app.counts[.installs] == 6)  // P1, P3, P4, P5, P8, P12
@@ -148,10 +136,10 @@ struct AggregateTests {
         #expect(other.revenue.isEmpty)
     }
 
-    @Test("events: occurrences, postbacks with the event, and their revenue")
-    func events() async throws {
-        let database = try await AggregateFixture.database(in: directory)
-        let events = try report(database, by: "app_id", events: true, to: "2026-11-20")
+    @Test("events: occurrences, postbacks with the event, and their revenue", arguments: TestEngine.available)
+    func events(_ engine: TestEngine) async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: engine)
+        let events = try await report(database, by: "app_id", events: true, to: "2026-11-20")
         func event(_ name: String) throws -> ReportRow {
             try #require(events.rows.first { $0.dimensions == [.integer(111)] && $0.event == name }, "no event \(name)")
         }
@@ -170,92 +158,87 @@ struct AggregateTests {
 
     @Test(
         "the three estimate policies",
-        arguments: [(RevenueEstimatePolicy.midpoint, 65.0, 11.0), (.lower, 60, 10), (.upper, 70, 12)]
+        arguments: TestEngine.available,
+        [(RevenueEstimatePolicy.midpoint, 65.0, 11.0), (.lower, 60, 10), (.upper, 70, 12)]
     )
-    func policies(_ policy: RevenueEstimatePolicy, _ usd: Double, _ eur: Double) async throws {
-        let database = try await AggregateFixture.database(in: directory, policy: policy)
-        let app = try row(try report(database, by: "app_id", to: "2026-11-20"), .integer(111))
+    func policies(_ engine: TestEngine, _ expected: (policy: RevenueEstimatePolicy, usd: Double, eur: Double)) async throws {
+        let (policy, usd, eur) = expected
+        let database = try await AggregateFixture.database(in: directory, engine: engine, policy: policy)
+        let app = try row(try await report(database, by: "app_id", to: "2026-11-20"), .integer(111))
         #expect(app.revenue["USD"]?.estimate == usd)
         #expect(app.revenue["EUR"]?.estimate == eur)
         #expect(app.revenue["USD"]?.min == 60)
         #expect(app.revenue["USD"]?.max == 70)
     }
 
-    @Test("grouping by date and periods")
-    func periods() async throws {
-        let database = try await AggregateFixture.database(in: directory)
-        let byDate = try report(database, by: "date")
+    @Test("grouping by date and periods", arguments: TestEngine.available)
+    func periods(_ engine: TestEngine) async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: engine)
+        let byDate = try await report(database, by: "date")
         #expect(byDate.rows.map(\.dimensions) == [[.text("2026-11-20")], [.text("2026-11-21")]])
         #expect(byDate.rows.map { $0.counts[.postbacks] } == [13, 1])
         #expect(byDate.rows[1].revenue["EUR"] == RevenueTotal(min: 8, max: 8, estimate: 8))
-        let total = try report(database, by: "")
+        let total = try await report(database, by: "")
         #expect(total.rows.count == 1)
         #expect(total.rows[0].counts[.postbacks] == 14)
         #expect(total.rows[0].counts[.installs] == 8)
-        #expect(try report(database, by: "date", from: "2026-11-21").rows.count == 1)
-        #expect(try report(database, by: "date", from: "2026-11-22").rows.isEmpty)
-        let bySequence = try report(database, by: "postback_sequence_index,did_win", to: "2026-11-20")
+        #expect(try await report(database, by: "date", from: "2026-11-21").rows.count == 1)
+        #expect(try await report(database, by: "date", from: "2026-11-22").rows.isEmpty)
+        let bySequence = try await report(database, by: "postback_sequence_index,did_win", to: "2026-11-20")
         #expect(bySequence.rows.map(\.dimensions).contains([.integer(1), .integer(1)]))
     }
 
-    @Test("the fine-value histogram counts winning production postbacks without a coarse value")
-    func histogram() async throws {
-        let database = try await AggregateFixture.database(in: directory)
-        let rows = try DatabaseDump.values(
-            "SELECT COALESCE(fine_value, -1) || ':' || postbacks FROM aggregate_fine_values WHERE date = '2026-11-20' AND app_id = 111 ORDER BY fine_value",
-            in: database,
-            as: String.self
+    @Test("the fine-value histogram counts winning production postbacks without a coarse value", arguments: TestEngine.available)
+    func histogram(_ engine: TestEngine) async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: engine)
+        let rows = try await TestStore(engine: engine, location: database).strings(
+            "SELECT COALESCE(fine_value, -1) || ':' || postbacks FROM aggregate_fine_values WHERE date = '2026-11-20' AND app_id = 111 ORDER BY COALESCE(fine_value, -1)"
         )
         // P5 (no value); P3 (1); P1, P11, P12 (20); P2 (30); P4 (44).
         #expect(rows == ["-1:1", "1:1", "20:3", "30:1", "44:1"])
     }
 
-    @Test("aggregate is idempotent, and a changed model plus a re-run corrects history")
-    func idempotentAndCorrectable() async throws {
-        let database = try await AggregateFixture.database(in: directory)
+    @Test("aggregate is idempotent, and a changed model plus a re-run corrects history", arguments: TestEngine.available)
+    func idempotentAndCorrectable(_ engine: TestEngine) async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: engine)
         let tables = [
             "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
             "aggregate_fine_values",
         ]
-        func dump() throws -> [[String?]] {
-            try tables.map {
-                try DatabaseDump.values(
-                    "SELECT json_array(*) FROM (SELECT * FROM \($0)) ORDER BY 1",
-                    in: database,
-                    as: String.self
-                )
-            }
+        let store = TestStore(engine: engine, location: database)
+        func dump() async throws -> [[String]] {
+            var tableRows: [[String]] = []
+            for table in tables { tableRows.append(try await store.rows("SELECT * FROM \(table)").sorted()) }
+            return tableRows
         }
-        let first = try dump()
-        _ = try DailyAggregator.run(databasePath: database, .all, policy: .midpoint)
-        #expect(try dump() == first)
-        _ = try DailyAggregator.run(
-            databasePath: database,
-            .range(from: UTCDay("2026-11-20")!, to: UTCDay("2026-11-20")!),
-            policy: .midpoint
-        )
-        #expect(try dump() == first)
+        let first = try await dump()
+        #expect(first.allSatisfy { !$0.isEmpty })
+        _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
+        #expect(try await dump() == first)
+        let day = try #require(UTCDay("2026-11-20"))
+        _ = try await DailyAggregator.run(database, .range(from: day, to: day), policy: .midpoint)
+        #expect(try await dump() == first)
 
         let changed = AggregateFixture.model.replacingOccurrences(
             of: "\"minEventRevenue\": 5.0, \"maxEventRevenue\": 10.0",
             with: "\"minEventRevenue\": 6, \"maxEventRevenue\": 12"
         )
-        let outcome = try ModelsJob.add(files: [try directory.write("changed.json", changed)], databasePath: database)
+        let outcome = try await ModelsJob.add(files: [try directory.write("changed.json", changed)], location: database)
         #expect(outcome.map(\.outcome) == [.replaced])
         #expect(
-            try report(database, by: "app_id", to: "2026-11-20").rows.first?.revenue["USD"]?.min == 60,
+            try await report(database, by: "app_id", to: "2026-11-20").rows.first?.revenue["USD"]?.min == 60,
             "nothing changes before the re-run"
         )
-        _ = try DailyAggregator.run(databasePath: database, .all, policy: .midpoint)
-        let corrected = try row(try report(database, by: "app_id", to: "2026-11-20"), .integer(111))
+        _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
+        let corrected = try row(try await report(database, by: "app_id", to: "2026-11-20"), .integer(111))
         #expect(corrected.revenue["USD"] == RevenueTotal(min: 62, max: 74, estimate: 68))
-        #expect(try DatabaseDump.count("conversion_models", in: database) == 2)
-        #expect(try DatabaseDump.count("conversion_models", in: database, where: "replaced_at IS NULL") == 1)
+        #expect(try await store.count("conversion_models") == 2)
+        #expect(try await store.count("conversion_models", where: "replaced_at IS NULL") == 1)
     }
 
-    @Test("a reader never sees half of an aggregate run")
-    func atomic() async throws {
-        let database = try await AggregateFixture.database(in: directory)
+    @Test("a reader never sees half of an aggregate run", arguments: TestEngine.available)
+    func atomic(_ engine: TestEngine) async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: engine)
         // Make the run long: many more postbacks on day two.
         let generated = try PostbackGenerator.lines(count: 4000, seed: 5)
         try await ingest(
@@ -263,28 +246,29 @@ struct AggregateTests {
             into: database,
             receivedAt: UTCInstant(iso8601: "2026-11-21T12:00:00Z")
         )
-        _ = try DailyAggregator.run(databasePath: database, .all, policy: .midpoint)
-        let total =
-            try DatabaseDump.values("SELECT SUM(postbacks) FROM aggregate_daily", in: database, as: Int.self).first
-            ?? nil
-        let reader = try DatabaseQueue(path: database)
+        _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
+        let totalQuery = ReportQuery(from: nil, to: nil, by: [], events: false)
+        let total = try await report(database, by: "").rows.first?.counts[.postbacks]
         let reading = Flag()
         let finished = Flag()
         let observed = try await withThrowingTaskGroup(of: Set<Int?>.self) { group in
             group.addTask {
                 defer { finished.set() }
                 while !reading.isSet { try await Task.sleep(nanoseconds: 1_000_000) }
-                for _ in 0..<3 { _ = try DailyAggregator.run(databasePath: database, .all, policy: .midpoint) }
+                for _ in 0..<3 { _ = try await DailyAggregator.run(database, .all, policy: .midpoint) }
                 return []
             }
             group.addTask {
-                var seen = Set<Int?>()
-                repeat {
-                    seen.insert(try await reader.read { db in try Int.fetchOne(db, sql: "SELECT SUM(postbacks) FROM aggregate_daily") })
-                    reading.set()
-                    try await Task.sleep(nanoseconds: 500_000)
-                } while !finished.isSet
-                return seen
+                // One store for the whole loop: each report is one read transaction.
+                try await PostbackStores.with(database) { store in
+                    var seen = Set<Int?>()
+                    repeat {
+                        seen.insert(try await store.report(totalQuery).rows.first?.counts[.postbacks])
+                        reading.set()
+                        try await Task.sleep(nanoseconds: 500_000)
+                    } while !finished.isSet
+                    return seen
+                }
             }
             var all = Set<Int?>()
             for try await values in group { all.formUnion(values) }

@@ -1,4 +1,5 @@
 import Logging
+import PostbackKit
 
 #if canImport(Glibc)
 import Glibc
@@ -9,14 +10,15 @@ import Darwin
 #endif
 
 /// `postbackd ingest`: reads postback files, verifies them on every core, and stores each
-/// postback exactly once in the SQLite database, or quarantines it with its reason.
+/// postback exactly once in the store (SQLite or PostgreSQL), or quarantines it with its reason.
 ///
-/// Postbacks are written by one writer, in input order, one transaction per batch; every
+/// Postbacks are written by one writer, in input order, many batches per transaction; every
 /// insert is idempotent (unique keys with `ON CONFLICT DO NOTHING`), so a run that is killed
-/// and started again ends in the state of one uninterrupted run.
+/// and started again ends in the state of one uninterrupted run. Several runs, on one machine
+/// or many, may write into one store at once.
 public struct IngestJob: Sendable {
     public var paths: [String]
-    public var databasePath: String
+    public var location: StoreLocation
     public var keyRing: KeyRing
     /// `--received-at`: the time every postback of this run was received.
     public var receivedAt: UTCInstant?
@@ -29,7 +31,7 @@ public struct IngestJob: Sendable {
 
     public init(
         paths: [String],
-        databasePath: String,
+        location: StoreLocation,
         keyRing: KeyRing = .apple,
         receivedAt: UTCInstant? = nil,
         width: Int = ActiveProcessors.count,
@@ -38,7 +40,7 @@ public struct IngestJob: Sendable {
         entriesPerTransaction: Int = IngestJob.defaultEntriesPerTransaction
     ) {
         self.paths = paths
-        self.databasePath = databasePath
+        self.location = location
         self.keyRing = keyRing
         self.receivedAt = receivedAt
         self.width = width
@@ -56,20 +58,29 @@ public struct IngestJob: Sendable {
     /// Runs the job. Diagnostics and progress go to `errors`; the caller prints the summary.
     ///
     /// - Throws: ``InputError`` (a path does not exist) and ``DatabaseOpenError`` before
-    ///   anything is stored; a database error while writing (what was committed stays, and a
+    ///   anything is read; a database error while writing (what was committed stays, and a
     ///   re-run completes it).
     public func run(errors: TextOutput, showProgress: Bool) async throws -> IngestSummary {
         let started = UTCInstant.now()
         let (files, walkDiagnostics) = try InputPaths.expand(paths)
-        let queue = try PostbackDatabase.open(databasePath, allowingOpenTransactions: true)
-        let store = PostbackStore(queue: queue)
-        for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
+        return try await PostbackStores.with(location, access: .ingest, logger: logger) { store in
+            for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
+            return try await run(files: files, store: store, started: started, errors: errors, showProgress: showProgress)
+        }
+    }
 
+    private func run(
+        files: [InputFile],
+        store: any PostbackStorage,
+        started: UTCInstant,
+        errors: TextOutput,
+        showProgress: Bool
+    ) async throws -> IngestSummary {
         var canonical: [String: String] = [:]
         for file in files {
             if let path = file.path { canonical[path] = canonicalPath(path) }
         }
-        let runID = try store.beginRun(
+        let runID = try await store.beginRun(
             inputs: paths.isEmpty ? ["-"] : paths,
             receivedAtOption: receivedAt,
             startedAt: started
@@ -78,7 +89,7 @@ public struct IngestJob: Sendable {
         logger[metadataKey: "ingest.run_id"] = "\(runID)"
         logger.info(
             "ingest started",
-            metadata: ["ingest.inputs": "\(files.count)", "ingest.database": "\(databasePath)"]
+            metadata: ["ingest.inputs": "\(files.count)", "ingest.database": "\(location)"]
         )
 
         let reader = EntryReader(files: files)
@@ -88,7 +99,7 @@ public struct IngestJob: Sendable {
             totalBytes: files.contains(.standardInput) ? nil : files.compactMap { fileSize($0.path) }.reduce(0, +),
             totalFiles: files.count
         )
-        let context = PostbackStore.BatchContext(
+        let context = BatchContext(
             runID: runID,
             rule: ReceivedTimeRule(fixed: receivedAt),
             storedSource: { canonical[$0] ?? $0 }
@@ -102,15 +113,15 @@ public struct IngestJob: Sendable {
         // idempotent, so a crash between commits loses nothing a re-run does not restore.
         var transactionEntries = 0
         var transactionStarted = UTCInstant.now()
-        func commit() throws {
-            try store.commit(into: &summary)
+        func commit() async throws {
+            summary.add(try await store.commit())
             logger.trace("transaction committed", metadata: ["ingest.read": "\(summary.read)"])
             transactionEntries = 0
         }
         do {
             try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) { verified in
                 if transactionEntries == 0 { transactionStarted = UTCInstant.now() }
-                let quarantined = try store.write(verified, context: context)
+                let quarantined = try await store.write(verified, context: context)
                 transactionEntries += verified.batch.entries.count
                 for item in quarantined where described < limit {
                     progress.message(VerificationReport.textLine(item.location, item.result))
@@ -121,16 +132,16 @@ public struct IngestJob: Sendable {
                     || UTCInstant.now().milliseconds - transactionStarted.milliseconds
                         >= Self.millisecondsPerTransaction
                 {
-                    try commit()
+                    try await commit()
                 }
                 progress.update(postbacks: summary.read, bytesRead: reader.bytesRead, filesOpened: reader.filesOpened)
             }
-            try commit()
+            try await commit()
         } catch {
-            store.rollback()
+            await store.rollback()
             progress.finish()
             summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
-            try? store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
+            try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
             logger.error("ingest failed", metadata: ["ingest.error": "\(error)"])
             throw error
         }
@@ -138,13 +149,13 @@ public struct IngestJob: Sendable {
         for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }
         if summary.quarantined > described {
             errors.line(
-                "… and \(formatCount(summary.quarantined - described)) more quarantined; all are in the quarantine table of \(databasePath)"
+                "… and \(formatCount(summary.quarantined - described)) more quarantined; all are in the quarantine table of \(location)"
             )
         }
         summary.files = reader.filesOpened
         summary.unreadableFiles = reader.unreadableFiles
         summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
-        try store.finishRun(runID, summary: summary, status: "completed", finishedAt: .now())
+        try await store.finishRun(runID, summary: summary, status: "completed", finishedAt: .now())
         logger.info(
             "ingest completed",
             metadata: ["ingest.read": "\(summary.read)", "ingest.accepted": "\(summary.accepted)"]

@@ -1,4 +1,5 @@
 import GRDB
+import PostbackKit
 
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,7 @@ import Glibc
 /// Why the database cannot be used.
 public struct DatabaseOpenError: CodedError {
     public struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case cannotOpen, notPostbackd, newerSchema }
+        fileprivate enum Value: Hashable { case cannotOpen, notPostbackd, newerSchema, unreachable, authenticationRefused }
         fileprivate let value: Value
         /// The file cannot be opened or created.
         public static let cannotOpen = Code(value: .cannotOpen)
@@ -15,6 +16,10 @@ public struct DatabaseOpenError: CodedError {
         public static let notPostbackd = Code(value: .notPostbackd)
         /// A newer postbackd created the schema.
         public static let newerSchema = Code(value: .newerSchema)
+        /// The database server cannot be reached, or has no such database.
+        public static let unreachable = Code(value: .unreachable)
+        /// The database server refused the user or password.
+        public static let authenticationRefused = Code(value: .authenticationRefused)
     }
 
     public let code: Code

@@ -1,44 +1,37 @@
 import Foundation
 import GRDB
+import PostbackKit
 
-/// The key space a stored postback claims its dedup key in.
+/// The SQLite engine: one database file, opened in WAL mode so that several processes share it.
 ///
-/// Test-mode SKAdNetwork postbacks and AdAttributionKit development-key postbacks claim keys in
-/// spaces of their own. Both can be made from a genuine postback by someone who relays it (a
-/// `source-app-id` of 0 can be added to any postback signed without a source app, and any phone
-/// in Developer Mode can sign a development postback with any identifier), so letting them
-/// claim the production key would let a forgery suppress the genuine postback. They never
-/// count as installs, so keeping them apart never counts anything twice.
-public enum KeySpace: String, Sendable, Hashable {
-    case production, test, development
-
-    init(_ result: VerificationResult) {
-        self = result.development ? .development : result.testMode ? .test : .production
-    }
-}
-
-/// Writes verified batches into the database: accepted postbacks, sightings of duplicates,
-/// conflicts, quarantine; many batches per transaction.
-///
-/// Dedup is enforced by the database: the `postbacks_dedup_digest` unique index over a 128-bit
-/// digest of the dedup key (``DedupKeyDigest``) and `INSERT … ON CONFLICT DO NOTHING`. Only a
-/// valid postback ever reaches `postbacks`, so a forged copy can never claim a key before the
-/// genuine one arrives.
-public final class PostbackStore {
-    public let queue: DatabaseQueue
+/// Ingest writes verified batches into one open transaction, many batches per commit. Dedup is
+/// enforced by the database: the `postbacks_dedup_digest` unique index over a 128-bit digest of
+/// the dedup key (``DedupKeyDigest``) and `INSERT … ON CONFLICT DO NOTHING`. Only a valid
+/// postback ever reaches `postbacks`, so a forged copy can never claim a key before the genuine
+/// one arrives.
+package final class SQLiteStore: PostbackStorage {
+    package let queue: DatabaseQueue
+    package let location: StoreLocation
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
 
-    /// - Parameter queue: a queue opened with `allowingOpenTransactions` (``PostbackDatabase``),
-    ///   since a write transaction spans several ``write(_:context:)`` calls.
-    public init(queue: DatabaseQueue) {
-        self.queue = queue
+    /// Opens (creating and migrating) the database at `path`.
+    package init(path: String, access: StoreAccess = .standard) throws(DatabaseOpenError) {
+        self.queue = try PostbackDatabase.open(path, allowingOpenTransactions: access == .ingest)
+        self.location = .sqlite(path: path)
     }
+
+    /// Wraps a queue opened by ``PostbackDatabase/open(_:allowingOpenTransactions:)``.
+    package init(queue: DatabaseQueue, path: String) {
+        self.queue = queue
+        self.location = .sqlite(path: path)
+    }
+
+    package func close() async {}
 
     // MARK: - Runs
 
-    /// Records the start of a run and returns its id.
-    public func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) throws -> Int64 {
+    package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) throws -> Int64 {
         try queue.write { db in
             try db.execute(
                 sql: """
@@ -54,8 +47,7 @@ public final class PostbackStore {
         }
     }
 
-    /// Records the end of a run with its counts.
-    public func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) throws {
+    package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) throws {
         try queue.write { db in
             try db.execute(
                 sql: """
@@ -73,27 +65,6 @@ public final class PostbackStore {
 
     // MARK: - Batches
 
-    /// What the writer needs to know about the batch beyond the verification results.
-    public struct BatchContext {
-        public var runID: Int64
-        public var rule: ReceivedTimeRule
-        /// The name stored for a source: the canonical path (so that re-reading a file by
-        /// another path adds nothing), `-` for standard input.
-        public var storedSource: (String) -> String
-
-        public init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
-            self.runID = runID
-            self.rule = rule
-            self.storedSource = storedSource
-        }
-    }
-
-    /// One entry the batch quarantined, for reporting.
-    public struct Quarantined: Sendable {
-        public var location: EntryLocation
-        public var result: VerificationResult
-    }
-
     /// Writes one verified batch, in input order, into the open write transaction, beginning
     /// one if none is open, and returns the entries it quarantined.
     ///
@@ -102,8 +73,8 @@ public final class PostbackStore {
     /// touched, and the dedup key's pages are touched at random, so fewer, larger commits write
     /// far less (a commit per 256-postback batch spent more time in the kernel than in SQLite).
     /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
-    public func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [Quarantined] {
-        var quarantined: [Quarantined] = []
+    package func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
+        var quarantined: [QuarantinedEntry] = []
         let now = UTCInstant.now()
         try queue.writeWithoutTransaction { db in
             if !db.isInsideTransaction {
@@ -126,14 +97,8 @@ public final class PostbackStore {
                         receivedAt: receivedAt,
                         runID: context.runID
                     )
-                    uncommitted.quarantined += 1
-                    switch result.verdict {
-                    case .invalid: uncommitted.invalid += 1
-                    case .malformed: uncommitted.malformed += 1
-                    case .unsupported: uncommitted.unsupported += 1
-                    case .valid: uncommitted.malformed += 1  // a valid verdict always carries a postback
-                    }
-                    quarantined.append(Quarantined(location: entry.location, result: result))
+                    uncommitted.countQuarantined(result)
+                    quarantined.append(QuarantinedEntry(location: entry.location, result: result))
                 }
                 guard result.verdict == .valid, let postback = result.postback else {
                     try refuse(result, receivedAt: context.rule.receivedTime(forwarderTimestamp: nil, now: now).0)
@@ -157,31 +122,25 @@ public final class PostbackStore {
                     counts: &uncommitted
                 )
                 if case .digestCollision(let storedID) = outcome {
-                    var refused = result
-                    refused.verdict = .unsupported
-                    refused.field = "dedup_key"
-                    refused.reason =
-                        "a valid postback whose dedup-key digest equals that of stored postback \(storedID) with another key; kept here so that nothing is lost (please report it)"
-                    try refuse(refused, receivedAt: receivedAt)
+                    try refuse(digestCollision(result, storedID: storedID), receivedAt: receivedAt)
                 }
             }
         }
         return quarantined
     }
 
-    /// Commits the open write transaction, if any, and adds what it wrote to `summary`.
-    public func commit(into summary: inout IngestSummary) throws {
+    package func commit() throws -> IngestSummary {
         try queue.writeWithoutTransaction { db in
             guard db.isInsideTransaction else { return }
             try db.commit()
         }
-        summary.add(uncommitted)
-        uncommitted = IngestSummary()
+        defer { uncommitted = IngestSummary() }
+        return uncommitted
     }
 
     /// Rolls back the open write transaction, if any: after a failed write, so that the
     /// database holds only whole commits (a re-run writes the rest).
-    public func rollback() {
+    package func rollback() {
         try? queue.writeWithoutTransaction { db in
             if db.isInsideTransaction { try db.rollback() }
         }
@@ -245,9 +204,7 @@ public final class PostbackStore {
         )
         dedupKey.withUnsafeBytes { insert.bindBlob($0) }
         if try insert.step(db) == 1 {
-            counts.accepted += 1
-            if result.testMode { counts.testMode += 1 }
-            if result.development { counts.development += 1 }
+            counts.countAccepted(result)
             return .stored
         }
 
@@ -308,11 +265,7 @@ public final class PostbackStore {
         receivedAt: UTCInstant,
         runID: Int64
     ) throws {
-        let size: Int
-        switch entry.problem {
-        case .postbackTooLarge(let total)?, .lineTooLong(let total)?: size = total
-        default: size = raw.count
-        }
+        let size = quarantinedSize(entry, rawCount: raw.count)
         let verdict = result.verdict == .valid ? Verdict.malformed : result.verdict
         let statement = try db.cachedStatement(sql: Self.insertQuarantine)
         try statement.execute(arguments: [
@@ -365,107 +318,3 @@ public final class PostbackStore {
         """
 }
 
-/// The `dedup_key` column: the first 16 bytes of the SHA-256 of the dedup key's fields (kind,
-/// key space, ad network, transaction or postback id, sequence index), each prefixed with its
-/// length so that no two keys encode alike.
-///
-/// The unique index is over this digest rather than the five text columns (about 90 bytes an
-/// entry): a third of the size, so that far more of it stays in SQLite's page cache, although
-/// every insert still lands at a random place in it (1,000,000 postbacks on one core: 73 s →
-/// 60 s). Its collisions are out of reach (a chosen one costs 2^128 hashes); the store still
-/// compares the full key on a conflict and quarantines a collision rather than count it.
-enum DedupKeyDigest {
-    static func digest(
-        kind: String,
-        keySpace: String,
-        adNetworkID: String,
-        transactionID: String,
-        sequenceIndex: Int64
-    )
-        -> [UInt8]
-    {
-        var message: [UInt8] = []
-        message.reserveCapacity(96)
-        for field in [kind, keySpace, adNetworkID, transactionID, String(sequenceIndex)] {
-            let count = UInt32(truncatingIfNeeded: field.utf8.count)
-            message += [
-                UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF),
-            ]
-            message += field.utf8
-        }
-        return Array(SHA256Digest.hash(message).prefix(16))
-    }
-
-    /// `postbackd_dedup_key(kind, key_space, ad_network_id, transaction_id, postback_sequence_index)`,
-    /// for the migration that fills the column of postbacks stored before it existed.
-    static let sqlFunction = DatabaseFunction("postbackd_dedup_key", argumentCount: 5, pure: true) { values in
-        guard let kind = String.fromDatabaseValue(values[0]), let keySpace = String.fromDatabaseValue(values[1]),
-            let network = String.fromDatabaseValue(values[2]), let transaction = String.fromDatabaseValue(values[3]),
-            let index = Int64.fromDatabaseValue(values[4])
-        else { return nil }
-        return Data(
-            digest(
-                kind: kind,
-                keySpace: keySpace,
-                adNetworkID: network,
-                transactionID: transaction,
-                sequenceIndex: index
-            )
-        )
-    }
-}
-
-/// A postback's fields as the `postbacks` table's columns, for either kind.
-struct StoredColumns {
-    var adNetworkID: String
-    var transactionID: String
-    var sequenceIndex: Int
-    var version: String?
-    var appID: Int64
-    var campaignID: Int64?
-    var sourceIdentifier: String?
-    var sourceAppID: Int64?
-    var sourceDomain: String?
-    var fidelityType: Int?
-    var didWin: Bool?
-    var redownload: Bool?
-    var conversionType: String?
-    var marketplaceID: String?
-    var impressionType: String?
-    var adInteractionType: String?
-
-    init(_ postback: Postback) {
-        switch postback {
-        case .skan(let skan):
-            adNetworkID = skan.adNetworkID
-            transactionID = skan.transactionID
-            sequenceIndex = skan.postbackSequenceIndex
-            version = skan.version.rawValue
-            appID = skan.appID
-            campaignID = skan.campaignID
-            sourceIdentifier = skan.sourceIdentifier
-            sourceAppID = skan.sourceAppID
-            sourceDomain = skan.sourceDomain
-            fidelityType = skan.fidelityType
-            didWin = skan.didWin
-            redownload = skan.redownload
-        case .aak(let aak):
-            adNetworkID = aak.adNetworkID
-            transactionID = aak.postbackID
-            sequenceIndex = aak.postbackSequenceIndex
-            appID = aak.advertisedItemID
-            sourceIdentifier = aak.sourceIdentifier
-            sourceAppID = aak.publisherItemID
-            didWin = aak.didWin
-            switch aak.conversionType {
-            case .download: redownload = false
-            case .redownload: redownload = true
-            case .reengagement: redownload = nil
-            }
-            conversionType = aak.conversionType.rawValue
-            marketplaceID = aak.marketplaceID
-            impressionType = aak.impressionType
-            adInteractionType = aak.adInteractionType
-        }
-    }
-}

@@ -1,3 +1,4 @@
+import PostbackKit
 /// Where a stored postback's received time came from.
 public enum ReceivedTimeSource: String, Sendable, Hashable {
     /// `--received-at`.

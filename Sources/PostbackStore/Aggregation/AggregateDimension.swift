@@ -1,3 +1,4 @@
+import PostbackKit
 /// A dimension the daily aggregate rows are grouped by, and reports can group by.
 public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// The UTC day of `received_at`.

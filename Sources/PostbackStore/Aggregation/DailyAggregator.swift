@@ -1,0 +1,336 @@
+import PostbackKit
+
+/// Which days `postbackd aggregate` recomputes.
+public enum DaySelection: Sendable, Hashable {
+    /// Every day that has postbacks.
+    case all
+    /// `from` through `to`, inclusive (UTC days of `received_at`).
+    case range(from: UTCDay, to: UTCDay)
+
+    /// The days of a range, in order; empty for ``all``, whose days the store knows.
+    var days: [UTCDay] {
+        guard case .range(let from, let to) = self, from <= to else { return [] }
+        return (from.daysSinceEpoch...to.daysSinceEpoch).map(UTCDay.init(daysSinceEpoch:))
+    }
+}
+
+/// What one `postbackd aggregate` did.
+public struct AggregateSummary: Sendable, Hashable {
+    /// The days recomputed.
+    public var days: [UTCDay] = []
+    /// Stored postbacks read.
+    public var postbacks = 0
+    /// `aggregate_daily` rows written.
+    public var rows = 0
+    /// Apps that have postbacks in those days but no model.
+    public var unmodelledApps: [Int64] = []
+    public var seconds: Double = 0
+    public var policy: RevenueEstimatePolicy = .midpoint
+
+    /// For people.
+    public var text: String {
+        let span =
+            days.isEmpty
+            ? "no days" : days.count == 1 ? "\(days[0])" : "\(days.count) days, \(days[0]) to \(days[days.count - 1])"
+        var line =
+            "aggregated \(formatCount(postbacks)) postbacks over \(span) into \(formatCount(rows)) rows in \(formatSeconds(seconds)) (revenue estimate: \(policy.rawValue))"
+        if !unmodelledApps.isEmpty {
+            line +=
+                "\nno conversion model for app\(unmodelledApps.count == 1 ? "" : "s") \(unmodelledApps.map(String.init).joined(separator: ", ")): their postbacks are counted as unmodelled (postbackd models add FILE)"
+        }
+        return line
+    }
+
+    /// As one JSON object.
+    public var json: String {
+        var object = JSONObjectWriter()
+        object.add("days", strings: days.map(\.description))
+        object.add("postbacks", postbacks)
+        object.add("rows", rows)
+        object.add("unmodelled_apps", strings: unmodelledApps.map(String.init))
+        object.add("revenue_estimate", policy.rawValue)
+        object.add("seconds", (seconds * 1000).rounded() / 1000)
+        return object.text
+    }
+}
+
+/// `postbackd aggregate`: recomputes the daily aggregate rows from the stored postbacks and
+/// the current models.
+///
+/// Every metric's meaning (`installs`, `redownloads`, …) is in ``GroupMetrics``. A run replaces
+/// the rows of its days in one transaction, so it is idempotent, a changed model plus a re-run
+/// corrects history, and a reader never sees half a run. The grouping and decoding are the same
+/// code for every engine (``DayAggregation``); each engine reads postbacks and writes rows its
+/// own fastest way.
+public enum DailyAggregator {
+    public static func run(
+        _ location: StoreLocation,
+        _ selection: DaySelection,
+        policy: RevenueEstimatePolicy
+    ) async throws -> AggregateSummary {
+        try await PostbackStores.with(location) { store in
+            try await store.aggregate(selection, policy: policy)
+        }
+    }
+
+    static let tables = [
+        "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
+        "aggregate_fine_values",
+    ]
+
+    /// `aggregate_runs.models`: the model digest of each app, as a JSON object.
+    static func modelsJSON(_ stored: [StoredModel]) -> String {
+        "{" + stored.map { "\"\($0.model.appID)\":\"\($0.sha256)\"" }.joined(separator: ",") + "}"
+    }
+}
+
+/// One day's groups and fine-value histogram, computed from its stored postbacks.
+struct DayAggregation {
+    let day: UTCDay
+    let models: ConversionModels
+    var groups: [GroupKey: GroupMetrics] = [:]
+    var histogram: [HistogramKey: Int] = [:]
+    /// Postbacks added.
+    var postbacks = 0
+    /// Apps whose postbacks had no model.
+    var unmodelled = Set<Int64>()
+
+    init(day: UTCDay, models: ConversionModels) {
+        self.day = day
+        self.models = models
+    }
+
+    /// Adds `postback` (`postback.count` identical ones, when the engine grouped them).
+    mutating func add(_ postback: AggregatedPostback) {
+        postbacks += postback.count
+        let decoded = models.decode(
+            appID: postback.appID,
+            value: postback.conversionValue,
+            sequenceIndex: postback.sequenceIndex
+        )
+        if case .unmodelled = decoded { unmodelled.insert(postback.appID) }
+        groups[GroupKey(day: day, postback), default: GroupMetrics()].add(postback, decoded)
+        if postback.countsInFineValueHistogram {
+            let key = HistogramKey(appID: postback.appID, network: postback.adNetworkID, fine: postback.conversionValue?.fine)
+            histogram[key, default: 0] += postback.count
+        }
+    }
+
+    /// The groups in a fixed order, so that the same inputs write the same rows in the same order.
+    var sortedGroups: [(key: GroupKey, value: GroupMetrics)] { groups.sorted { $0.key < $1.key } }
+    var sortedHistogram: [(key: HistogramKey, value: Int)] { histogram.sorted { $0.key < $1.key } }
+}
+
+/// The columns of a stored postback that aggregation reads.
+struct AggregatedPostback {
+    var appID: Int64
+    var adNetworkID: String
+    var isAAK: Bool
+    var keySpace: String
+    var version: String?
+    var campaignID: Int64?
+    var sourceIdentifier: String?
+    var sourceAppID: Int64?
+    var sourceDomain: String?
+    var fidelityType: Int64?
+    var redownload: Bool?
+    var didWin: Bool?
+    var sequenceIndex: Int
+    var countryCode: String?
+    var conversionValue: ConversionValue?
+    var conversionType: String?
+    var marketplaceID: String?
+    /// How many identical postbacks this row stands for (an engine may group them in SQL).
+    var count = 1
+
+    var isProduction: Bool { keySpace == KeySpace.production.rawValue }
+    var isTestMode: Bool { keySpace == KeySpace.test.rawValue }
+    var isDevelopment: Bool { keySpace == KeySpace.development.rawValue }
+
+    /// `did-win` true, or no `did-win` at all (before 3.0, every postback is the winner's).
+    var isWinning: Bool { didWin ?? true }
+
+    /// The `source_identifier` dimension: the 4.0 or AdAttributionKit source identifier, or
+    /// the campaign id as a string before 4.0.
+    var sourceIdentifierDimension: String? {
+        sourceIdentifier ?? campaignID.map { String($0) }
+    }
+
+    /// Whether the fine-value histogram counts it: winning production postbacks without a
+    /// coarse value, bucketed by fine value (NULL for no value at all).
+    var countsInFineValueHistogram: Bool {
+        isProduction && isWinning && conversionValue?.coarse == nil
+    }
+}
+
+/// The dimensions of one aggregate row.
+struct GroupKey: Hashable, Comparable {
+    var date: String
+    var appID: Int64
+    var adNetworkID: String
+    var sourceIdentifier: String?
+    var sourceAppID: Int64?
+    var sourceDomain: String?
+    var version: String?
+    var fidelityType: Int64?
+    var redownload: Bool?
+    var didWin: Bool?
+    var sequenceIndex: Int
+    var countryCode: String?
+    var marketplaceID: String?
+
+    init(day: UTCDay, _ postback: AggregatedPostback) {
+        date = day.description
+        appID = postback.appID
+        adNetworkID = postback.adNetworkID
+        sourceIdentifier = postback.sourceIdentifierDimension
+        sourceAppID = postback.sourceAppID
+        sourceDomain = postback.sourceDomain
+        version = postback.version
+        fidelityType = postback.fidelityType
+        redownload = postback.redownload
+        didWin = postback.didWin
+        sequenceIndex = postback.sequenceIndex
+        countryCode = postback.countryCode
+        marketplaceID = postback.marketplaceID
+    }
+
+    static func < (lhs: GroupKey, rhs: GroupKey) -> Bool {
+        // Integers before strings (cheaper), nil before any value.
+        var order = compare(lhs.appID, rhs.appID)
+        if order == 0 { order = compare(lhs.sequenceIndex, rhs.sequenceIndex) }
+        if order == 0 { order = compare(lhs.sourceAppID, rhs.sourceAppID) }
+        if order == 0 { order = compare(lhs.fidelityType, rhs.fidelityType) }
+        if order == 0 { order = compare(lhs.redownload.map { $0 ? 1 : 0 }, rhs.redownload.map { $0 ? 1 : 0 }) }
+        if order == 0 { order = compare(lhs.didWin.map { $0 ? 1 : 0 }, rhs.didWin.map { $0 ? 1 : 0 }) }
+        if order == 0 { order = compare(lhs.date, rhs.date) }
+        if order == 0 { order = compare(lhs.adNetworkID, rhs.adNetworkID) }
+        if order == 0 { order = compare(lhs.sourceIdentifier, rhs.sourceIdentifier) }
+        if order == 0 { order = compare(lhs.sourceDomain, rhs.sourceDomain) }
+        if order == 0 { order = compare(lhs.version, rhs.version) }
+        if order == 0 { order = compare(lhs.countryCode, rhs.countryCode) }
+        if order == 0 { order = compare(lhs.marketplaceID, rhs.marketplaceID) }
+        return order < 0
+    }
+}
+
+/// -1, 0 or 1 as `a` sorts before, with or after `b`; nil sorts first.
+@inline(__always)
+private func compare<T: Comparable>(_ a: T?, _ b: T?) -> Int {
+    switch (a, b) {
+    case (nil, nil): 0
+    case (nil, _): -1
+    case (_, nil): 1
+    case (let a?, let b?): a < b ? -1 : a == b ? 0 : 1
+    }
+}
+
+struct HistogramKey: Hashable, Comparable {
+    var appID: Int64
+    var network: String
+    var fine: Int?
+
+    static func < (lhs: HistogramKey, rhs: HistogramKey) -> Bool {
+        (lhs.appID, lhs.network, lhs.fine ?? -1) < (rhs.appID, rhs.network, rhs.fine ?? -1)
+    }
+}
+
+/// Revenue sums in micros.
+struct RevenueSum {
+    var minMicros: Int64 = 0
+    var maxMicros: Int64 = 0
+}
+
+/// One event's sums within a group.
+struct EventSum {
+    var occurrencesMin: Int64 = 0
+    var occurrencesMax: Int64 = 0
+    var postbacks = 0
+    var revenue: [String: RevenueSum] = [:]
+}
+
+/// The metrics of one aggregate row, with these exact meanings:
+///
+/// - `postbacks`: stored (non-duplicate) postbacks in the group;
+/// - `installs`: winning (`did-win` true, or no `did-win` before 3.0), sequence index 0,
+///   production (not test-mode, not an AdAttributionKit development key), `redownload` false
+///   or absent, and not an AdAttributionKit re-engagement;
+/// - `redownloads`: the same with `redownload` true (AdAttributionKit: conversion type
+///   `redownload`);
+/// - `reengagements`: the same for an AdAttributionKit conversion type `re-engagement`;
+/// - `non_winning`: `did-win` false;
+/// - `test_mode`: test-mode postbacks (never counted in installs or revenue);
+/// - `development`: AdAttributionKit development-key postbacks (never counted in installs or
+///   revenue);
+/// - `null_conversion_values`: winning postbacks with neither a fine nor a coarse value;
+/// - `unmapped`: postbacks with a value their app's model does not map;
+/// - `unmodelled`: postbacks of an app that has no model;
+/// - revenue per currency, and events: from winning production postbacks of every sequence
+///   index, through the app's model.
+struct GroupMetrics {
+    var postbacks = 0
+    var installs = 0
+    var redownloads = 0
+    var reengagements = 0
+    var nonWinning = 0
+    var testMode = 0
+    var development = 0
+    var nullConversionValues = 0
+    var unmapped = 0
+    var unmodelled = 0
+    var revenue: [String: RevenueSum] = [:]
+    var events: [String: EventSum] = [:]
+
+    /// The counts in the `aggregate_daily` column order after the dimensions.
+    var counts: [Int] {
+        [
+            postbacks, installs, redownloads, reengagements, nonWinning, testMode, development, nullConversionValues,
+            unmapped, unmodelled,
+        ]
+    }
+
+    /// The `aggregate_daily` count columns, in ``counts`` order.
+    static let countColumns =
+        "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled"
+
+    /// Adds `postback.count` copies of `postback`, whose value decodes to `decoded`.
+    mutating func add(_ postback: AggregatedPostback, _ decoded: DecodedConversionValue) {
+        let count = postback.count
+        postbacks += count
+        if postback.didWin == false { nonWinning += count }
+        if postback.isTestMode { testMode += count }
+        if postback.isDevelopment { development += count }
+        if postback.isWinning && postback.conversionValue == nil { nullConversionValues += count }
+        switch decoded {
+        case .unmapped: unmapped += count
+        case .unmodelled: unmodelled += count
+        case .mapped, .null: break
+        }
+        guard postback.isProduction, postback.isWinning else { return }
+        if postback.sequenceIndex == 0 {
+            if postback.conversionType == AAKConversionType.reengagement.rawValue {
+                reengagements += count
+            } else if postback.redownload == true {
+                redownloads += count
+            } else {
+                installs += count
+            }
+        }
+        guard case .mapped(let mapped) = decoded else { return }
+        let times = Int64(count)
+        var seen = Set<String>()
+        for event in mapped {
+            var sum = events[event.name, default: EventSum()]
+            sum.occurrencesMin += Int64(event.occurrences.min) * times
+            sum.occurrencesMax += Int64(event.occurrences.max) * times
+            if seen.insert(event.name).inserted { sum.postbacks += count }
+            if let range = event.revenue {
+                sum.revenue[range.currency, default: RevenueSum()].minMicros += range.minMicros * times
+                sum.revenue[range.currency, default: RevenueSum()].maxMicros += range.maxMicros * times
+                revenue[range.currency, default: RevenueSum()].minMicros += range.minMicros * times
+                revenue[range.currency, default: RevenueSum()].maxMicros += range.maxMicros * times
+            }
+            events[event.name] = sum
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import PostbackKit
+
+/// The count metrics of a report row, in the order they are shown.
+public enum ReportMetric: String, Sendable, CaseIterable {
+    case postbacks, installs, redownloads, reengagements
+    case nonWinning = "non_winning"
+    case testMode = "test_mode"
+    case development
+    case nullConversionValues = "null_conversion_values"
+    case unmapped, unmodelled
+
+    /// A short header for the table format.
+    var shortName: String {
+        switch self {
+        case .postbacks: "postbacks"
+        case .installs: "installs"
+        case .redownloads: "redownloads"
+        case .reengagements: "re-engage"
+        case .nonWinning: "non-win"
+        case .testMode: "test"
+        case .development: "dev"
+        case .nullConversionValues: "null CV"
+        case .unmapped: "unmapped"
+        case .unmodelled: "unmodelled"
+        }
+    }
+}
+
+/// Revenue in one currency: the range and the point estimate, in currency units.
+public struct RevenueTotal: Sendable, Hashable {
+    public var min: Double
+    public var max: Double
+    public var estimate: Double
+
+    public init(min: Double, max: Double, estimate: Double) {
+        self.min = min
+        self.max = max
+        self.estimate = estimate
+    }
+}
+
+/// One row of a report: its dimension values, and either the count metrics or one event's.
+public struct ReportRow: Sendable {
+    /// Dimension values in the report's dimension order (`nil` is SQL NULL).
+    public var dimensions: [DimensionValue]
+    /// Count metrics (not for `--events` rows).
+    public var counts: [ReportMetric: Int] = [:]
+    /// `--events` rows: the event and its sums.
+    public var event: String?
+    public var occurrencesMin: Int = 0
+    public var occurrencesMax: Int = 0
+    /// `--events` rows: postbacks with the event.
+    public var eventPostbacks: Int = 0
+    /// Revenue by currency code.
+    public var revenue: [String: RevenueTotal] = [:]
+}
+
+/// A dimension value as stored: text, integer, or NULL.
+public enum DimensionValue: Sendable, Hashable, Comparable {
+    case null
+    case integer(Int64)
+    case text(String)
+}
+
+/// `postbackd report`: sums the aggregate rows over a period, grouped by chosen dimensions.
+public struct Report: Sendable {
+    public var dimensions: [AggregateDimension]
+    public var events: Bool
+    public var rows: [ReportRow]
+    /// Every currency with revenue in the report, sorted.
+    public var currencies: [String]
+    /// The revenue estimate policy of the aggregate runs the rows come from.
+    public var policy: String?
+
+    public init(
+        dimensions: [AggregateDimension],
+        events: Bool,
+        rows: [ReportRow],
+        currencies: [String],
+        policy: String?
+    ) {
+        self.dimensions = dimensions
+        self.events = events
+        self.rows = rows
+        self.currencies = currencies
+        self.policy = policy
+    }
+}
+
+extension Report {
+    /// `postbackd report`: the report and, when the aggregates may be out of date, a warning.
+    public static func read(
+        _ location: StoreLocation,
+        _ query: ReportQuery
+    ) async throws -> (report: Report, warning: String?) {
+        try await PostbackStores.with(location) { store in
+            (try await store.report(query), try await store.stalenessWarning())
+        }
+    }
+}
+
+/// The SQL of a report, for either engine: the same statements, with each engine's spelling
+/// of a dimension (PostgreSQL's `date` and booleans come back as SQLite's text and integers)
+/// and of a sum (PostgreSQL sums integers into `numeric`).
+struct ReportSQL {
+    var query: ReportQuery
+    /// How the engine spells a dimension column in the select list.
+    var dimension: (AggregateDimension) -> String
+    /// How the engine spells the sum of an integer column.
+    var integerSum: (String) -> String
+    /// How the engine spells the n-th (1-based) parameter.
+    var parameter: (Int) -> String
+    /// How the engine sorts by a group's select expression as SQLite does (NULL first, text by
+    /// its bytes), given whether it is text.
+    var orderTerm: (_ expression: String, _ isText: Bool) -> String
+
+    /// The groups: the dimensions, then `event` for an events report.
+    var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event"] : []) }
+
+    /// The date bounds as parameters, in order.
+    var arguments: [String] { [query.from?.description, query.to?.description].compactMap { $0 } }
+
+    private var filter: String {
+        var conditions: [String] = []
+        var number = 0
+        if query.from != nil {
+            number += 1
+            conditions.append("date >= \(parameter(number))")
+        }
+        if query.to != nil {
+            number += 1
+            conditions.append("date <= \(parameter(number))")
+        }
+        return conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+    }
+
+    private var orderTerms: [String] {
+        query.dimensions.map { orderTerm(dimension($0), $0.sqlType == "TEXT") }
+            + (query.events ? [orderTerm("event", true)] : [])
+    }
+
+    private var selectList: String {
+        (query.dimensions.map(dimension) + (query.events ? ["event"] : [])).joined(separator: ", ")
+    }
+
+    private var grouping: (group: String, order: String, prefix: String) {
+        let positions = groupColumns.indices.map { String($0 + 1) }.joined(separator: ", ")
+        let select = selectList
+        return (
+            positions.isEmpty ? "" : "GROUP BY " + positions,
+            positions.isEmpty ? "" : "ORDER BY " + orderTerms.joined(separator: ", "),
+            select.isEmpty ? "" : select + ", "
+        )
+    }
+
+    /// The count metrics (or, for events, occurrences and postbacks) per group.
+    var metrics: String {
+        let (group, order, prefix) = grouping
+        if query.events {
+            return """
+                SELECT \(prefix)\(integerSum("occurrences_min")), \(integerSum("occurrences_max")), \(integerSum("postbacks"))
+                FROM aggregate_daily_events \(filter) \(group) \(order)
+                """
+        }
+        let sums = ReportMetric.allCases.map { integerSum($0.rawValue) }.joined(separator: ", ")
+        return "SELECT \(prefix)\(sums) FROM aggregate_daily \(filter) \(group) \(order)"
+    }
+
+    /// Revenue per group and currency.
+    var revenue: String {
+        let (_, _, prefix) = grouping
+        let table = query.events ? "aggregate_daily_event_revenue" : "aggregate_daily_revenue"
+        let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
+        return """
+            SELECT \(prefix)currency, SUM(revenue_min), SUM(revenue_max), SUM(revenue_estimate)
+            FROM \(table) \(filter) GROUP BY \(positions)
+            """
+    }
+
+    static let policy = "SELECT revenue_estimate FROM aggregate_runs ORDER BY id DESC LIMIT 1"
+}
+
+/// Builds a report from its rows as the engines read them.
+struct ReportAssembler {
+    let query: ReportQuery
+    private var rows: [[DimensionValue]: ReportRow] = [:]
+    private var keys: [[DimensionValue]] = []
+    private var currencies = Set<String>()
+
+    init(_ query: ReportQuery) {
+        self.query = query
+    }
+
+    private var groupCount: Int { query.dimensions.count + (query.events ? 1 : 0) }
+
+    /// A row of ``ReportSQL/metrics``: the group's values, then the sums (nil: SUM over no rows).
+    mutating func addMetrics(_ key: [DimensionValue], _ sums: [Int64?]) {
+        if query.events {
+            var row = ReportRow(dimensions: Array(key.prefix(query.dimensions.count)))
+            if case .text(let name) = key.last { row.event = name }
+            row.occurrencesMin = Int(sums[0] ?? 0)
+            row.occurrencesMax = Int(sums[1] ?? 0)
+            row.eventPostbacks = Int(sums[2] ?? 0)
+            rows[key] = row
+        } else {
+            // SUM over no rows is NULL: a report over an empty period has no rows.
+            guard sums.first.flatMap({ $0 }) != nil else { return }
+            var row = ReportRow(dimensions: key)
+            for (index, metric) in ReportMetric.allCases.enumerated() {
+                row.counts[metric] = Int(sums[index] ?? 0)
+            }
+            rows[key] = row
+        }
+        keys.append(key)
+    }
+
+    /// A row of ``ReportSQL/revenue``.
+    mutating func addRevenue(_ key: [DimensionValue], currency: String, _ total: RevenueTotal) {
+        currencies.insert(currency)
+        rows[key]?.revenue[currency] = total
+    }
+
+    func report(policy: String?) -> Report {
+        Report(
+            dimensions: query.dimensions,
+            events: query.events,
+            rows: keys.compactMap { rows[$0] },
+            currencies: currencies.sorted(),
+            policy: policy
+        )
+    }
+}
+
+/// The staleness warning from the times of the last ingest that accepted something and of the
+/// last aggregate run (ISO 8601 text, or nil when there is none).
+func stalenessWarning(lastIngest: String?, lastAggregate: String?) -> String? {
+    guard let lastIngest else { return nil }
+    guard let lastAggregate else {
+        return "no aggregate rows yet: run postbackd aggregate first"
+    }
+    return lastIngest > lastAggregate
+        ? "postbacks were ingested after the last aggregate run (\(lastAggregate)); run postbackd aggregate to include them"
+        : nil
+}

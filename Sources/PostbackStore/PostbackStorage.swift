@@ -1,0 +1,214 @@
+import Logging
+import PostbackKit
+
+/// The storage interface every job uses: few, coarse, batch-level operations, with an SQLite
+/// engine (``SQLiteStore``) and a PostgreSQL engine (``PostgresStore``) behind it. The jobs do
+/// not know which one they talk to; each engine does each operation its fastest way.
+///
+/// Every engine keeps the same guarantees:
+/// - each postback is stored once under its dedup key, claimed only by a verified postback;
+///   further copies become sightings (and conflicts when their unsigned values differ);
+///   everything else is quarantined with its reason and bytes;
+/// - every write is idempotent, so a run killed at any point and started again ends as one
+///   clean run would;
+/// - nothing is durable, or counted, before ``commit()`` returns;
+/// - `aggregate` replaces its days' rows atomically: a concurrent report sees the old rows or
+///   the new ones, never half of a run.
+///
+/// A store is used by one task at a time (the ingest writer, or one command).
+package protocol PostbackStorage: AnyObject {
+    /// Where the store is, as messages name it (a path, or a URL without its password).
+    var location: StoreLocation { get }
+
+    // MARK: Ingest
+
+    /// Records the start of an ingest run and returns its id.
+    func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64
+
+    /// Records the end of a run with its counts.
+    func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws
+
+    /// Writes one verified batch, in input order, into the open write transaction (beginning
+    /// one if none is open), and returns the entries it quarantined.
+    func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry]
+
+    /// Makes everything written since the last commit durable, and returns what it counted.
+    func commit() async throws -> IngestSummary
+
+    /// Drops everything written since the last commit.
+    func rollback() async
+
+    // MARK: Models
+
+    /// Stores `models` in one transaction; each replaces its app's current model if different.
+    func addModels(_ models: [(model: ConversionModel, source: String)]) async throws -> [ModelAddOutcome]
+
+    /// The current model of every app, by app id.
+    func currentModels() async throws -> [StoredModel]
+
+    // MARK: Aggregates and reports
+
+    /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
+    /// models, replacing them atomically.
+    func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary
+
+    /// Sums the aggregate rows, as one consistent snapshot.
+    func report(_ query: ReportQuery) async throws -> Report
+
+    /// A warning when postbacks were ingested after the last aggregate run.
+    func stalenessWarning() async throws -> String?
+
+    /// Releases connections; the store is not used after.
+    func close() async
+}
+
+/// What a store is opened for.
+package enum StoreAccess: Sendable {
+    /// Ingest: a long-lived writer.
+    case ingest
+    /// Any other command.
+    case standard
+}
+
+/// Opens stores by location.
+package enum PostbackStores {
+    /// Opens the store at `location`, creating and migrating its schema when needed, runs
+    /// `body` with it, and closes it whatever happens.
+    ///
+    /// - Throws: ``DatabaseOpenError`` before `body` runs when the store cannot be used
+    ///   (unreachable, authentication refused, not a postbackd store, a newer schema).
+    package static func with<Result>(
+        _ location: StoreLocation,
+        access: StoreAccess = .standard,
+        logger: Logger = Logger(label: "postbackd.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (any PostbackStorage) async throws -> Result
+    ) async throws -> Result {
+        let store: any PostbackStorage
+        switch location {
+        case .sqlite(let path):
+            store = try SQLiteStore(path: path, access: access)
+        case .postgres(let url):
+            store = try await PostgresStore.open(url, logger: logger)
+        }
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+}
+
+/// The key space a stored postback claims its dedup key in.
+///
+/// Test-mode SKAdNetwork postbacks and AdAttributionKit development-key postbacks claim keys in
+/// spaces of their own. Both can be made from a genuine postback by someone who relays it (a
+/// `source-app-id` of 0 can be added to any postback signed without a source app, and any phone
+/// in Developer Mode can sign a development postback with any identifier), so letting them
+/// claim the production key would let a forgery suppress the genuine postback. They never
+/// count as installs, so keeping them apart never counts anything twice.
+public enum KeySpace: String, Sendable, Hashable {
+    case production, test, development
+
+    init(_ result: VerificationResult) {
+        self = result.development ? .development : result.testMode ? .test : .production
+    }
+}
+
+/// What the writer needs to know about a batch beyond the verification results.
+public struct BatchContext {
+    public var runID: Int64
+    public var rule: ReceivedTimeRule
+    /// The name stored for a source: the canonical path (so that re-reading a file by
+    /// another path adds nothing), `-` for standard input.
+    public var storedSource: (String) -> String
+
+    public init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
+        self.runID = runID
+        self.rule = rule
+        self.storedSource = storedSource
+    }
+}
+
+/// One entry a batch quarantined, for reporting.
+public struct QuarantinedEntry: Sendable {
+    public var location: EntryLocation
+    public var result: VerificationResult
+}
+
+/// A conversion model as stored: the current one for its app.
+public struct StoredModel: Sendable {
+    public var model: ConversionModel
+    /// SHA-256 of the model's JSON text.
+    public var sha256: String
+    /// The file it was added from.
+    public var source: String
+    public var addedAt: String
+}
+
+/// What adding a model did.
+public enum ModelAddOutcome: String, Sendable, Hashable {
+    /// The app had no model.
+    case added
+    /// The app's model changed; the old one is kept with `replaced_at`.
+    case replaced
+    /// The same model was already current.
+    case unchanged
+}
+
+/// What a report sums: the period and the grouping.
+public struct ReportQuery: Sendable, Hashable {
+    public var from: UTCDay?
+    public var to: UTCDay?
+    public var dimensions: [AggregateDimension]
+    /// One row per group and event instead of the count metrics.
+    public var events: Bool
+
+    public init(from: UTCDay?, to: UTCDay?, by dimensions: [AggregateDimension], events: Bool) {
+        self.from = from
+        self.to = to
+        self.dimensions = dimensions
+        self.events = events
+    }
+}
+
+/// A valid postback the store refused to count: its dedup-key digest equals that of a stored
+/// postback with another key. Kept in quarantine so that nothing is lost.
+func digestCollision(_ result: VerificationResult, storedID: Int64) -> VerificationResult {
+    var refused = result
+    refused.verdict = .unsupported
+    refused.field = "dedup_key"
+    refused.reason =
+        "a valid postback whose dedup-key digest equals that of stored postback \(storedID) with another key; kept here so that nothing is lost (please report it)"
+    return refused
+}
+
+extension IngestSummary {
+    /// Counts one quarantined entry by its verdict.
+    mutating func countQuarantined(_ result: VerificationResult) {
+        quarantined += 1
+        switch result.verdict {
+        case .invalid: invalid += 1
+        case .malformed: malformed += 1
+        case .unsupported: unsupported += 1
+        case .valid: malformed += 1  // a valid verdict always carries a postback
+        }
+    }
+
+    /// Counts one newly stored postback.
+    mutating func countAccepted(_ result: VerificationResult) {
+        accepted += 1
+        if result.testMode { testMode += 1 }
+        if result.development { development += 1 }
+    }
+}
+
+/// How big a quarantined entry was: the whole line or postback even when only a part was kept.
+func quarantinedSize(_ entry: RawEntry, rawCount: Int) -> Int {
+    switch entry.problem {
+    case .postbackTooLarge(let total)?, .lineTooLong(let total)?: total
+    default: rawCount
+    }
+}

@@ -1,0 +1,242 @@
+import NIOCore
+import PostbackKit
+import PostgresNIO
+
+extension PostgresStore {
+    /// Recomputes the days in one transaction, serialized with other `aggregate` runs by an
+    /// advisory lock. The server groups identical postbacks (every column aggregation reads)
+    /// and counts them, so each distinct combination is decoded once; the rows go back as one
+    /// multi-row insert per table and day.
+    package func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary {
+        let started = UTCInstant.now()
+        var summary = try await transaction("aggregate") { connection in
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(\(PostgresSchema.aggregateLock))",
+                logger: logger
+            )
+            var summary = AggregateSummary()
+            summary.policy = policy
+            let stored = try await Self.currentModels(connection, logger: logger)
+            let models = ConversionModels(stored.map(\.model))
+            var days = selection.days
+            if case .all = selection {
+                for try await text in try await connection.query(
+                    "SELECT DISTINCT to_char((received_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') FROM postbacks ORDER BY 1",
+                    logger: logger
+                ).decode(String.self) {
+                    if let day = UTCDay(text) { days.append(day) }
+                }
+            }
+            summary.days = days
+            for table in DailyAggregator.tables {
+                switch selection {
+                case .all:
+                    try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
+                case .range(let from, let to):
+                    var binds = PostgresBindings()
+                    binds.append(from.description)
+                    binds.append(to.description)
+                    try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: "DELETE FROM \(table) WHERE date >= $1::date AND date <= $2::date",
+                            binds: binds
+                        ),
+                        logger: logger
+                    )
+                }
+            }
+            var unmodelled = Set<Int64>()
+            for day in days {
+                var aggregation = DayAggregation(day: day, models: models)
+                var binds = PostgresBindings()
+                binds.append(day.description)
+                let rows = try await connection.query(
+                    PostgresQuery(unsafeSQL: Self.selectPostbacks, binds: binds),
+                    logger: logger
+                )
+                for try await row in rows {
+                    aggregation.add(try AggregatedPostback(row))
+                }
+                summary.postbacks += aggregation.postbacks
+                summary.rows += aggregation.groups.count
+                unmodelled.formUnion(aggregation.unmodelled)
+                try await Self.write(aggregation, policy: policy, connection, logger: logger)
+            }
+            summary.unmodelledApps = unmodelled.sorted()
+            try await connection.query(
+                """
+                INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version)
+                VALUES (\(UTCInstant.now().iso8601)::timestamptz, \(days.first?.description)::date,
+                    \(days.last?.description)::date, \(Int32(days.count)), \(Int64(summary.postbacks)),
+                    \(policy.rawValue), \(DailyAggregator.modelsJSON(stored))::jsonb, \(PostbackdVersion.current))
+                """,
+                logger: logger
+            )
+            return summary
+        }
+        summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
+        return summary
+    }
+
+    /// A day's postbacks, identical ones counted together.
+    static let selectPostbacks = """
+        SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
+            source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
+            coarse_value, conversion_type, marketplace_id, COUNT(*)::bigint
+        FROM postbacks WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date
+        GROUP BY app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
+            source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
+            coarse_value, conversion_type, marketplace_id
+        """
+
+    private static func write(
+        _ aggregation: DayAggregation,
+        policy: RevenueEstimatePolicy,
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        let groups = aggregation.sortedGroups
+        guard !groups.isEmpty || !aggregation.histogram.isEmpty else { return }
+        var daily = AggregateRows(metrics: [.int8, .int8, .int8, .int8, .int8, .int8, .int8, .int8, .int8, .int8])
+        var revenue = AggregateRows(metrics: [.text, .float8, .float8, .float8])
+        var events = AggregateRows(metrics: [.text, .int8, .int8, .int8])
+        var eventRevenue = AggregateRows(metrics: [.text, .text, .float8, .float8, .float8])
+        for (key, metrics) in groups {
+            daily.appendKey(key, day: aggregation.day)
+            for (index, count) in metrics.counts.enumerated() { daily.metrics[index].append(count) }
+            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
+                revenue.appendKey(key, day: aggregation.day)
+                revenue.appendRevenue(currency, range, policy, from: 0)
+            }
+            for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
+                events.appendKey(key, day: aggregation.day)
+                events.metrics[0].append(name)
+                events.metrics[1].append(event.occurrencesMin)
+                events.metrics[2].append(event.occurrencesMax)
+                events.metrics[3].append(event.postbacks)
+                for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
+                    eventRevenue.appendKey(key, day: aggregation.day)
+                    eventRevenue.metrics[0].append(name)
+                    eventRevenue.appendRevenue(currency, range, policy, from: 1)
+                }
+            }
+        }
+        let dimensions = AggregateDimension.columnList
+        for (table, rows, metricColumns) in [
+            ("aggregate_daily", daily, GroupMetrics.countColumns),
+            ("aggregate_daily_revenue", revenue, "currency, revenue_min, revenue_max, revenue_estimate"),
+            ("aggregate_daily_events", events, "event, occurrences_min, occurrences_max, postbacks"),
+            ("aggregate_daily_event_revenue", eventRevenue, "event, currency, revenue_min, revenue_max, revenue_estimate"),
+        ] where rows.count > 0 {
+            try await connection.query(
+                unnestInsert("INSERT INTO \(table) (\(dimensions), \(metricColumns))", rows.columns),
+                logger: logger
+            )
+        }
+        if !aggregation.histogram.isEmpty {
+            var date = PostgresArrayColumn(.date)
+            var appID = PostgresArrayColumn(.int8)
+            var network = PostgresArrayColumn(.text)
+            var fine = PostgresArrayColumn(.int4)
+            var count = PostgresArrayColumn(.int8)
+            for (key, postbacks) in aggregation.sortedHistogram {
+                date.append(aggregation.day)
+                appID.append(key.appID)
+                network.append(key.network)
+                fine.append(key.fine)
+                count.append(postbacks)
+            }
+            try await connection.query(
+                unnestInsert(
+                    "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks)",
+                    [date, appID, network, fine, count]
+                ),
+                logger: logger
+            )
+        }
+    }
+}
+
+/// Rows of one aggregate table: the dimension columns, then its metric columns.
+struct AggregateRows {
+    var date = PostgresArrayColumn(.date)
+    var appID = PostgresArrayColumn(.int8)
+    var network = PostgresArrayColumn(.text)
+    var sourceIdentifier = PostgresArrayColumn(.text)
+    var sourceAppID = PostgresArrayColumn(.int8)
+    var sourceDomain = PostgresArrayColumn(.text)
+    var version = PostgresArrayColumn(.text)
+    var fidelityType = PostgresArrayColumn(.int4)
+    var redownload = PostgresArrayColumn(.bool)
+    var didWin = PostgresArrayColumn(.bool)
+    var sequenceIndex = PostgresArrayColumn(.int4)
+    var country = PostgresArrayColumn(.text)
+    var marketplaceID = PostgresArrayColumn(.text)
+    var metrics: [PostgresArrayColumn]
+
+    init(metrics: [PostgresArrayColumn.Element]) {
+        self.metrics = metrics.map { PostgresArrayColumn($0) }
+    }
+
+    var count: Int { date.count }
+
+    /// The dimensions in ``AggregateDimension`` order, then the metrics.
+    var columns: [PostgresArrayColumn] {
+        [
+            date, appID, network, sourceIdentifier, sourceAppID, sourceDomain, version, fidelityType, redownload,
+            didWin, sequenceIndex, country, marketplaceID,
+        ] + metrics
+    }
+
+    mutating func appendKey(_ key: GroupKey, day: UTCDay) {
+        date.append(day)
+        appID.append(key.appID)
+        network.append(key.adNetworkID)
+        sourceIdentifier.append(key.sourceIdentifier)
+        sourceAppID.append(key.sourceAppID)
+        sourceDomain.append(key.sourceDomain)
+        version.append(key.version)
+        fidelityType.append(key.fidelityType)
+        redownload.append(key.redownload)
+        didWin.append(key.didWin)
+        sequenceIndex.append(key.sequenceIndex)
+        country.append(key.countryCode)
+        marketplaceID.append(key.marketplaceID)
+    }
+
+    /// The currency, minimum, maximum and estimate, from metric column `first` on.
+    mutating func appendRevenue(_ currency: String, _ range: RevenueSum, _ policy: RevenueEstimatePolicy, from first: Int) {
+        metrics[first].append(currency)
+        metrics[first + 1].append(units(Double(range.minMicros)))
+        metrics[first + 2].append(units(Double(range.maxMicros)))
+        metrics[first + 3].append(units(policy.estimate(minMicros: range.minMicros, maxMicros: range.maxMicros)))
+    }
+}
+
+extension AggregatedPostback {
+    /// Reads a row of ``PostgresStore/selectPostbacks``.
+    init(_ row: PostgresRow) throws {
+        let cells = row.makeRandomAccess()
+        appID = try cells[0].decode(Int64.self)
+        adNetworkID = try cells[1].decode(String.self)
+        isAAK = try cells[2].decode(String.self) == "aak"
+        keySpace = try cells[3].decode(String.self)
+        version = try cells[4].decode(String?.self)
+        campaignID = try cells[5].decode(Int64?.self)
+        sourceIdentifier = try cells[6].decode(String?.self)
+        sourceAppID = try cells[7].decode(Int64?.self)
+        sourceDomain = try cells[8].decode(String?.self)
+        fidelityType = try cells[9].decode(Int32?.self).map(Int64.init)
+        redownload = try cells[10].decode(Bool?.self)
+        didWin = try cells[11].decode(Bool?.self)
+        sequenceIndex = Int(try cells[12].decode(Int32.self))
+        countryCode = try cells[13].decode(String?.self)
+        let fine = try cells[14].decode(Int32?.self).map(Int.init)
+        let coarse = try cells[15].decode(String?.self)
+        conversionValue =
+            fine.map { .fine($0) } ?? coarse.flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
+        conversionType = try cells[16].decode(String?.self)
+        marketplaceID = try cells[17].decode(String?.self)
+        count = Int(try cells[18].decode(Int64.self))
+    }
+}

@@ -1,0 +1,303 @@
+import Logging
+import NIOCore
+import NIOSSL
+import PostbackKit
+import PostgresNIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PostgreSQL engine: one database that many workers on many machines share.
+///
+/// Reached through PostgresNIO's `PostgresClient` and its connection pool, which also opens a
+/// new connection when the server restarts. Every write transaction is retried whole when the
+/// server breaks it off (a deadlock, a serialization failure, a restart, a lost connection),
+/// because every write is idempotent and the transaction's input is kept until it commits.
+package final class PostgresStore: PostbackStorage {
+    package let location: StoreLocation
+    let url: PostgresURL
+    let client: PostgresClient
+    let logger: Logger
+    private let runner: Task<Void, Never>
+
+    /// What ingest has written and not yet committed.
+    var pending = PendingWrites()
+    /// What was committed by flushes since the last ``commit()``.
+    var flushed = IngestSummary()
+
+    /// Entries kept before a write is sent without waiting for ``commit()``: bounds memory
+    /// whatever `--commit-every` says.
+    static let maximumPendingEntries = 16_384
+
+    /// How long a transaction the server broke off is retried before the job gives up.
+    static let retrySeconds: Int64 = 60
+
+    private init(url: PostgresURL, client: PostgresClient, runner: Task<Void, Never>, logger: Logger) {
+        self.url = url
+        self.location = .postgres(url)
+        self.client = client
+        self.runner = runner
+        self.logger = logger
+    }
+
+    /// Connects, creates or migrates the schema, and starts the connection pool.
+    ///
+    /// - Throws: ``DatabaseOpenError`` naming the host and what to check when the server
+    ///   cannot be reached, refuses the user, has no such database, or holds a newer schema.
+    static func open(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
+        let name = url.description
+        let tls = try tlsConfiguration(url.sslMode)
+        var connectionConfiguration = PostgresConnection.Configuration(
+            host: url.host,
+            port: url.port,
+            username: url.user,
+            password: url.password,
+            database: url.database,
+            tls: try connectionTLS(url.sslMode, tls)
+        )
+        connectionConfiguration.options.connectTimeout = .seconds(10)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: connectionConfiguration,
+                id: 0,
+                logger: logger
+            )
+        } catch {
+            throw openError(error, url)
+        }
+        do {
+            try await PostgresSchema.migrate(connection, store: name, logger: logger)
+        } catch let error as DatabaseOpenError {
+            try? await connection.close()
+            throw error
+        } catch {
+            try? await connection.close()
+            throw DatabaseOpenError(
+                .notPostbackd,
+                "\(name) cannot be used as a postbackd database: \(describePostgresError(error)); give --db an empty database or an existing postbackd one"
+            )
+        }
+        try? await connection.close()
+
+        var configuration = PostgresClient.Configuration(
+            host: url.host,
+            port: url.port,
+            username: url.user,
+            password: url.password,
+            database: url.database,
+            tls: clientTLS(url.sslMode, tls)
+        )
+        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.maximumConnections = 8
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        return PostgresStore(url: url, client: client, runner: runner, logger: logger)
+    }
+
+    package func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in one transaction on a pooled connection, and runs it again from the start
+    /// when the server broke the transaction off in a way a retry can heal, for up to
+    /// ``retrySeconds``.
+    func transaction<Result>(
+        _ what: String,
+        isolation: String = "",
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let started = UTCInstant.now()
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await client.withConnection { connection in
+                    try await connection.query(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
+                    do {
+                        let result = try await body(connection)
+                        try await connection.query("COMMIT", logger: logger)
+                        return result
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            } catch {
+                let elapsed = (UTCInstant.now().milliseconds - started.milliseconds) / 1000
+                guard isRetryable(error), elapsed < Self.retrySeconds else {
+                    throw PostgresStoreError(store: url.description, action: what, error: error)
+                }
+                logger.warning(
+                    "transaction broken off; retrying",
+                    metadata: [
+                        "store.action": "\(what)", "store.attempt": "\(attempt)",
+                        "store.error": "\(describePostgresError(error))",
+                    ]
+                )
+                try await Task.sleep(nanoseconds: UInt64(min(attempt, 10)) * 200_000_000)
+            }
+        }
+    }
+
+    // MARK: - Runs
+
+    package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64 {
+        let inputsJSON = "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]"
+        return try await transaction("record the run") { connection in
+            let rows = try await connection.query(
+                """
+                INSERT INTO ingest_runs (started_at, status, inputs, received_at_option, postbackd_version)
+                VALUES (\(startedAt.iso8601)::timestamptz, 'running', \(inputsJSON)::jsonb,
+                    \(receivedAtOption?.iso8601)::timestamptz, \(PostbackdVersion.current))
+                RETURNING id
+                """,
+                logger: logger
+            )
+            for try await id in rows.decode(Int64.self) { return id }
+            throw PostgresStoreError(store: url.description, action: "record the run", reason: "no run id returned")
+        }
+    }
+
+    package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws {
+        try await transaction("record the end of the run") { connection in
+            try await connection.query(
+                """
+                UPDATE ingest_runs SET finished_at = \(finishedAt.iso8601)::timestamptz, status = \(status),
+                    read = \(Int64(summary.read)), accepted = \(Int64(summary.accepted)),
+                    duplicates = \(Int64(summary.duplicates)), conflicts = \(Int64(summary.conflicts)),
+                    quarantined = \(Int64(summary.quarantined)), test_mode = \(Int64(summary.testMode)),
+                    development = \(Int64(summary.development))
+                WHERE id = \(id)
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    // MARK: - Errors
+
+    private static func tlsConfiguration(_ mode: PostgresURL.SSLMode) throws -> TLSConfiguration {
+        // As libpq's sslmode=prefer and require: encrypted, the server's certificate not verified.
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        return tls
+    }
+
+    private static func connectionTLS(
+        _ mode: PostgresURL.SSLMode,
+        _ tls: TLSConfiguration
+    ) throws -> PostgresConnection.Configuration.TLS {
+        switch mode {
+        case .disable: .disable
+        case .prefer: .prefer(try NIOSSLContext(configuration: tls))
+        case .require: .require(try NIOSSLContext(configuration: tls))
+        }
+    }
+
+    private static func clientTLS(_ mode: PostgresURL.SSLMode, _ tls: TLSConfiguration) -> PostgresClient.Configuration.TLS {
+        switch mode {
+        case .disable: .disable
+        case .prefer: .prefer(tls)
+        case .require: .require(tls)
+        }
+    }
+
+    /// The error of a failed first connection, in words: who refused what, and what to check.
+    private static func openError(_ error: any Error, _ url: PostgresURL) -> DatabaseOpenError {
+        let server = "PostgreSQL at \(url.host):\(url.port)"
+        let detail = describePostgresError(error)
+        if let error = error as? PSQLError {
+            switch error.serverInfo?[.sqlState] {
+            case "28P01", "28000":
+                return DatabaseOpenError(
+                    .authenticationRefused,
+                    "\(server) refused user \(url.user) (\(detail)); check the user and password in --db (\(url.description)) and the server's pg_hba.conf"
+                )
+            case "3D000":
+                return DatabaseOpenError(
+                    .unreachable,
+                    "\(server) has no database \(url.database); create it (createdb \(url.database)) or name another in --db"
+                )
+            default:
+                break
+            }
+            if error.code == .sslUnsupported {
+                return DatabaseOpenError(
+                    .unreachable,
+                    "\(server) does not offer TLS, which sslmode=require needs; enable ssl on the server or use sslmode=prefer"
+                )
+            }
+        }
+        return DatabaseOpenError(
+            .unreachable,
+            "cannot reach \(server) (\(detail)); check that the server runs, the host and port in --db, and that it accepts TCP connections from here (listen_addresses, pg_hba.conf)"
+        )
+    }
+}
+
+/// A PostgreSQL store failed while working, after it opened.
+package struct PostgresStoreError: Error, CustomStringConvertible {
+    var store: String
+    var action: String
+    var reason: String
+
+    init(store: String, action: String, error: any Error) {
+        self.store = store
+        self.action = action
+        self.reason = describePostgresError(error)
+    }
+
+    init(store: String, action: String, reason: String) {
+        self.store = store
+        self.action = action
+        self.reason = reason
+    }
+
+    package var description: String { "\(store) could not \(action): \(reason)" }
+}
+
+/// PostgresNIO's errors in words, without the query's bound values (which may hold postbacks)
+/// and without the connection's password.
+func describePostgresError(_ error: any Error) -> String {
+    if let error = error as? PostgresStoreError { return error.reason }
+    guard let error = error as? PSQLError else { return "\(error)" }
+    if let info = error.serverInfo {
+        let message = info[.message] ?? "the server refused"
+        let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+        let detail = info[.detail].map { ": \($0)" } ?? ""
+        return message + detail + state
+    }
+    switch error.code {
+    case .connectionError:
+        return error.underlying.map { "connection failed: \($0)" } ?? "connection failed"
+    case .serverClosedConnection:
+        return "the server closed the connection"
+    case .uncleanShutdown:
+        return "the connection was cut"
+    case .sslUnsupported:
+        return "the server does not support TLS"
+    case .poolClosed:
+        return "the connection pool is closed"
+    default:
+        return "\(error.code)"
+    }
+}
+
+/// Whether a retry of the whole transaction can succeed: a deadlock or serialization failure,
+/// a server shutting down, restarting or starting, or a lost connection.
+func isRetryable(_ error: any Error) -> Bool {
+    guard let error = error as? PSQLError else { return false }
+    if let state = error.serverInfo?[.sqlState] {
+        return state == "40P01" || state == "40001" || state.hasPrefix("57P") || state.hasPrefix("08")
+            || state == "53300"
+    }
+    switch error.code {
+    case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection: return true
+    default: return false
+    }
+}

@@ -1,0 +1,195 @@
+import GRDB
+import PostbackKit
+
+extension SQLiteStore {
+    /// Reads each day's postbacks through SQLite's C API and replaces the days' rows in one
+    /// `BEGIN IMMEDIATE` transaction.
+    package func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) throws -> AggregateSummary {
+        let started = UTCInstant.now()
+        // Reading a day's postbacks jumps around the table (rows are stored in arrival order,
+        // days interleave); mapping the file spares a system call and a copy per page.
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA mmap_size = 17179869184") }
+        var summary = AggregateSummary()
+        try queue.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                summary = AggregateSummary()
+                summary.policy = policy
+                let stored = try Self.currentModels(db)
+                let models = ConversionModels(stored.map(\.model))
+                let days = try Self.days(selection, db)
+                summary.days = days
+                var unmodelled = Set<Int64>()
+                for table in DailyAggregator.tables {
+                    switch selection {
+                    case .all:
+                        try db.execute(sql: "DELETE FROM \(table)")
+                    case .range(let from, let to):
+                        try db.execute(
+                            sql: "DELETE FROM \(table) WHERE date >= ? AND date <= ?",
+                            arguments: [from.description, to.description]
+                        )
+                    }
+                }
+                for day in days {
+                    var aggregation = DayAggregation(day: day, models: models)
+                    let rows = SQLiteRowReader(
+                        try db.cachedStatement(sql: Self.selectPostbacks),
+                        textArguments: [day.description]
+                    )
+                    while try rows.next(db) {
+                        aggregation.add(AggregatedPostback(rows))
+                    }
+                    summary.postbacks += aggregation.postbacks
+                    summary.rows += aggregation.groups.count
+                    unmodelled.formUnion(aggregation.unmodelled)
+                    try Self.write(db, aggregation, policy: policy)
+                }
+                summary.unmodelledApps = unmodelled.sorted()
+                try db.execute(
+                    sql: """
+                        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        UTCInstant.now().iso8601, days.first?.description, days.last?.description, days.count,
+                        summary.postbacks, policy.rawValue, DailyAggregator.modelsJSON(stored),
+                        PostbackdVersion.current,
+                    ]
+                )
+                return .commit
+            }
+        }
+        summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
+        return summary
+    }
+
+    static let selectPostbacks = """
+        SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
+            source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
+            coarse_value, conversion_type, marketplace_id
+        FROM postbacks WHERE substr(received_at, 1, 10) = ?
+        """
+
+    private static func days(_ selection: DaySelection, _ db: Database) throws -> [UTCDay] {
+        switch selection {
+        case .all:
+            return try String.fetchAll(db, sql: "SELECT DISTINCT substr(received_at, 1, 10) FROM postbacks ORDER BY 1")
+                .compactMap(UTCDay.init)
+        case .range:
+            return selection.days
+        }
+    }
+
+    private static func write(_ db: Database, _ aggregation: DayAggregation, policy: RevenueEstimatePolicy) throws {
+        let dimensions = AggregateDimension.columnList
+        let placeholders = Array(repeating: "?", count: AggregateDimension.allCases.count).joined(separator: ", ")
+        let daily = try db.cachedStatement(
+            sql:
+                "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        let revenue = try db.cachedStatement(
+            sql:
+                "INSERT INTO aggregate_daily_revenue (\(dimensions), currency, revenue_min, revenue_max, revenue_estimate) VALUES (\(placeholders), ?, ?, ?, ?)"
+        )
+        let events = try db.cachedStatement(
+            sql:
+                "INSERT INTO aggregate_daily_events (\(dimensions), event, occurrences_min, occurrences_max, postbacks) VALUES (\(placeholders), ?, ?, ?, ?)"
+        )
+        let eventRevenue = try db.cachedStatement(
+            sql:
+                "INSERT INTO aggregate_daily_event_revenue (\(dimensions), event, currency, revenue_min, revenue_max, revenue_estimate) VALUES (\(placeholders), ?, ?, ?, ?, ?)"
+        )
+        for (key, metrics) in aggregation.sortedGroups {
+            var row = SQLiteBinder(daily)
+            key.bind(into: &row)
+            for count in metrics.counts {
+                row.bind(count)
+            }
+            _ = try row.step(db)
+            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
+                var row = SQLiteBinder(revenue)
+                key.bind(into: &row)
+                range.bind(currency, policy, into: &row)
+                _ = try row.step(db)
+            }
+            for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
+                var row = SQLiteBinder(events)
+                key.bind(into: &row)
+                row.bind(name)
+                row.bind(event.occurrencesMin)
+                row.bind(event.occurrencesMax)
+                row.bind(event.postbacks)
+                _ = try row.step(db)
+                for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
+                    var row = SQLiteBinder(eventRevenue)
+                    key.bind(into: &row)
+                    row.bind(name)
+                    range.bind(currency, policy, into: &row)
+                    _ = try row.step(db)
+                }
+            }
+        }
+        let fine = try db.cachedStatement(
+            sql:
+                "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks) VALUES (?, ?, ?, ?, ?)"
+        )
+        for (key, count) in aggregation.sortedHistogram {
+            try fine.execute(arguments: [aggregation.day.description, key.appID, key.network, key.fine, count])
+        }
+    }
+}
+
+extension AggregatedPostback {
+    /// Reads the current row of ``SQLiteStore/selectPostbacks``.
+    init(_ row: SQLiteRowReader) {
+        appID = row.int64(0) ?? 0
+        adNetworkID = row.text(1) ?? ""
+        isAAK = row.text(2, is: "aak")
+        keySpace = row.text(3) ?? ""
+        version = row.text(4)
+        campaignID = row.int64(5)
+        sourceIdentifier = row.text(6)
+        sourceAppID = row.int64(7)
+        sourceDomain = row.text(8)
+        fidelityType = row.int64(9)
+        redownload = row.int64(10).map { $0 != 0 }
+        didWin = row.int64(11).map { $0 != 0 }
+        sequenceIndex = Int(row.int64(12) ?? 0)
+        countryCode = row.text(13)
+        let fine = row.int64(14).map { Int($0) }
+        let coarse = row.text(15)
+        conversionValue =
+            fine.map { .fine($0) } ?? coarse.flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
+        conversionType = row.text(16)
+        marketplaceID = row.text(17)
+    }
+}
+
+extension GroupKey {
+    /// Binds the dimensions in ``AggregateDimension`` order.
+    func bind(into row: inout SQLiteBinder) {
+        row.bind(date)
+        row.bind(appID)
+        row.bind(adNetworkID)
+        row.bind(sourceIdentifier)
+        row.bind(sourceAppID)
+        row.bind(sourceDomain)
+        row.bind(version)
+        row.bind(fidelityType)
+        row.bind(redownload)
+        row.bind(didWin)
+        row.bind(sequenceIndex)
+        row.bind(countryCode)
+        row.bind(marketplaceID)
+    }
+}
+
+extension RevenueSum {
+    /// Binds `currency`, the minimum, the maximum and the estimate, in currency units.
+    func bind(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout SQLiteBinder) {
+        row.bind(currency)
+        row.bind(units(Double(minMicros)))
+        row.bind(units(Double(maxMicros)))
+        row.bind(units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)))
+    }
+}

@@ -1,0 +1,56 @@
+import GRDB
+import PostbackKit
+
+extension SQLiteStore {
+    package func report(_ query: ReportQuery) throws -> Report {
+        let sql = ReportSQL(
+            query: query,
+            dimension: { $0.column },
+            integerSum: { "SUM(\($0))" },
+            parameter: { _ in "?" },
+            orderTerm: { expression, _ in expression }
+        )
+        return try queue.read { db in
+            var assembler = ReportAssembler(query)
+            let arguments = StatementArguments(sql.arguments)
+            let groups = sql.groupColumns.count
+            for row in try Row.fetchAll(db, sql: sql.metrics, arguments: arguments) {
+                let key = (0..<groups).map { DimensionValue(row[$0] as DatabaseValue) }
+                let sums = (groups..<row.count).map { row[$0] as Int64? }
+                assembler.addMetrics(key, sums)
+            }
+            for row in try Row.fetchAll(db, sql: sql.revenue, arguments: arguments) {
+                let key = (0..<groups).map { DimensionValue(row[$0] as DatabaseValue) }
+                assembler.addRevenue(
+                    key,
+                    currency: row[groups],
+                    RevenueTotal(min: row[groups + 1], max: row[groups + 2], estimate: row[groups + 3])
+                )
+            }
+            return assembler.report(policy: try String.fetchOne(db, sql: ReportSQL.policy))
+        }
+    }
+
+    package func stalenessWarning() throws -> String? {
+        try queue.read { db in
+            PostbackStore.stalenessWarning(
+                lastIngest: try String.fetchOne(
+                    db,
+                    sql: "SELECT MAX(finished_at) FROM ingest_runs WHERE accepted > 0"
+                ),
+                lastAggregate: try String.fetchOne(db, sql: "SELECT MAX(run_at) FROM aggregate_runs")
+            )
+        }
+    }
+}
+
+extension DimensionValue {
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .int64(let number): self = .integer(number)
+        case .string(let text): self = .text(text)
+        case .double(let number): self = .integer(Int64(number))
+        default: self = .null
+        }
+    }
+}

@@ -1,0 +1,170 @@
+/// Where postbacks are stored: an SQLite file (the embedded default) or a PostgreSQL database.
+///
+/// `--db` and `POSTBACKD_DB` take either: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
+/// or `postgresql://…`, with an optional `?sslmode=disable|prefer|require`, is PostgreSQL;
+/// anything else is an SQLite path.
+public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(PostgresURL)
+
+    /// Parses `--db`.
+    public init(_ text: String) throws(StoreLocationError) {
+        let lowered = text.lowercased()
+        if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
+            self = .postgres(try PostgresURL(text))
+        } else {
+            self = .sqlite(path: text)
+        }
+    }
+
+    /// The store as messages name it: the path, or the URL without its password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): path
+        case .postgres(let url): url.description
+        }
+    }
+
+    /// The engine's name, for messages and logs.
+    public var engine: String {
+        switch self {
+        case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
+        }
+    }
+}
+
+/// A `--db` value that looks like a PostgreSQL URL but is not a valid one.
+public struct StoreLocationError: Error, Hashable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { reason }
+}
+
+/// A parsed `postgres://` URL. Its ``description`` never shows the password.
+public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
+    public enum SSLMode: String, Sendable, Hashable {
+        case disable, prefer, require
+    }
+
+    public var user: String
+    public var password: String?
+    public var host: String
+    public var port: Int
+    public var database: String
+    public var sslMode: SSLMode
+
+    /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]`; user, password
+    /// and database may be percent-encoded.
+    public init(_ text: String) throws(StoreLocationError) {
+        func fail(_ what: String) -> StoreLocationError {
+            StoreLocationError(
+                reason:
+                    "--db \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]"
+            )
+        }
+        guard let schemeEnd = text.range(of: "://") else { throw fail("no scheme") }
+        var rest = Substring(text[schemeEnd.upperBound...])
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        guard let slash = rest.firstIndex(of: "/") else { throw fail("no database name after the host") }
+        let authority = rest[..<slash]
+        let databasePart = rest[rest.index(after: slash)...]
+        guard let at = authority.lastIndex(of: "@") else { throw fail("no user before @") }
+        let credentials = authority[..<at]
+        let hostPort = authority[authority.index(after: at)...]
+        let userPart: Substring
+        var passwordPart: Substring?
+        if let colon = credentials.firstIndex(of: ":") {
+            userPart = credentials[..<colon]
+            passwordPart = credentials[credentials.index(after: colon)...]
+        } else {
+            userPart = credentials
+        }
+        guard let user = Self.percentDecoded(userPart), !user.isEmpty else { throw fail("no user") }
+        guard let database = Self.percentDecoded(databasePart), !database.isEmpty else {
+            throw fail("no database name")
+        }
+        var host = String(hostPort)
+        var port = 5432
+        if hostPort.hasPrefix("[") {
+            // [::1]:5432
+            guard let close = hostPort.firstIndex(of: "]") else { throw fail("an unclosed [ in the host") }
+            host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+            let after = hostPort[hostPort.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let number = Int(after.dropFirst()), (1...65535).contains(number) else {
+                    throw fail("the port is not a number from 1 to 65535")
+                }
+                port = number
+            }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            host = String(hostPort[..<colon])
+            guard let number = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(number) else {
+                throw fail("the port is not a number from 1 to 65535")
+            }
+            port = number
+        }
+        guard !host.isEmpty else { throw fail("no host") }
+        var sslMode = SSLMode.prefer
+        for parameter in query.split(separator: "&") where !parameter.isEmpty {
+            let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(pair[0])
+            let value = pair.count > 1 ? String(pair[1]) : ""
+            guard name == "sslmode" else { throw fail("unknown parameter \(name) (only sslmode is understood)") }
+            guard let mode = SSLMode(rawValue: value) else {
+                throw fail("sslmode \(value) is not disable, prefer or require")
+            }
+            sslMode = mode
+        }
+        self.user = user
+        self.password = passwordPart.flatMap { Self.percentDecoded($0) }
+        self.host = host
+        self.port = port
+        self.database = database
+        self.sslMode = sslMode
+    }
+
+    /// `postgres://USER@HOST:PORT/DATABASE`, with `:***` where a password was given.
+    public var description: String {
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        return "postgres://\(user)\(password == nil ? "" : ":***")@\(hostText):\(port)/\(database)"
+            + (sslMode == .prefer ? "" : "?sslmode=\(sslMode.rawValue)")
+    }
+
+    /// The text with any password between `://user:` and `@` replaced by `***`.
+    static func redacting(_ text: String) -> String {
+        guard let schemeEnd = text.range(of: "://"),
+            let at = text[schemeEnd.upperBound...].lastIndex(of: "@")
+        else { return text }
+        let credentials = text[schemeEnd.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return text }
+        return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue)
+                else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

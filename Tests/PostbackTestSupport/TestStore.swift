@@ -1,0 +1,232 @@
+import Foundation
+import GRDB
+import Logging
+import PostbackKit
+import PostbackStore
+import PostgresNIO
+
+/// A storage engine the conformance tests run against.
+public enum TestEngine: String, Sendable, CustomStringConvertible {
+    case sqlite, postgres
+
+    /// The PostgreSQL server the tests use: `POSTBACKD_TEST_POSTGRES_URL`
+    /// (`scripts/postgres-dev.sh start` prints one), or nil.
+    public static let postgresURL: PostgresURL? = {
+        guard let text = ProcessInfo.processInfo.environment["POSTBACKD_TEST_POSTGRES_URL"], !text.isEmpty else {
+            return nil
+        }
+        return try? PostgresURL(text)
+    }()
+
+    /// SQLite always; PostgreSQL when a server was named.
+    public static let available: [TestEngine] = postgresURL == nil ? [.sqlite] : [.sqlite, .postgres]
+
+    public static let skipNotice =
+        "POSTBACKD_TEST_POSTGRES_URL is not set: the PostgreSQL cases are skipped (export POSTBACKD_TEST_POSTGRES_URL=$(scripts/postgres-dev.sh start))"
+
+    public var description: String { rawValue }
+}
+
+/// A fresh, empty store of one engine, and engine-neutral ways to look inside it.
+public struct TestStore: Sendable {
+    public let engine: TestEngine
+    public let location: StoreLocation
+
+    public init(engine: TestEngine, location: StoreLocation) {
+        self.engine = engine
+        self.location = location
+    }
+
+    /// A new SQLite file in `directory`, or a new PostgreSQL database on the test server.
+    public static func make(_ engine: TestEngine, in directory: TemporaryDirectory, name: String = "store") async throws
+        -> TestStore
+    {
+        switch engine {
+        case .sqlite:
+            return TestStore(engine: engine, location: .sqlite(path: directory.path + "/\(name).sqlite"))
+        case .postgres:
+            guard var url = TestEngine.postgresURL else {
+                throw TestStoreError(description: TestEngine.skipNotice)
+            }
+            let database = "pbt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
+            try await withConnection(url) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: logger)
+            }
+            url.database = String(database)
+            return TestStore(engine: engine, location: .postgres(url))
+        }
+    }
+
+    /// `--db` for the command line.
+    public var argument: String {
+        switch location {
+        case .sqlite(let path): path
+        case .postgres(let url):
+            "postgres://\(url.user)\(url.password.map { ":" + $0 } ?? "")@\(url.host):\(url.port)/\(url.database)?sslmode=\(url.sslMode.rawValue)"
+        }
+    }
+
+    /// The first column of each row of `sql`, as text (NULL as nil). Write booleans as 0 and 1
+    /// in `sql` (`CASE WHEN … THEN 1 ELSE 0 END`) so that both engines print them alike.
+    public func strings(_ sql: String) async throws -> [String?] {
+        switch location {
+        case .sqlite(let path):
+            return try await DatabaseQueue(path: path).read { db in
+                try Row.fetchAll(db, sql: sql).map { row in
+                    let value: DatabaseValue = row[0]
+                    switch value.storage {
+                    case .null: return nil
+                    case .blob(let data): return "\\x" + data.map { String(format: "%02x", $0) }.joined()
+                    case .string(let text): return text
+                    case .int64(let number): return String(number)
+                    case .double(let number): return String(number)
+                    }
+                }
+            }
+        case .postgres(let url):
+            return try await Self.withConnection(url) { connection in
+                var values: [String?] = []
+                let rows = try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL:
+                            "SELECT x::text FROM (\(sql)) AS q(x)"
+                    ),
+                    logger: logger
+                )
+                for try await value in rows.decode(String?.self) { values.append(value) }
+                return values
+            }
+        }
+    }
+
+    /// `SELECT COUNT(*) FROM table WHERE condition`.
+    public func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
+        Int(try await strings("SELECT COUNT(*) FROM \(table) WHERE \(condition)").first??.description ?? "0") ?? 0
+    }
+
+    /// The stored data, table by table, without row ids or run ids, each table ordered by its
+    /// natural key (a PostgreSQL identity skips the values of rolled-back inserts, so ids of a
+    /// killed and re-run ingest differ from a clean run's while the data does not).
+    public func dump(includingTimes: Bool = true) async throws -> [String: [String]] {
+        var tables: [String: [String]] = [:]
+        for (table, columns) in try await columnsOfStoredTables() {
+            let kept = columns.filter {
+                !["id", "run_id", "postback_id", "sighting_id"].contains($0)
+                    && (includingTimes || ($0 != "received_at" && $0 != "received_at_source"))
+            }
+            let select = kept.map { "t.\($0)" }.joined(separator: ", ")
+            let sql: String
+            switch table {
+            case "postbacks":
+                sql = "SELECT \(select) FROM postbacks t ORDER BY t.dedup_key"
+            case "sightings":
+                sql = """
+                    SELECT p.dedup_key, \(select) FROM sightings t JOIN postbacks p ON p.id = t.postback_id
+                    ORDER BY t.source, t.source_index, t.raw_sha256
+                    """
+            case "conflicts":
+                sql = """
+                    SELECT s.source, s.source_index, s.raw_sha256, \(select) FROM conflicts t
+                    JOIN sightings s ON s.id = t.sighting_id ORDER BY s.source, s.source_index, s.raw_sha256
+                    """
+            default:
+                sql = "SELECT \(select) FROM \(table) t ORDER BY t.source, t.source_index, t.raw_sha256"
+            }
+            tables[table] = try await rows(sql)
+        }
+        return tables
+    }
+
+    private func columnsOfStoredTables() async throws -> [(String, [String])] {
+        var result: [(String, [String])] = []
+        for table in ["postbacks", "sightings", "conflicts", "quarantine"] {
+            let columns: [String]
+            switch location {
+            case .sqlite(let path):
+                columns = try await DatabaseQueue(path: path).read { db in try db.columns(in: table).map(\.name) }
+            case .postgres:
+                columns = try await strings(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = '\(table)' AND table_schema = current_schema() ORDER BY ordinal_position"
+                ).compactMap { $0 }
+            }
+            result.append((table, columns))
+        }
+        return result
+    }
+
+    /// Every row of `sql` as one line of text.
+    public func rows(_ sql: String) async throws -> [String] {
+        switch location {
+        case .sqlite(let path):
+            return try await DatabaseQueue(path: path).read { db in
+                try Row.fetchAll(db, sql: sql).map { row in
+                    row.databaseValues.map { value in
+                        switch value.storage {
+                        case .blob(let data): return "x'" + data.map { String(format: "%02x", $0) }.joined() + "'"
+                        default: return value.description
+                        }
+                    }.joined(separator: "|")
+                }
+            }
+        case .postgres(let url):
+            return try await Self.withConnection(url) { connection in
+                var rows: [String] = []
+                let sequence = try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT (q.*)::text FROM (\(sql)) AS q"),
+                    logger: logger
+                )
+                for try await text in sequence.decode(String.self) { rows.append(text) }
+                return rows
+            }
+        }
+    }
+
+    /// Runs `statements` (for tests that damage or forge stored data on purpose).
+    public func execute(_ statements: String...) async throws {
+        switch location {
+        case .sqlite(let path):
+            try await DatabaseQueue(path: path).write { db in
+                for statement in statements { try db.execute(sql: statement) }
+            }
+        case .postgres(let url):
+            try await Self.withConnection(url) { connection in
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
+        }
+    }
+
+    private static let logger = Logger(label: "postbackd.tests", factory: { _ in SwiftLogNoOpLogHandler() })
+    private var logger: Logger { Self.logger }
+
+    private static func withConnection<Result: Sendable>(
+        _ url: PostgresURL,
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let connection = try await PostgresConnection.connect(
+            configuration: PostgresConnection.Configuration(
+                host: url.host,
+                port: url.port,
+                username: url.user,
+                password: url.password,
+                database: url.database,
+                tls: .disable
+            ),
+            id: 1,
+            logger: logger
+        )
+        do {
+            let result = try await body(connection)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
+
+public struct TestStoreError: Error, CustomStringConvertible {
+    public var description: String
+}

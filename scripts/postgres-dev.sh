@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for tests, CI and developers: its own data folder, a free
+# TCP port on 127.0.0.1, trust authentication, the role and database "postbackd".
+#
+#   scripts/postgres-dev.sh start     start the cluster (or find it running); print its URL
+#   scripts/postgres-dev.sh url       print the running cluster's URL (exit 1 if none)
+#   scripts/postgres-dev.sh status    say whether it runs (exit 0 if so, 3 if not)
+#   scripts/postgres-dev.sh stop      stop it and remove its folder (exit 0 if nothing ran)
+#
+#   export POSTBACKD_TEST_POSTGRES_URL=$(scripts/postgres-dev.sh start)
+#
+# Only the URL goes to stdout (postgres://postbackd@127.0.0.1:PORT/postbackd); the rest to
+# stderr. `start` on a stopped cluster whose folder remains starts it again with its data.
+#
+# Environment: POSTBACKD_PG_DIR (state folder, default $TMPDIR/postbackd-pg-UID, holding
+# data/, port, log, sock/), POSTBACKD_PG_FSYNC (on or off; default on, for realistic
+# durability in benchmarks), POSTBACKD_PG_BIN (server binaries; default the highest
+# /usr/lib/postgresql/*/bin).
+# Needs: Debian's postgresql package (apt-get install -y postgresql). The server refuses to
+# run as root: as root, the server and its tools run as the postgres system user, which must
+# be able to reach the state folder (its parents need o+x).
+set -euo pipefail
+
+me=postgres-dev.sh
+dir=${POSTBACKD_PG_DIR:-${TMPDIR:-/tmp}/postbackd-pg-$(id -u)}
+dir=${dir%/}
+fsync=${POSTBACKD_PG_FSYNC:-on}
+role=postbackd
+database=postbackd
+marker="$dir/.postbackd-pg"   # marks a folder this script made (stop removes only such)
+
+say() { echo "$me: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+case "${1:-}" in
+    start|stop|url|status) command=$1 ;;
+    *) echo "usage: $me start|stop|url|status" >&2; exit 2 ;;
+esac
+[ $# -eq 1 ] || { echo "usage: $me start|stop|url|status" >&2; exit 2; }
+
+case "$dir" in
+    /*) ;;
+    *) dir="$PWD/$dir"; marker="$dir/.postbackd-pg" ;;
+esac
+
+# The server binaries: initdb, pg_ctl, postgres from the highest installed version.
+bin=${POSTBACKD_PG_BIN:-}
+if [ -z "$bin" ]; then
+    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+fi
+for tool in initdb pg_ctl postgres; do
+    if [ -z "$bin" ] || [ ! -x "$bin/$tool" ]; then
+        say "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin;" \
+            "install Debian's postgresql package (apt-get install -y postgresql)"
+        exit 2
+    fi
+done
+
+# As root, run the server's tools as the postgres system user, from the state folder (a
+# working folder it may not read, like /root, makes initdb and pg_ctl complain).
+as_server() {
+    if [ "$(id -u)" -eq 0 ]; then
+        (cd "$dir" && runuser -u postgres -- "$@")
+    else
+        (cd "$dir" && "$@")
+    fi
+}
+
+running() {
+    [ -f "$dir/data/PG_VERSION" ] && as_server "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1
+}
+
+url() {
+    echo "postgres://$role@127.0.0.1:$(cat "$dir/port")/$database"
+}
+
+# A free TCP port on 127.0.0.1: the kernel's pick, or the first port nothing answers on.
+free_port() {
+    if command -v python3 >/dev/null 2>&1 && python3 -c '
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])' 2>/dev/null; then
+        return
+    fi
+    local port
+    for port in $(seq 54320 54999); do
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "$port"
+            return
+        fi
+    done
+    die "no free TCP port in 54320-54999"
+}
+
+remove_folder() {
+    [ -e "$dir" ] || return 0
+    if [ ! -f "$marker" ] && [ -n "$(ls -A "$dir")" ]; then
+        die "$dir was not made by $me; not removing it"
+    fi
+    rm -rf "$dir"
+}
+
+# A new cluster in $dir (removed first): initdb, settings, started on a free port.
+create() {
+    remove_folder
+    mkdir -p "$dir/sock"
+    touch "$marker" "$dir/log"
+    if [ "$(id -u)" -eq 0 ]; then
+        getent passwd postgres >/dev/null || die "running as root, but there is no postgres user"
+        chown -R postgres: "$dir"
+        runuser -u postgres -- test -x "$dir" \
+            || die "the postgres user cannot reach $dir (its parents need o+x); set POSTBACKD_PG_DIR"
+    fi
+
+    say "initdb in $dir/data"
+    # -N (no sync): the cluster is throwaway; fsync stays on for the running server.
+    as_server "$bin/initdb" -D "$dir/data" -U "$role" --auth=trust -E UTF8 --no-locale -N \
+        >>"$dir/log" 2>&1 || { tail -n 20 "$dir/log" >&2; die "initdb failed"; }
+
+    local attempt port
+    for attempt in 1 2 3; do
+        port=$(free_port)
+        echo "$port" >"$dir/port"
+        # Later lines win over earlier ones (and over a previous attempt's).
+        cat >>"$dir/data/postgresql.conf" <<EOF
+
+# scripts/postgres-dev.sh
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '${dir//\'/\'\'}/sock'
+fsync = $fsync
+max_connections = 100
+EOF
+        if server_start; then
+            return 0
+        fi
+        say "start on port $port failed (attempt $attempt)"
+    done
+    tail -n 20 "$dir/log" >&2
+    die "could not start PostgreSQL; log in $dir/log"
+}
+
+server_start() {
+    as_server "$bin/pg_ctl" -w -t 60 -D "$dir/data" -l "$dir/log" start >&2
+}
+
+create_database() {
+    local psql="$bin/psql"
+    [ -x "$psql" ] || psql=psql
+    local exists
+    exists=$("$psql" -X -At -h 127.0.0.1 -p "$(cat "$dir/port")" -U "$role" -d postgres \
+        -c "select 1 from pg_database where datname = '$database'")
+    if [ "$exists" != 1 ]; then
+        "$psql" -X -q -h 127.0.0.1 -p "$(cat "$dir/port")" -U "$role" -d postgres \
+            -c "create database $database" >&2
+    fi
+}
+
+case "$command" in
+start)
+    if running; then
+        say "already running in $dir"
+    elif [ -f "$dir/data/PG_VERSION" ] && [ -f "$dir/port" ] && server_start; then
+        say "started again in $dir"
+    else
+        [ -f "$dir/data/PG_VERSION" ] && say "could not start the cluster in $dir; making a new one"
+        create
+        say "started in $dir"
+    fi
+    create_database
+    url
+    ;;
+url)
+    running || die "no PostgreSQL running in $dir (scripts/postgres-dev.sh start)"
+    url
+    ;;
+status)
+    if running; then
+        echo "running in $dir: $(url)"
+    else
+        echo "not running ($dir)"
+        exit 3
+    fi
+    ;;
+stop)
+    if running; then
+        as_server "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >&2
+    fi
+    remove_folder
+    ;;
+esac

@@ -57,6 +57,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // scripts/bench.sh: how fast a storage engine absorbs already-verified batches.
+        .executableTarget(
+            name: "postbackd-store-bench",
+            dependencies: ["PostbackKit", "PostbackStore"]
+        ),
         // Helpers shared by both test targets: repository paths, test keys, a postback
         // factory, temporary folders, running the built binary.
         .target(

@@ -6,7 +6,9 @@
 #   scripts/bench.sh [COUNT]          COUNT postbacks (default 100000)
 #
 # Environment: BENCH_OUT (work folder, default bench-out/, git-ignored), BENCH_SEED (corpus
-# seed, default 7), BENCH_RUNS (ingest repetitions, the best kept; default 1).
+# seed, default 7), BENCH_RUNS (ingest repetitions, the best kept; default 1), BENCH_POSTGRES
+# (1: also measure PostgreSQL on the same corpus in the same run, in a throwaway cluster
+# started by scripts/postgres-dev.sh; default 1 when Debian's postgresql package is installed).
 # Needs: openssl, taskset (util-linux), GNU time (/usr/bin/time), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,9 @@ done
 [ -x /usr/bin/time ] || { echo "bench.sh: GNU time is missing (apt-get install -y time)" >&2; exit 2; }
 
 swift build -c release --product postbackd >&2
+swift build -c release --product postbackd-store-bench >&2
 bin=.build/release/postbackd
+store_bench=.build/release/postbackd-store-bench
 
 # The corpus: P-256 versions, 2% exact duplicates, 1% broken signatures, a week of forwarder
 # timestamps. Kept between runs (same count and seed give the same bytes).
@@ -161,4 +165,89 @@ rv, line = row("verify --format json, 1 core", v1, v1m); print(line)
 print(row(f"verify --format json, {cores} cores", va, vam, rv)[1])
 print(row(f"verify --format json, {int(aakn):,} AdAttributionKit postbacks, 1 core", aak, aakm, entries=int(aakn))[1])
 print(f"| aggregate over the {cores}-core database, {cores} cores | {float(agg):.2f} | – | – | {int(aggm) / 1024:.0f} |")
+PY
+
+# PostgreSQL on the same corpus, in the same run: a throwaway cluster of its own (fsync on), one
+# database per measurement.
+postgres=${BENCH_POSTGRES:-}
+if [ -z "$postgres" ]; then
+    postgres=0
+    ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && postgres=1
+fi
+[ "$postgres" = 1 ] || exit 0
+
+pg_parent=$(mktemp -d)
+chmod 755 "$pg_parent"
+export POSTBACKD_PG_DIR="$pg_parent/pg"
+trap 'scripts/postgres-dev.sh stop >/dev/null 2>&1 || true; rmdir "$pg_parent" 2>/dev/null || true' EXIT
+pg_url=$(scripts/postgres-dev.sh start 2>/dev/null)
+pg_base=${pg_url%/*}
+new_database() {
+    psql -X -q "$pg_url" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
+    echo "$pg_base/$1"
+}
+
+# N workers at once into one database, each reading every Nth line of the corpus (the same
+# postbacks as one worker), each free to use all cores, as on N machines sharing a server.
+pg_ingest() {
+    local workers=$1 url pids=() i
+    url=$(new_database "bench_w$workers")
+    rm -f "$out"/pg-part-*
+    if [ "$workers" -gt 1 ]; then
+        awk -v n="$workers" -v out="$out/pg-part-" '{ print > (out (NR % n)) }' "$corpus"
+    else
+        cp "$corpus" "$out/pg-part-0"
+    fi
+    echo "PostgreSQL ingest, $workers worker(s)" >&2
+    local started ended
+    started=$(date +%s.%N)
+    for ((i = 0; i < workers; i++)); do
+        "$bin" ingest --db "$url" --keys Keys/test --format json "$out/pg-part-$i" \
+            >"$out/pg-w$workers-$i.summary" 2>"$out/pg-w$workers-$i.stderr" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    ended=$(date +%s.%N)
+    python3 -c "print(f'{$ended - $started:.3f}')" >"$out/pg-w$workers.seconds"
+    psql -X -At "$url" -c "SELECT COUNT(*) FROM postbacks" >"$out/pg-w$workers.count"
+}
+pg_ingest 1
+pg_ingest 2
+pg_ingest 4
+
+"$bin" models add --db "$pg_base/bench_w1" "$out"/models/*.json >/dev/null
+echo "PostgreSQL aggregate" >&2
+measure pg-aggregate all "$bin" aggregate --db "$pg_base/bench_w1" --format json >"$out/pg-aggregate.out" 2>&1
+
+echo "PostgreSQL and SQLite absorbing verified batches (postbackd-store-bench)" >&2
+"$store_bench" --db "$(new_database bench_store)" --keys Keys/test "$corpus" >"$out/pg-store.json"
+rm -f "$out/store.sqlite" "$out/store.sqlite-wal" "$out/store.sqlite-shm"
+"$store_bench" --db "$out/store.sqlite" --keys Keys/test "$corpus" >"$out/sqlite-store.json"
+
+python3 - "$read_count" "$(wall "$out/ingest-allcores.time")" "$out" "$(wall "$out/pg-aggregate.time")" \
+    "$(rss "$out/pg-aggregate.time")" "$(wall "$out/aggregate.time")" <<'PY'
+import json, sys
+read, sqlite_seconds, out, agg, aggm, sqlite_agg = sys.argv[1:]
+read = int(read)
+sqlite_rate = read / float(sqlite_seconds)
+print()
+print(f"PostgreSQL (same corpus, same run; SQLite all-cores ingest: {sqlite_rate:,.0f}/s):")
+print()
+print("| step | wall s | postbacks/s | × SQLite ingest | × one worker | stored |")
+print("|---|---:|---:|---:|---:|---:|")
+one = None
+for workers in (1, 2, 4):
+    seconds = float(open(f"{out}/pg-w{workers}.seconds").read())
+    rate = read / seconds
+    one = one or rate
+    stored = int(open(f"{out}/pg-w{workers}.count").read())
+    print(f"| ingest into PostgreSQL, {workers} worker{'s' if workers > 1 else ''} at once | {seconds:.2f} | "
+          f"{rate:,.0f} | {rate / sqlite_rate:.2f} | {rate / one:.2f} | {stored:,} |")
+print(f"| aggregate on PostgreSQL | {float(agg):.2f} | – | – | – | (SQLite: {float(sqlite_agg):.2f} s; "
+      f"peak RSS {int(aggm) / 1024:.0f} MiB) |")
+for engine in ("pg", "sqlite"):
+    s = json.load(open(f"{out}/{engine}-store.json"))
+    name = "PostgreSQL" if engine == "pg" else "SQLite"
+    print(f"| {name} absorbing verified batches (store only) | {s['seconds']:.2f} | {s['rate']:,} | – | – | "
+          f"{s['accepted']:,} |")
 PY

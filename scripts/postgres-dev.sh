@@ -6,6 +6,9 @@
 #   scripts/postgres-dev.sh url       print the running cluster's URL (exit 1 if none)
 #   scripts/postgres-dev.sh status    say whether it runs (exit 0 if so, 3 if not)
 #   scripts/postgres-dev.sh stop      stop it and remove its folder (exit 0 if nothing ran)
+#   scripts/postgres-dev.sh restart [SECONDS]
+#                                     stop the running server (fast: sessions are cut), wait
+#                                     SECONDS (default 0), start it again on the same port
 #
 #   export POSTBACKD_TEST_POSTGRES_URL=$(scripts/postgres-dev.sh start)
 #
@@ -32,11 +35,12 @@ marker="$dir/.postbackd-pg"   # marks a folder this script made (stop removes on
 say() { echo "$me: $*" >&2; }
 die() { say "$*"; exit 1; }
 
+usage="usage: $me start|stop|url|status|restart [SECONDS]"
 case "${1:-}" in
-    start|stop|url|status) command=$1 ;;
-    *) echo "usage: $me start|stop|url|status" >&2; exit 2 ;;
+    start|stop|url|status) command=$1; [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; } ;;
+    restart) command=$1; pause=${2:-0}; [ $# -le 2 ] || { echo "$usage" >&2; exit 2; } ;;
+    *) echo "$usage" >&2; exit 2 ;;
 esac
-[ $# -eq 1 ] || { echo "usage: $me start|stop|url|status" >&2; exit 2; }
 
 case "$dir" in
     /*) ;;
@@ -182,6 +186,13 @@ status)
         echo "not running ($dir)"
         exit 3
     fi
+    ;;
+restart)
+    running || die "no PostgreSQL running in $dir (scripts/postgres-dev.sh start)"
+    as_server "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >&2
+    sleep "$pause"
+    server_start
+    url
     ;;
 stop)
     if running; then

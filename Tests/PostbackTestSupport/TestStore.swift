@@ -200,6 +200,7 @@ public struct TestStore: Sendable {
     private static let logger = Logger(label: "postbackd.tests", factory: { _ in SwiftLogNoOpLogHandler() })
     private var logger: Logger { Self.logger }
 
+    @discardableResult
     private static func withConnection<Result: Sendable>(
         _ url: PostgresURL,
         _ body: (PostgresConnection) async throws -> Result

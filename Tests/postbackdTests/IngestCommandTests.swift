@@ -1,5 +1,6 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
 
@@ -102,8 +103,11 @@ struct IngestCommandTests {
         #expect(quarantinedOnly.standardError.contains("apple-1.0-doc-example.json: invalid"))
     }
 
-    @Test("killed with SIGKILL at any moment and run again, the database ends as one clean run leaves it")
-    func killAndRerun() throws {
+    @Test(
+        "killed with SIGKILL at any moment and run again, the store ends as one clean run leaves it",
+        arguments: TestEngine.available
+    )
+    func killAndRerun(_ engine: TestEngine) async throws {
         let input = try directory.write("day.jsonl", try generated(count: 6000, seed: 11))
         // A partner forwards the first 300 again as a JSON array, with one entry that is not a postback.
         let copies = try generated(count: 300, seed: 11).split(separator: "\n").joined(separator: ",")
@@ -117,22 +121,22 @@ struct IngestCommandTests {
             ]
         }
 
-        let clean = directory.path + "/clean.sqlite"
+        let clean = try await TestStore.make(engine, in: directory, name: "clean")
         let started = Date()
-        let cleanRun = try Postbackd.run(arguments(clean))
+        let cleanRun = try Postbackd.run(arguments(clean.argument))
         let duration = Date().timeIntervalSince(started)
         #expect(cleanRun.status == 0, "\(cleanRun.standardError)")
-        let expected = try DatabaseDump.rows(of: clean)
+        let expected = try await clean.dump()
         let total = expected["postbacks"]?.count ?? 0
         #expect(total > 5000)
 
-        let crashed = directory.path + "/crashed.sqlite"
+        let crashed = try await TestStore.make(engine, in: directory, name: "crashed")
         var interrupted: [Int] = []
         // Kill at fractions of a clean run's duration, so the kills land mid-run on any machine.
         for fraction in [0.1, 0.25, 0.4, 0.55, 0.7, 0.85] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Postbackd.executable)
-            process.arguments = arguments(crashed)
+            process.arguments = arguments(crashed.argument)
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -141,96 +145,148 @@ struct IngestCommandTests {
             process.waitUntilExit()
             guard process.terminationReason == .uncaughtSignal else { continue }  // it finished first
             #expect(process.terminationStatus == SIGKILL)
-            if FileManager.default.fileExists(atPath: crashed) {
-                interrupted.append(try DatabaseDump.count("postbacks", in: crashed))
-            }
+            if let count = try? await crashed.count("postbacks") { interrupted.append(count) }
         }
         #expect(
             interrupted.contains { $0 > 0 && $0 < total },
             "at least one kill landed mid-run: \(interrupted) of \(total)"
         )
 
-        let rerun = try Postbackd.run(arguments(crashed))
+        let rerun = try Postbackd.run(arguments(crashed.argument))
         #expect(rerun.status == 0, "\(rerun.standardError)")
-        let actual = try DatabaseDump.rows(of: crashed)
+        compare(try await crashed.dump(), expected, "after kills and a re-run")
+    }
+
+    /// Records every table whose rows differ between `actual` and `expected`.
+    private func compare(_ actual: [String: [String]], _ expected: [String: [String]], _ what: String) {
         for table in ["postbacks", "sightings", "conflicts", "quarantine"] {
             let (got, want) = (actual[table] ?? [], expected[table] ?? [])
-            #expect(
-                got.count == want.count,
-                "\(table): \(got.count) rows after kills and a re-run, \(want.count) after one clean run"
-            )
+            #expect(got.count == want.count, "\(table): \(got.count) rows \(what), \(want.count) after one clean run")
             if let index = zip(got, want).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
                 Issue.record(
-                    "\(table) row \(index) differs:\n  after kills: \(got[index].prefix(300))\n  clean run:   \(want[index].prefix(300))"
+                    "\(table) row \(index) differs:\n  \(what): \(got[index].prefix(300))\n  clean run:   \(want[index].prefix(300))"
                 )
             }
         }
     }
 
-    @Test("two ingests on one database at once: neither fails, nothing is counted twice, summaries add up")
-    func concurrentIngests() throws {
+    @Test(
+        "four ingests on one store at once: none fails, nothing is counted twice, summaries add up",
+        arguments: TestEngine.available
+    )
+    func concurrentIngests(_ engine: TestEngine) async throws {
         let lines = try generated(count: 4000, seed: 21).split(separator: "\n").map(String.init)
         let extra = try generated(count: 2000, seed: 22).split(separator: "\n").map(String.init)
-        // The two inputs share 2,000 postbacks.
-        let first = try directory.write("first.jsonl", lines.joined(separator: "\n"))
-        let second = try directory.write("second.jsonl", (lines[2000...] + extra).joined(separator: "\n"))
+        // Four workers on overlapping inputs: each of the 6,000 postbacks is read by two of them.
+        let all = lines + extra
+        let inputs = try (0..<4).map { worker in
+            let slice = (0..<all.count).filter { ($0 / 1500 == worker) || (($0 / 1500 + 1) % 4 == worker) }
+            return try directory.write("worker-\(worker).jsonl", slice.map { all[$0] }.joined(separator: "\n"))
+        }
+        let union = try directory.write("union.jsonl", all.joined(separator: "\n"))
 
-        let reference = directory.path + "/reference.sqlite"
+        let reference = try await TestStore.make(engine, in: directory, name: "reference")
         let single = try summary(
             try Postbackd.run([
-                "ingest", "--format", "json", "--db", reference, "--keys", TestKeys.directory, first, second,
+                "ingest", "--format", "json", "--db", reference.argument, "--keys", TestKeys.directory, union,
             ])
         )
 
-        let shared = directory.path + "/shared.sqlite"
-        nonisolated(unsafe) var runs: [Postbackd.Run?] = [nil, nil]
-        DispatchQueue.concurrentPerform(iterations: 2) { index in
+        let shared = try await TestStore.make(engine, in: directory, name: "shared")
+        nonisolated(unsafe) var runs: [Postbackd.Run?] = [nil, nil, nil, nil]
+        DispatchQueue.concurrentPerform(iterations: 4) { index in
             runs[index] = try? Postbackd.run([
-                "ingest", "--format", "json", "--db", shared, "--keys", TestKeys.directory, index == 0 ? first : second,
+                "ingest", "--format", "json", "--db", shared.argument, "--keys", TestKeys.directory,
+                "--commit-every", "500", inputs[index],
             ])
         }
-        let a = try #require(runs[0])
-        let b = try #require(runs[1])
-        #expect(a.status == 0, "\(a.standardError)")
-        #expect(b.status == 0, "\(b.standardError)")
-        let (sa, sb) = (try summary(a), try summary(b))
-        for key in ["read", "accepted", "quarantined"] {
-            #expect(
-                (sa[key] ?? 0) + (sb[key] ?? 0) == single[key],
-                "\(key): \(sa[key] ?? 0) + \(sb[key] ?? 0) vs \(single[key] ?? 0)"
-            )
+        var summaries: [[String: Int]] = []
+        for run in runs {
+            let run = try #require(run)
+            #expect(run.status == 0, "\(run.standardError)")
+            summaries.append(try summary(run))
         }
-        #expect((sa["duplicates"] ?? 0) + (sb["duplicates"] ?? 0) == single["duplicates"])
-        #expect(try DatabaseDump.count("postbacks", in: shared) == single["accepted"])
+        func sum(_ key: String) -> Int { summaries.map { $0[key] ?? 0 }.reduce(0, +) }
+        #expect(sum("read") == 2 * (single["read"] ?? 0))
+        #expect(sum("accepted") == single["accepted"], "accepted over the workers = one run of the union")
+        #expect(sum("quarantined") == 2 * (single["quarantined"] ?? 0))
+        #expect(sum("accepted") + sum("duplicates") + sum("quarantined") == sum("read"))
+        #expect(try await shared.count("postbacks") == single["accepted"])
         let keys =
             "SELECT ad_network_id || '/' || transaction_id || '/' || postback_sequence_index || '/' || key_space FROM postbacks ORDER BY 1"
-        #expect(
-            try DatabaseDump.values(keys, in: shared, as: String.self)
-                == DatabaseDump.values(keys, in: reference, as: String.self)
-        )
-        #expect(try DatabaseDump.count("quarantine", in: shared) == DatabaseDump.count("quarantine", in: reference))
+        let sharedKeys = try await shared.strings(keys)
+        let referenceKeys = try await reference.strings(keys)
+        #expect(sharedKeys == referenceKeys)
+        // Each worker read every bad line it was given: quarantine keeps one row per file and line.
+        #expect(try await shared.count("quarantine") == 2 * reference.count("quarantine"))
     }
 
-    @Test("several processes creating the same new database at once all succeed")
-    func creationRace() throws {
+    @Test("several processes creating the same new store at once all succeed", arguments: TestEngine.available)
+    func creationRace(_ engine: TestEngine) async throws {
         let inputs = try (0..<3).map { index in
             try directory.write(
                 "race-\(index).jsonl",
                 try generated(count: 20, seed: 100 + index, duplicates: 0, invalid: 0)
             )
         }
-        for round in 0..<8 {
-            let database = directory.path + "/race-\(round).sqlite"
+        for round in 0..<(engine == .sqlite ? 8 : 4) {
+            let store = try await TestStore.make(engine, in: directory, name: "race-\(round)")
             nonisolated(unsafe) var statuses: [Int32] = [-1, -1, -1]
             nonisolated(unsafe) var messages: [String] = ["", "", ""]
             DispatchQueue.concurrentPerform(iterations: 3) { index in
-                let run = try? Postbackd.run(["ingest", "--db", database, "--keys", TestKeys.directory, inputs[index]])
+                let run = try? Postbackd.run(["ingest", "--db", store.argument, "--keys", TestKeys.directory, inputs[index]])
                 statuses[index] = run?.status ?? -1
                 messages[index] = run?.standardError ?? ""
             }
             #expect(statuses == [0, 0, 0], "round \(round): \(messages)")
-            #expect(try DatabaseDump.count("postbacks", in: database) == 60)
-            #expect(try DatabaseDump.count("ingest_runs", in: database, where: "status = 'completed'") == 3)
+            #expect(try await store.count("postbacks") == 60)
+            #expect(try await store.count("ingest_runs", where: "status = 'completed'") == 3)
         }
+    }
+
+    @Test(
+        "PostgreSQL restarted in the middle of a run: the worker retries or stops saying so; a re-run completes it",
+        .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
+    )
+    func postgresRestart() async throws {
+        // A server of its own, so that restarting it disturbs no other test.
+        let server = try PostgresDevServer(folder: directory.path + "/pg")
+        defer { server.stop() }
+        let url = try server.start()
+        let input = try directory.write("day.jsonl", try generated(count: 6000, seed: 31))
+        let arguments = { (database: String) in
+            [
+                "ingest", "--db", database, "--keys", TestKeys.directory, "--received-at", "2026-11-21T06:00:00Z",
+                "--commit-every", "200", input,
+            ]
+        }
+        let clean = try await TestStore.make(.postgres, in: directory, name: "clean")
+        let started = Date()
+        #expect(try Postbackd.run(arguments(clean.argument)).status == 0)
+        let duration = Date().timeIntervalSince(started)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        process.arguments = arguments(url)
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        usleep(UInt32(duration * 0.3 * 1_000_000))
+        #expect(process.isRunning, "the restart must land while the worker runs")
+        try server.restart(pauseSeconds: 1)
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(
+            process.terminationStatus == 0 || (process.terminationStatus == 2 && message.contains("run the same command again")),
+            "status \(process.terminationStatus): \(message)"
+        )
+        let rerun = try Postbackd.run(arguments(url))
+        #expect(rerun.status == 0, "\(rerun.standardError)")
+        compare(
+            try await TestStore(engine: .postgres, location: StoreLocation(url)).dump(),
+            try await clean.dump(),
+            "after a server restart and a re-run"
+        )
     }
 }

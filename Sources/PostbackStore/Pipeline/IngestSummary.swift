@@ -28,7 +28,7 @@ public struct IngestSummary: Sendable, Hashable {
 
     public init() {}
 
-    mutating func add(_ other: IngestSummary) {
+    package mutating func add(_ other: IngestSummary) {
         read += other.read
         accepted += other.accepted
         duplicates += other.duplicates

@@ -249,10 +249,10 @@ enum PostgresSchema {
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the
     /// database holds a newer schema or tables that are not postbackd's.
     static func migrate(_ connection: PostgresConnection, store: String, logger: Logger) async throws {
-        try await connection.query("BEGIN", logger: logger)
+        try await connection.send("BEGIN", logger: logger)
         do {
-            try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
-            try await connection.query(
+            try await connection.send("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+            try await connection.send(
                 """
                 CREATE TABLE IF NOT EXISTS postbackd_migrations (
                     version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
@@ -260,7 +260,7 @@ enum PostgresSchema {
                 logger: logger
             )
             var applied = 0
-            for try await version in try await connection.query(
+            for try await version in try await connection.send(
                 "SELECT COALESCE(MAX(version), 0)::integer FROM postbackd_migrations",
                 logger: logger
             ).decode(Int32.self) {
@@ -274,7 +274,7 @@ enum PostgresSchema {
             }
             if applied == 0 {
                 var foreign = 0
-                for try await count in try await connection.query(
+                for try await count in try await connection.send(
                     """
                     SELECT COUNT(*)::integer FROM information_schema.tables
                     WHERE table_schema = current_schema() AND table_name IN ('postbacks', 'sightings', 'quarantine')
@@ -292,9 +292,9 @@ enum PostgresSchema {
             }
             for migration in migrations where migration.version > applied {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.send(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query(
+                try await connection.send(
                     "INSERT INTO postbackd_migrations (version, name) VALUES (\(Int32(migration.version)), \(migration.name))",
                     logger: logger
                 )
@@ -303,9 +303,9 @@ enum PostgresSchema {
                     metadata: ["store.schema_version": "\(migration.version)", "store.migration": "\(migration.name)"]
                 )
             }
-            try await connection.query("COMMIT", logger: logger)
+            try await connection.send("COMMIT", logger: logger)
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.send("ROLLBACK", logger: logger)
             throw error
         }
     }

@@ -10,7 +10,7 @@ extension PostgresStore {
     package func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary {
         let started = UTCInstant.now()
         var summary = try await transaction("aggregate") { connection in
-            try await connection.query(
+            try await connection.send(
                 "SELECT pg_advisory_xact_lock(\(PostgresSchema.aggregateLock))",
                 logger: logger
             )
@@ -20,7 +20,7 @@ extension PostgresStore {
             let models = ConversionModels(stored.map(\.model))
             var days = selection.days
             if case .all = selection {
-                for try await text in try await connection.query(
+                for try await text in try await connection.send(
                     "SELECT DISTINCT to_char((received_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') FROM postbacks ORDER BY 1",
                     logger: logger
                 ).decode(String.self) {
@@ -31,12 +31,12 @@ extension PostgresStore {
             for table in DailyAggregator.tables {
                 switch selection {
                 case .all:
-                    try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
+                    try await connection.send(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
                 case .range(let from, let to):
                     var binds = PostgresBindings()
                     binds.append(from.description)
                     binds.append(to.description)
-                    try await connection.query(
+                    try await connection.send(
                         PostgresQuery(
                             unsafeSQL: "DELETE FROM \(table) WHERE date >= $1::date AND date <= $2::date",
                             binds: binds
@@ -50,7 +50,7 @@ extension PostgresStore {
                 var aggregation = DayAggregation(day: day, models: models)
                 var binds = PostgresBindings()
                 binds.append(day.description)
-                let rows = try await connection.query(
+                let rows = try await connection.send(
                     PostgresQuery(unsafeSQL: Self.selectPostbacks, binds: binds),
                     logger: logger
                 )
@@ -63,7 +63,7 @@ extension PostgresStore {
                 try await Self.write(aggregation, policy: policy, connection, logger: logger)
             }
             summary.unmodelledApps = unmodelled.sorted()
-            try await connection.query(
+            try await connection.send(
                 """
                 INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version)
                 VALUES (\(UTCInstant.now().iso8601)::timestamptz, \(days.first?.description)::date,
@@ -128,7 +128,7 @@ extension PostgresStore {
             ("aggregate_daily_events", events, "event, occurrences_min, occurrences_max, postbacks"),
             ("aggregate_daily_event_revenue", eventRevenue, "event, currency, revenue_min, revenue_max, revenue_estimate"),
         ] where rows.count > 0 {
-            try await connection.query(
+            try await connection.send(
                 unnestInsert("INSERT INTO \(table) (\(dimensions), \(metricColumns))", rows.columns),
                 logger: logger
             )
@@ -146,7 +146,7 @@ extension PostgresStore {
                 fine.append(key.fine)
                 count.append(postbacks)
             }
-            try await connection.query(
+            try await connection.send(
                 unnestInsert(
                     "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks)",
                     [date, appID, network, fine, count]

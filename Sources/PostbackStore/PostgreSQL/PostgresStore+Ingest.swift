@@ -153,7 +153,7 @@ extension PostgresStore {
         claims.sort { writes.candidates[$0].dedupKey.lexicographicallyPrecedes(writes.candidates[$1].dedupKey) }
         var inserted = Set<[UInt8]>()
         if !claims.isEmpty {
-            let rows = try await connection.query(insertPostbacks(claims.map { writes.candidates[$0] }), logger: logger)
+            let rows = try await connection.send(insertPostbacks(claims.map { writes.candidates[$0] }), logger: logger)
             for try await key in rows.decode(ByteBuffer.self) {
                 inserted.insert(Array(key.readableBytesView))
             }
@@ -174,7 +174,7 @@ extension PostgresStore {
             for key in Set(copies.map { writes.candidates[$0].dedupKey }) { keys.append(bytes: key) }
             var binds = PostgresBindings()
             binds.append(keys)
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 PostgresQuery(unsafeSQL: selectStored, binds: binds),
                 logger: logger
             )
@@ -228,13 +228,13 @@ extension PostgresStore {
             sightings.append(copy, postbackID: original.id, sameBytes: sameBytes, conflict: conflict)
         }
         if sightings.count > 0 {
-            try await connection.query(sightings.insert, logger: logger)
+            try await connection.send(sightings.insert, logger: logger)
         }
 
         // 3. Quarantine, each entry once per (source, position, bytes).
         if !refused.isEmpty {
             for entry in refused { counts.countQuarantined(entry.result) }
-            try await connection.query(insertQuarantine(refused), logger: logger)
+            try await connection.send(insertQuarantine(refused), logger: logger)
         }
         return counts
     }

@@ -6,12 +6,12 @@ extension PostgresStore {
         let now = UTCInstant.now().iso8601
         return try await transaction("store the models") { connection in
             // Two `models add` at once would both find no current model for an app.
-            try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.modelsLock))", logger: logger)
+            try await connection.send("SELECT pg_advisory_xact_lock(\(PostgresSchema.modelsLock))", logger: logger)
             var outcomes: [ModelAddOutcome] = []
             for (model, source) in models {
                 let sha = SHA256Digest(hashing: Array(model.json.utf8)).description
                 var current: String?
-                for try await value in try await connection.query(
+                for try await value in try await connection.send(
                     "SELECT model_sha256 FROM conversion_models WHERE app_id = \(model.appID) AND replaced_at IS NULL",
                     logger: logger
                 ).decode(String.self) {
@@ -22,7 +22,7 @@ extension PostgresStore {
                     continue
                 }
                 if current != nil {
-                    try await connection.query(
+                    try await connection.send(
                         """
                         UPDATE conversion_models SET replaced_at = \(now)::timestamptz
                         WHERE app_id = \(model.appID) AND replaced_at IS NULL
@@ -30,7 +30,7 @@ extension PostgresStore {
                         logger: logger
                     )
                 }
-                try await connection.query(
+                try await connection.send(
                     """
                     INSERT INTO conversion_models (app_id, model, model_sha256, source, added_at)
                     VALUES (\(model.appID), \(model.json)::jsonb, \(sha), \(source), \(now)::timestamptz)
@@ -51,7 +51,7 @@ extension PostgresStore {
 
     static func currentModels(_ connection: PostgresConnection, logger: Logger) async throws -> [StoredModel] {
         var models: [StoredModel] = []
-        let rows = try await connection.query(
+        let rows = try await connection.send(
             """
             SELECT model::text, model_sha256, source, \(unescaped: isoText("added_at"))
             FROM conversion_models WHERE replaced_at IS NULL ORDER BY app_id

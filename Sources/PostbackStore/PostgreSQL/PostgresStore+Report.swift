@@ -32,7 +32,7 @@ extension PostgresStore {
                 }
             }
             let groups = textColumns.count
-            for try await row in try await connection.query(
+            for try await row in try await connection.send(
                 PostgresQuery(unsafeSQL: sql.metrics, binds: bindings()),
                 logger: logger
             ) {
@@ -40,7 +40,7 @@ extension PostgresStore {
                 let sums = try (groups..<cells.count).map { try cells[$0].decode(Int64?.self) }
                 assembler.addMetrics(try key(cells), sums)
             }
-            for try await row in try await connection.query(
+            for try await row in try await connection.send(
                 PostgresQuery(unsafeSQL: sql.revenue, binds: bindings()),
                 logger: logger
             ) {
@@ -56,7 +56,7 @@ extension PostgresStore {
                 )
             }
             var policy: String?
-            for try await value in try await connection.query(
+            for try await value in try await connection.send(
                 PostgresQuery(unsafeSQL: ReportSQL.policy),
                 logger: logger
             ).decode(String.self) {
@@ -81,7 +81,7 @@ extension PostgresStore {
         try await transaction("read the run log", isolation: " READ ONLY") { connection in
             var lastIngest: String?
             var lastAggregate: String?
-            for try await (ingest, aggregate) in try await connection.query(
+            for try await (ingest, aggregate) in try await connection.send(
                 """
                 SELECT (SELECT \(unescaped: isoText("MAX(finished_at)")) FROM ingest_runs WHERE accepted > 0),
                     (SELECT \(unescaped: isoText("MAX(run_at)")) FROM aggregate_runs)

@@ -46,7 +46,6 @@ package final class PostgresStore: PostbackStorage {
     /// - Throws: ``DatabaseOpenError`` naming the host and what to check when the server
     ///   cannot be reached, refuses the user, has no such database, or holds a newer schema.
     static func open(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
-        let name = url.description
         let tls = try tlsConfiguration(url.sslMode)
         var connectionConfiguration = PostgresConnection.Configuration(
             host: url.host,
@@ -57,6 +56,38 @@ package final class PostgresStore: PostbackStorage {
             tls: try connectionTLS(url.sslMode, tls)
         )
         connectionConfiguration.options.connectTimeout = .seconds(10)
+        var configuration = PostgresClient.Configuration(
+            host: url.host,
+            port: url.port,
+            username: url.user,
+            password: url.password,
+            database: url.database,
+            tls: clientTLS(url.sslMode, tls)
+        )
+        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.maximumConnections = 8
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool runs from the start: by the time the probe and the migrations are done,
+        // `run()` has been entered and the first lease finds the pool ready.
+        let runner = Task { await client.run() }
+        do {
+            try await probeAndMigrate(connectionConfiguration, url: url, logger: logger)
+        } catch {
+            runner.cancel()
+            await runner.value
+            throw error
+        }
+        return PostgresStore(url: url, client: client, runner: runner, logger: logger)
+    }
+
+    /// Connects once on its own (so that an unreachable server or a refused user gives a clear
+    /// message), then creates or migrates the schema.
+    private static func probeAndMigrate(
+        _ connectionConfiguration: PostgresConnection.Configuration,
+        url: PostgresURL,
+        logger: Logger
+    ) async throws {
+        let name = url.description
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection.connect(
@@ -80,20 +111,6 @@ package final class PostgresStore: PostbackStorage {
             )
         }
         try? await connection.close()
-
-        var configuration = PostgresClient.Configuration(
-            host: url.host,
-            port: url.port,
-            username: url.user,
-            password: url.password,
-            database: url.database,
-            tls: clientTLS(url.sslMode, tls)
-        )
-        configuration.options.connectTimeout = .seconds(10)
-        configuration.options.maximumConnections = 8
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let runner = Task { await client.run() }
-        return PostgresStore(url: url, client: client, runner: runner, logger: logger)
     }
 
     package func close() async {
@@ -117,13 +134,17 @@ package final class PostgresStore: PostbackStorage {
             attempt += 1
             do {
                 return try await client.withConnection { connection in
-                    try await connection.query(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
+                    try await connection.send(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
                     do {
                         let result = try await body(connection)
-                        try await connection.query("COMMIT", logger: logger)
+                        try await connection.send("COMMIT", logger: logger)
                         return result
                     } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        // A closed connection rolled back already: the server ends the
+                        // transaction of a session that goes away.
+                        if !connection.isClosed {
+                            _ = try? await connection.send("ROLLBACK", logger: logger)
+                        }
                         throw error
                     }
                 }
@@ -149,7 +170,7 @@ package final class PostgresStore: PostbackStorage {
     package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64 {
         let inputsJSON = "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]"
         return try await transaction("record the run") { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 """
                 INSERT INTO ingest_runs (started_at, status, inputs, received_at_option, postbackd_version)
                 VALUES (\(startedAt.iso8601)::timestamptz, 'running', \(inputsJSON)::jsonb,
@@ -165,7 +186,7 @@ package final class PostgresStore: PostbackStorage {
 
     package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws {
         try await transaction("record the end of the run") { connection in
-            try await connection.query(
+            try await connection.send(
                 """
                 UPDATE ingest_runs SET finished_at = \(finishedAt.iso8601)::timestamptz, status = \(status),
                     read = \(Int64(summary.read)), accepted = \(Int64(summary.accepted)),
@@ -291,6 +312,7 @@ func describePostgresError(_ error: any Error) -> String {
 /// Whether a retry of the whole transaction can succeed: a deadlock or serialization failure,
 /// a server shutting down, restarting or starting, or a lost connection.
 func isRetryable(_ error: any Error) -> Bool {
+    if error is PostgresConnectionLost { return true }
     guard let error = error as? PSQLError else { return false }
     if let state = error.serverInfo?[.sqlState] {
         return state == "40P01" || state == "40001" || state.hasPrefix("57P") || state.hasPrefix("08")

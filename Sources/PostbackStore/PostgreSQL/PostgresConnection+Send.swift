@@ -1,0 +1,47 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The connection closed before the server answered a statement.
+struct PostgresConnectionLost: Error, CustomStringConvertible {
+    var description: String { "the connection to the server was lost" }
+}
+
+extension PostgresConnection {
+    /// How often ``send(_:logger:)`` looks whether the connection has closed.
+    static let closedCheckInterval = TimeAmount.milliseconds(250)
+
+    /// Runs `query` like `query(_:logger:)`, and fails with ``PostgresConnectionLost`` when the
+    /// connection closes before the server answers.
+    ///
+    /// PostgresNIO 1.33 writes a query to its channel without a promise, so a query sent in the
+    /// instant after the server closed the connection (a restart, a failover, a terminated
+    /// backend) is dropped and its caller waits forever. Every statement postbackd sends goes
+    /// through here, so a transaction broken off that way fails and is retried instead. Once the
+    /// rows have started, PostgresNIO itself fails their sequence when the connection closes.
+    @discardableResult
+    func send(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+        guard !isClosed else { throw PostgresConnectionLost() }
+        let answer = eventLoop.makePromise(of: PostgresRowSequence.self)
+        let sent = Task {
+            do {
+                answer.succeed(try await self.query(query, logger: logger))
+            } catch {
+                answer.fail(error)
+            }
+        }
+        let watch = eventLoop.scheduleRepeatedTask(
+            initialDelay: Self.closedCheckInterval,
+            delay: Self.closedCheckInterval
+        ) { _ in
+            // A promise completed twice keeps its first result: this is a no-op once answered.
+            if self.isClosed { answer.fail(PostgresConnectionLost()) }
+        }
+        answer.futureResult.whenComplete { _ in watch.cancel() }
+        return try await withTaskCancellationHandler {
+            try await answer.futureResult.get()
+        } onCancel: {
+            sent.cancel()
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway PostgreSQL server of a test's own, through `scripts/postgres-dev.sh` (for tests
+/// that stop or restart the server, which must not disturb the shared test server).
+public final class PostgresDevServer: Sendable {
+    public let folder: String
+
+    /// - Parameter folder: the state folder; the postgres user must be able to reach it.
+    public init(folder: String) throws {
+        self.folder = folder
+        // Temporary folders are 0700; when tests run as root the server runs as postgres.
+        var parent = (folder as NSString).deletingLastPathComponent
+        while parent.count > 1 {
+            _ = chmod(parent, 0o755)
+            if parent == NSTemporaryDirectory() || parent == "/tmp" { break }
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+    }
+
+    /// Starts it and returns its URL.
+    public func start() throws -> String {
+        try script(["start"]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops the server (sessions are cut), waits, and starts it again on the same port.
+    public func restart(pauseSeconds: Int) throws {
+        _ = try script(["restart", String(pauseSeconds)])
+    }
+
+    public func stop() {
+        _ = try? script(["stop"])
+    }
+
+    /// Runs the script with `posix_spawn` and `waitpid`: Foundation's `Process.waitUntilExit`
+    /// was seen never to return here once the script had left a server running.
+    private func script(_ arguments: [String]) throws -> String {
+        let outputPath = folder + ".out"
+        let command = "POSTBACKD_PG_DIR='\(folder)' '\(Repository.path("scripts/postgres-dev.sh"))' "
+            + arguments.joined(separator: " ") + " >'\(outputPath)' 2>/dev/null </dev/null"
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else {
+            throw TestStoreError(description: "cannot run scripts/postgres-dev.sh")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            throw TestStoreError(description: "scripts/postgres-dev.sh \(arguments.joined(separator: " ")) failed")
+        }
+        return text
+    }
+}

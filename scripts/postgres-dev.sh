@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for tests, CI and developers: its own data folder, a free
-# TCP port on 127.0.0.1, trust authentication, the role and database "postbackd".
+# TCP port on 127.0.0.1, trust authentication, the role and database "postbackd". A second
+# role, "postbackd_password" (password "postbackd-dev-password": a throwaway cluster's, no
+# secret), must authenticate with SCRAM, so that tests exercise password authentication.
 #
 #   scripts/postgres-dev.sh start     start the cluster (or find it running); print its URL
 #   scripts/postgres-dev.sh url       print the running cluster's URL (exit 1 if none)
@@ -30,6 +32,7 @@ dir=${dir%/}
 fsync=${POSTBACKD_PG_FSYNC:-on}
 role=postbackd
 database=postbackd
+password_role=postbackd_password
 marker="$dir/.postbackd-pg"   # marks a folder this script made (stop removes only such)
 
 say() { echo "$me: $*" >&2; }
@@ -122,6 +125,12 @@ create() {
     as_server "$bin/initdb" -D "$dir/data" -U "$role" --auth=trust -E UTF8 --no-locale -N \
         >>"$dir/log" 2>&1 || { tail -n 20 "$dir/log" >&2; die "initdb failed"; }
 
+    # The password role first: the first matching line wins, and initdb's lines trust everyone.
+    { echo "host all $password_role 127.0.0.1/32 scram-sha-256"; cat "$dir/data/pg_hba.conf"; } \
+        >"$dir/pg_hba.conf.new"
+    as_server cp "$dir/pg_hba.conf.new" "$dir/data/pg_hba.conf"
+    rm -f "$dir/pg_hba.conf.new"
+
     local attempt port
     for attempt in 1 2 3; do
         port=$(free_port)
@@ -158,6 +167,14 @@ create_database() {
     if [ "$exists" != 1 ]; then
         "$psql" -X -q -h 127.0.0.1 -p "$(cat "$dir/port")" -U "$role" -d postgres \
             -c "create database $database" >&2
+    fi
+    exists=$("$psql" -X -At -h 127.0.0.1 -p "$(cat "$dir/port")" -U "$role" -d postgres \
+        -c "select 1 from pg_roles where rolname = '$password_role'")
+    if [ "$exists" != 1 ]; then
+        "$psql" -X -q -h 127.0.0.1 -p "$(cat "$dir/port")" -U "$role" -d postgres \
+            -c "set password_encryption = 'scram-sha-256'" \
+            -c "create role $password_role login createdb password 'postbackd-dev-password'" \
+            -c "grant all on database $database to $password_role" >&2
     fi
 }
 

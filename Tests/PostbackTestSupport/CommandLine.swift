@@ -71,3 +71,29 @@ public enum Postbackd {
         )
     }
 }
+
+extension Postbackd {
+    /// Generated postbacks of every version, signed with the test keys, as JSON Lines text
+    /// (`postbackd generate`; the same arguments always give the same text).
+    public static func generated(
+        count: Int,
+        seed: Int,
+        duplicates: Double = 0.05,
+        invalid: Double = 0.02
+    ) throws -> String {
+        let run = try run([
+            "generate", "--key", TestKeys.directory + "/p192-private.pem", "--key",
+            TestKeys.directory + "/p256-private.pem",
+            "--versions", "1.0,2.0,2.1,2.2,3.0,4.0", "--count", "\(count)", "--seed", "\(seed)",
+            "--duplicates", "\(duplicates)", "--invalid", "\(invalid)", "--test-mode", "0.01",
+        ])
+        guard run.status == 0 else {
+            throw GenerateError(description: "postbackd generate exited \(run.status): \(run.standardError)")
+        }
+        return run.standardOutput
+    }
+
+    struct GenerateError: Error, CustomStringConvertible {
+        var description: String
+    }
+}

@@ -13,18 +13,6 @@ struct IngestCommandTests {
         directory = try TemporaryDirectory("ingest-cli")
     }
 
-    /// Generated postbacks of every version (signed with the test keys), as JSON Lines text.
-    private func generated(count: Int, seed: Int, duplicates: Double = 0.05, invalid: Double = 0.02) throws -> String {
-        let run = try Postbackd.run([
-            "generate", "--key", TestKeys.directory + "/p192-private.pem", "--key",
-            TestKeys.directory + "/p256-private.pem",
-            "--versions", "1.0,2.0,2.1,2.2,3.0,4.0", "--count", "\(count)", "--seed", "\(seed)",
-            "--duplicates", "\(duplicates)", "--invalid", "\(invalid)", "--test-mode", "0.01",
-        ])
-        #expect(run.status == 0)
-        return run.standardOutput
-    }
-
     private func summary(_ run: Postbackd.Run) throws -> [String: Int] {
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
@@ -108,9 +96,9 @@ struct IngestCommandTests {
         arguments: TestEngine.available
     )
     func killAndRerun(_ engine: TestEngine) async throws {
-        let input = try directory.write("day.jsonl", try generated(count: 6000, seed: 11))
+        let input = try directory.write("day.jsonl", try Postbackd.generated(count: 6000, seed: 11))
         // A partner forwards the first 300 again as a JSON array, with one entry that is not a postback.
-        let copies = try generated(count: 300, seed: 11).split(separator: "\n").joined(separator: ",")
+        let copies = try Postbackd.generated(count: 300, seed: 11).split(separator: "\n").joined(separator: ",")
         let forward = try directory.write("forward.json", "[" + copies + ",{\"bad\":1}]")
         // Small transactions (whole batches of 256, so one per batch), so that kills land
         // between commits whatever the machine's speed; the default commits far less often.
@@ -175,8 +163,8 @@ struct IngestCommandTests {
         arguments: TestEngine.available
     )
     func concurrentIngests(_ engine: TestEngine) async throws {
-        let lines = try generated(count: 4000, seed: 21).split(separator: "\n").map(String.init)
-        let extra = try generated(count: 2000, seed: 22).split(separator: "\n").map(String.init)
+        let lines = try Postbackd.generated(count: 4000, seed: 21).split(separator: "\n").map(String.init)
+        let extra = try Postbackd.generated(count: 2000, seed: 22).split(separator: "\n").map(String.init)
         // Four workers on overlapping inputs: each of the 6,000 postbacks is read by two of them.
         let all = lines + extra
         let inputs = try (0..<4).map { worker in
@@ -226,7 +214,7 @@ struct IngestCommandTests {
         let inputs = try (0..<3).map { index in
             try directory.write(
                 "race-\(index).jsonl",
-                try generated(count: 20, seed: 100 + index, duplicates: 0, invalid: 0)
+                try Postbackd.generated(count: 20, seed: 100 + index, duplicates: 0, invalid: 0)
             )
         }
         for round in 0..<(engine == .sqlite ? 8 : 4) {
@@ -253,7 +241,7 @@ struct IngestCommandTests {
         let server = try PostgresDevServer(folder: directory.path + "/pg")
         defer { server.stop() }
         let url = try server.start()
-        let input = try directory.write("day.jsonl", try generated(count: 6000, seed: 31))
+        let input = try directory.write("day.jsonl", try Postbackd.generated(count: 6000, seed: 31))
         let arguments = { (database: String) in
             [
                 "ingest", "--db", database, "--keys", TestKeys.directory, "--received-at", "2026-11-21T06:00:00Z",

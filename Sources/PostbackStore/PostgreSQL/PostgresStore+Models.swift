@@ -33,7 +33,7 @@ extension PostgresStore {
                 try await connection.send(
                     """
                     INSERT INTO conversion_models (app_id, model, model_sha256, source, added_at)
-                    VALUES (\(model.appID), \(model.json)::jsonb, \(sha), \(source), \(now)::timestamptz)
+                    VALUES (\(model.appID), \(model.json)::json, \(sha), \(source), \(now)::timestamptz)
                     """,
                     logger: logger
                 )

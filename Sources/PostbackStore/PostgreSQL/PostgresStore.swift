@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PostbackKit
 import PostgresNIO
@@ -185,7 +186,7 @@ package final class PostgresStore: PostbackStorage {
     }
 
     package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws {
-        try await transaction("record the end of the run") { connection in
+        try await transaction("record the end of the run") { connection -> Void in
             try await connection.send(
                 """
                 UPDATE ingest_runs SET finished_at = \(finishedAt.iso8601)::timestamptz, status = \(status),
@@ -293,6 +294,9 @@ func describePostgresError(_ error: any Error) -> String {
         let detail = info[.detail].map { ": \($0)" } ?? ""
         return message + detail + state
     }
+    if let underlying = error.underlying, let reason = connectionFailure(underlying) {
+        return reason
+    }
     switch error.code {
     case .connectionError:
         return error.underlying.map { "connection failed: \($0)" } ?? "connection failed"
@@ -307,6 +311,23 @@ func describePostgresError(_ error: any Error) -> String {
     default:
         return "\(error.code)"
     }
+}
+
+/// Why a connection could not be made, in words (`connection refused`, `no answer within
+/// 10 s`, `the host name does not resolve`), or nil for an error that is not about connecting.
+func connectionFailure(_ error: any Error) -> String? {
+    if let error = error as? NIOConnectionError {
+        if let failure = error.connectionErrors.first { return connectionFailure(failure.error) ?? "\(failure.error)" }
+        if error.dnsAError != nil || error.dnsAAAAError != nil { return "the host name \(error.host) does not resolve" }
+        return nil
+    }
+    if let error = error as? IOError {
+        return String(cString: strerror(error.errnoCode)).lowercased()
+    }
+    if let error = error as? ChannelError, case .connectTimeout(let timeout) = error {
+        return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"
+    }
+    return nil
 }
 
 /// Whether a retry of the whole transaction can succeed: a deadlock or serialization failure,

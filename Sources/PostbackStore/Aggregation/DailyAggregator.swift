@@ -85,7 +85,7 @@ public enum DailyAggregator {
 }
 
 /// One day's groups and fine-value histogram, computed from its stored postbacks.
-struct DayAggregation {
+struct DayAggregation: Sendable {
     let day: UTCDay
     let models: ConversionModels
     var groups: [GroupKey: GroupMetrics] = [:]
@@ -164,7 +164,7 @@ struct AggregatedPostback {
 }
 
 /// The dimensions of one aggregate row.
-struct GroupKey: Hashable, Comparable {
+struct GroupKey: Hashable, Comparable, Sendable {
     var date: String
     var appID: Int64
     var adNetworkID: String
@@ -225,7 +225,7 @@ private func compare<T: Comparable>(_ a: T?, _ b: T?) -> Int {
     }
 }
 
-struct HistogramKey: Hashable, Comparable {
+struct HistogramKey: Hashable, Comparable, Sendable {
     var appID: Int64
     var network: String
     var fine: Int?
@@ -236,13 +236,13 @@ struct HistogramKey: Hashable, Comparable {
 }
 
 /// Revenue sums in micros.
-struct RevenueSum {
+struct RevenueSum: Sendable {
     var minMicros: Int64 = 0
     var maxMicros: Int64 = 0
 }
 
 /// One event's sums within a group.
-struct EventSum {
+struct EventSum: Sendable {
     var occurrencesMin: Int64 = 0
     var occurrencesMax: Int64 = 0
     var postbacks = 0
@@ -267,7 +267,7 @@ struct EventSum {
 /// - `unmodelled`: postbacks of an app that has no model;
 /// - revenue per currency, and events: from winning production postbacks of every sequence
 ///   index, through the app's model.
-struct GroupMetrics {
+struct GroupMetrics: Sendable {
     var postbacks = 0
     var installs = 0
     var redownloads = 0

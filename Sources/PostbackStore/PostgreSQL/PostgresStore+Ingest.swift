@@ -50,7 +50,11 @@ extension PostgresStore {
     package func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry] {
         var quarantined: [QuarantinedEntry] = []
         let now = UTCInstant.now()
-        for (index, (entry, result)) in verified.items.enumerated() {
+        let entries = verified.batch.entries
+        let results = verified.results
+        for index in entries.indices {
+            let entry = entries[index]
+            let result = results[index]
             pending.read += 1
             let raw = verified.batch.bytes[entry.range]
             let digest = verified.rawDigests[index]

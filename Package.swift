@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "postbackd", targets: ["postbackd"]),
         .library(name: "PostbackKit", targets: ["PostbackKit"]),
         .library(name: "PostbackStore", targets: ["PostbackStore"]),
+        .library(name: "PostbackServer", targets: ["PostbackServer"]),
     ],
     dependencies: [
         // Pinned: only the versions mirrored on the build machines resolve.
@@ -17,6 +18,13 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -49,11 +57,32 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `serve`: the HTTP receiver over the same jobs and store. Hummingbird, its TLS and the
+        // metrics live here and nowhere else: the other commands link none of them.
+        .target(
+            name: "PostbackServer",
+            dependencies: [
+                "PostbackKit",
+                "PostbackStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "postbackd",
             dependencies: [
                 "PostbackKit",
                 "PostbackStore",
+                "PostbackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -94,6 +123,19 @@ let package = Package(
             name: "postbackdTests",
             // Depending on the executable makes `swift test` build it; the tests run it.
             dependencies: ["postbackd", "PostbackKit", "PostbackStore", "PostbackTestSupport"]
+        ),
+        // `serve` under test: the built binary or the library on a loopback port, a real HTTP
+        // client (AsyncHTTPClient), both engines.
+        .testTarget(
+            name: "PostbackServerTests",
+            dependencies: [
+                "postbackd", "PostbackKit", "PostbackStore", "PostbackServer", "PostbackTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            resources: [.copy("Fixtures")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -38,6 +38,18 @@ package protocol PostbackStorage: AnyObject {
     /// Drops everything written since the last commit.
     func rollback() async
 
+    // MARK: Receiving over HTTP
+
+    /// Stores postbacks received over HTTP (one entry per request, `requests` in the same
+    /// order) in one transaction, durable when this returns (the commit is flushed to disk), and
+    /// returns each one's outcome in order. A refused body whose request may not quarantine is
+    /// not written (``ReceiptOutcome/dropped``). Throws, having stored nothing, when the store
+    /// cannot commit.
+    func receive(_ verified: VerifiedBatch, requests: [ReceivedRequest], runID: Int64) async throws -> [ReceiptOutcome]
+
+    /// Throws unless the store accepts a write now.
+    func checkWritable() async throws
+
     // MARK: Models
 
     /// Stores `models` in one transaction; each replaces its app's current model if different.
@@ -66,6 +78,8 @@ package protocol PostbackStorage: AnyObject {
 package enum StoreAccess: Sendable {
     /// Ingest: a long-lived writer.
     case ingest
+    /// `serve`: every commit flushed to disk before it returns.
+    case receive
     /// Any other command.
     case standard
 }

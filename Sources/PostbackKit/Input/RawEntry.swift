@@ -78,6 +78,12 @@ public struct RawEntry: Sendable {
     public var range: Range<Int>
     /// Set when the entry was refused while reading.
     public var problem: EntryReadProblem?
+
+    public init(location: EntryLocation, range: Range<Int>, problem: EntryReadProblem? = nil) {
+        self.location = location
+        self.range = range
+        self.problem = problem
+    }
 }
 
 /// Consecutive entries read from the inputs, sharing one byte buffer.
@@ -86,6 +92,12 @@ public struct EntryBatch: Sendable {
     public var sequence: Int
     public var bytes: [UInt8]
     public var entries: [RawEntry]
+
+    public init(sequence: Int, bytes: [UInt8], entries: [RawEntry]) {
+        self.sequence = sequence
+        self.bytes = bytes
+        self.entries = entries
+    }
 
     /// The bytes of one entry.
     public func bytes(of entry: RawEntry) -> ArraySlice<UInt8> {

@@ -7,6 +7,12 @@ public struct VerifiedBatch: Sendable {
     /// keys sightings and quarantine by them); empty otherwise.
     public var rawDigests: [[UInt8]] = []
 
+    public init(batch: EntryBatch, results: [VerificationResult], rawDigests: [[UInt8]] = []) {
+        self.batch = batch
+        self.results = results
+        self.rawDigests = rawDigests
+    }
+
     /// The entries with their results.
     public var items: Zip2Sequence<[RawEntry], [VerificationResult]> {
         zip(batch.entries, results)

@@ -7,6 +7,8 @@ public enum ReceivedTimeSource: String, Sendable, Hashable {
     case timestamp
     /// The time postbackd stored it.
     case ingestion
+    /// When `serve` received its HTTP request.
+    case http
 }
 
 /// How `ingest` decides when each postback was received.

@@ -243,7 +243,16 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX aggregate_fine_values_date ON aggregate_fine_values (date)",
             ]
-        )
+        ),
+        // `serve`: who sent an HTTP postback and the request's id; a repeated junk body adds to
+        // its quarantine row's count instead of a row.
+        Migration(
+            version: 2,
+            name: "HTTP client address, request id, quarantine repeats",
+            statements: ["postbacks", "sightings", "quarantine"].map {
+                "ALTER TABLE \($0) ADD COLUMN client_address text, ADD COLUMN request_id text"
+            } + ["ALTER TABLE quarantine ADD COLUMN received_count bigint NOT NULL DEFAULT 1"]
+        ),
     ]
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the

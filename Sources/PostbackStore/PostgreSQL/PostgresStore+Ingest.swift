@@ -20,6 +20,9 @@ struct PendingWrites {
         var receivedAt: UTCInstant
         var receivedSource: ReceivedTimeSource
         var runID: Int64
+        /// Received over HTTP: the request, and the entry's position in its group.
+        var request: ReceivedRequest? = nil
+        var entry = 0
     }
 
     struct Refused {
@@ -32,6 +35,9 @@ struct PendingWrites {
         var source: String
         var receivedAt: UTCInstant
         var runID: Int64
+        /// Received over HTTP: the request, and the entry's position in its group.
+        var request: ReceivedRequest? = nil
+        var entry = 0
     }
 
     var read = 0
@@ -79,26 +85,12 @@ extension PostgresStore {
                 forwarderTimestamp: postback.forwarderTimestamp,
                 now: now
             )
-            let columns = StoredColumns(postback)
-            let keySpace = KeySpace(result)
             pending.candidates.append(
                 PendingWrites.Candidate(
-                    columns: columns,
-                    kind: postback.kind.rawValue,
-                    keySpace: keySpace,
-                    result: result,
-                    fine: postback.conversionValue?.fine,
-                    coarse: postback.conversionValue?.coarse?.rawValue,
-                    country: postback.countryCode,
+                    postback,
+                    result,
                     raw: raw,
                     digest: digest,
-                    dedupKey: DedupKeyDigest.digest(
-                        kind: postback.kind.rawValue,
-                        keySpace: keySpace.rawValue,
-                        adNetworkID: columns.adNetworkID,
-                        transactionID: columns.transactionID,
-                        sequenceIndex: Int64(columns.sequenceIndex)
-                    ),
                     source: source,
                     location: entry.location,
                     receivedAt: receivedAt,
@@ -111,6 +103,75 @@ extension PostgresStore {
             flushed.add(try await flush())
         }
         return quarantined
+    }
+
+    package func receive(
+        _ verified: VerifiedBatch,
+        requests: [ReceivedRequest],
+        runID: Int64
+    ) async throws -> [ReceiptOutcome] {
+        let entries = verified.batch.entries
+        let results = verified.results
+        precondition(requests.count == entries.count, "one request per entry")
+        var writes = PendingWrites()
+        writes.read = entries.count
+        for index in entries.indices {
+            let entry = entries[index]
+            let result = results[index]
+            let request = requests[index]
+            let raw = verified.batch.bytes[entry.range]
+            let digest = verified.rawDigests[index]
+            guard result.verdict == .valid, let postback = result.postback else {
+                writes.refused.append(
+                    PendingWrites.Refused(
+                        location: entry.location,
+                        size: quarantinedSize(entry, rawCount: raw.count),
+                        result: result,
+                        raw: raw,
+                        digest: digest,
+                        source: ReceivedRequest.source,
+                        receivedAt: request.receivedAt,
+                        runID: runID,
+                        request: request,
+                        entry: index
+                    )
+                )
+                continue
+            }
+            writes.candidates.append(
+                PendingWrites.Candidate(
+                    postback,
+                    result,
+                    raw: raw,
+                    digest: digest,
+                    source: ReceivedRequest.source,
+                    location: entry.location,
+                    receivedAt: request.receivedAt,
+                    receivedSource: .http,
+                    runID: runID,
+                    request: request,
+                    entry: index
+                )
+            )
+        }
+        // A device waits for the answer: a broken-off transaction is retried briefly, then the
+        // group is answered 503 and the devices retry later.
+        return try await transaction("store received postbacks", retryingFor: Self.receiveRetrySeconds) {
+            connection in
+            var outcomes = [ReceiptOutcome](repeating: .dropped, count: entries.count)
+            _ = try await Self.write(writes, connection, logger: logger, outcomes: &outcomes)
+            return outcomes
+        }
+    }
+
+    /// How long `receive` retries a transaction the server broke off.
+    static let receiveRetrySeconds: Int64 = 5
+
+    package func checkWritable() async throws {
+        try await transaction("check that the database accepts writes", retryingFor: 0) { connection in
+            // A standby, or a database set read-only, refuses the lock a write would take.
+            try await connection.send("LOCK TABLE postbacks IN ROW EXCLUSIVE MODE NOWAIT", logger: logger)
+        }
     }
 
     package func commit() async throws -> IngestSummary {
@@ -130,7 +191,8 @@ extension PostgresStore {
         guard !pending.isEmpty else { return IngestSummary() }
         let writes = pending
         let counts = try await transaction("store postbacks") { connection in
-            try await Self.write(writes, connection, logger: logger)
+            var unused: [ReceiptOutcome] = []
+            return try await Self.write(writes, connection, logger: logger, outcomes: &unused)
         }
         pending = PendingWrites()
         return counts
@@ -139,10 +201,11 @@ extension PostgresStore {
     /// The transaction's statements: the new postbacks (first copy of each key, sorted by key
     /// so that concurrent writers take the unique index's locks in one order and cannot
     /// deadlock), the stored rows of every copy, the sightings and conflicts, the quarantine.
-    private static func write(
+    static func write(
         _ writes: PendingWrites,
         _ connection: PostgresConnection,
-        logger: Logger
+        logger: Logger,
+        outcomes: inout [ReceiptOutcome]
     ) async throws -> IngestSummary {
         var counts = IngestSummary()
         counts.read = writes.read
@@ -168,6 +231,7 @@ extension PostgresStore {
         for (index, candidate) in writes.candidates.enumerated() {
             if firstOfKey[candidate.dedupKey] == index && inserted.contains(candidate.dedupKey) {
                 counts.countAccepted(candidate.result)
+                if candidate.request != nil { outcomes[candidate.entry] = .stored }
             } else {
                 copies.append(index)
             }
@@ -216,7 +280,10 @@ extension PostgresStore {
                         digest: copy.digest,
                         source: copy.source,
                         receivedAt: copy.receivedAt,
-                        runID: copy.runID
+                        runID: copy.runID,
+                        // A valid postback is kept whatever the quarantine budget says.
+                        request: copy.request.map { ReceivedRequest(receivedAt: $0.receivedAt, clientAddress: $0.clientAddress, requestID: $0.requestID) },
+                        entry: copy.entry
                     )
                 )
                 continue
@@ -224,6 +291,7 @@ extension PostgresStore {
             counts.duplicates += 1
             let conflict = original.fine != copy.fine || original.coarse != copy.coarse || original.country != copy.country
             if conflict { counts.conflicts += 1 }
+            if copy.request != nil { outcomes[copy.entry] = conflict ? .conflict : .duplicate }
             let sameBytes = original.rawDigest == copy.digest
             // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
             if sameBytes && original.source == copy.source && original.sourceIndex == Int64(copy.location.index) {
@@ -235,12 +303,61 @@ extension PostgresStore {
             try await connection.send(sightings.insert, logger: logger)
         }
 
-        // 3. Quarantine, each entry once per (source, position, bytes).
-        if !refused.isEmpty {
-            for entry in refused { counts.countQuarantined(entry.result) }
-            try await connection.send(insertQuarantine(refused), logger: logger)
+        // 3. Quarantine, each entry once per (source, position, bytes); an HTTP body once, its
+        // repeats counted in `received_count`.
+        let files = refused.filter { $0.request == nil }
+        if !files.isEmpty {
+            for entry in files { counts.countQuarantined(entry.result) }
+            try await connection.send(insertQuarantine(files), logger: logger)
+        }
+        let received = refused.filter { $0.request != nil }
+        if !received.isEmpty {
+            try await quarantineReceived(received, connection, logger: logger, counts: &counts, outcomes: &outcomes)
         }
         return counts
+    }
+
+    /// Quarantines refused HTTP bodies (those whose request may), one row per distinct body,
+    /// and records each one's outcome.
+    private static func quarantineReceived(
+        _ refused: [PendingWrites.Refused],
+        _ connection: PostgresConnection,
+        logger: Logger,
+        counts: inout IngestSummary,
+        outcomes: inout [ReceiptOutcome]
+    ) async throws {
+        // One row per body in the statement (PostgreSQL refuses to update a row twice in one),
+        // with how many times the group holds it.
+        var groups: [[UInt8]: (first: Int, copies: Int)] = [:]
+        var order: [[UInt8]] = []
+        for (index, entry) in refused.enumerated() {
+            guard entry.request?.mayQuarantine == true else {
+                outcomes[entry.entry] = .dropped
+                continue
+            }
+            counts.countQuarantined(entry.result)
+            if let group = groups[entry.digest] {
+                groups[entry.digest] = (group.first, group.copies + 1)
+                outcomes[entry.entry] = .quarantined(newRow: false)
+            } else {
+                groups[entry.digest] = (index, 1)
+                order.append(entry.digest)
+            }
+        }
+        let firsts = order.compactMap { groups[$0] }
+        guard !firsts.isEmpty else { return }
+        let rows = try await connection.send(
+            insertQuarantine(firsts.map { refused[$0.first] }, copies: firsts.map(\.copies)),
+            logger: logger
+        )
+        var newRows = Set<[UInt8]>()
+        for try await (digest, isNew) in rows.decode((ByteBuffer, Bool).self) where isNew {
+            newRows.insert(Array(digest.readableBytesView))
+        }
+        for group in firsts {
+            let entry = refused[group.first]
+            outcomes[entry.entry] = .quarantined(newRow: newRows.contains(entry.digest))
+        }
     }
 
     private static func insertPostbacks(_ rows: [PendingWrites.Candidate]) -> PostgresQuery {
@@ -255,7 +372,9 @@ extension PostgresStore {
         FROM postbacks WHERE dedup_key = ANY($1)
         """
 
-    private static func insertQuarantine(_ rows: [PendingWrites.Refused]) -> PostgresQuery {
+    /// Inserts quarantine rows; with `copies` (HTTP bodies, one row each), a body already there
+    /// adds its copies to `received_count`, and each row returns its digest and whether it is new.
+    private static func insertQuarantine(_ rows: [PendingWrites.Refused], copies: [Int]? = nil) -> PostgresQuery {
         var verdict = PostgresArrayColumn(.text, capacity: rows.count)
         var field = PostgresArrayColumn(.text, capacity: rows.count)
         var reason = PostgresArrayColumn(.text, capacity: rows.count)
@@ -271,8 +390,14 @@ extension PostgresStore {
         var sourceLine = PostgresArrayColumn(.int8, capacity: rows.count)
         var receivedAt = PostgresArrayColumn(.timestamptz, capacity: rows.count)
         var runID = PostgresArrayColumn(.int8, capacity: rows.count)
-        for row in rows {
+        var clientAddress = PostgresArrayColumn(.text, capacity: rows.count)
+        var requestID = PostgresArrayColumn(.text, capacity: rows.count * 2)
+        var receivedCount = PostgresArrayColumn(.int8, capacity: rows.count)
+        for (index, row) in rows.enumerated() {
             let result = row.result
+            clientAddress.append(row.request?.clientAddress)
+            requestID.append(row.request?.requestID)
+            receivedCount.append(copies?[index] ?? 1)
             verdict.append((result.verdict == .valid ? Verdict.malformed : result.verdict).rawValue)
             field.append(result.field)
             reason.append(result.reason ?? "not a postback")
@@ -293,13 +418,19 @@ extension PostgresStore {
             """
             INSERT INTO quarantine (
                 verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256,
-                source, source_index, source_line, received_at, run_id)
+                source, source_index, source_line, received_at, run_id, client_address, request_id, received_count)
             """,
             [
                 verdict, field, reason, kind, version, network, transaction, raw, size, digest, source, sourceIndex,
-                sourceLine, receivedAt, runID,
+                sourceLine, receivedAt, runID, clientAddress, requestID, receivedCount,
             ],
-            suffix: "ON CONFLICT (source, source_index, raw_sha256) DO NOTHING"
+            suffix: copies == nil
+                ? "ON CONFLICT (source, source_index, raw_sha256) DO NOTHING"
+                : """
+                ON CONFLICT (source, source_index, raw_sha256)
+                DO UPDATE SET received_count = quarantine.received_count + EXCLUDED.received_count
+                RETURNING raw_sha256, xmax = 0
+                """
         )
     }
 }
@@ -312,6 +443,50 @@ func unnestInsert(_ insert: String, _ columns: [PostgresArrayColumn], suffix: St
     return PostgresQuery(unsafeSQL: "\(insert) SELECT * FROM unnest(\(parameters)) \(suffix)", binds: binds)
 }
 
+extension PendingWrites.Candidate {
+    init(
+        _ postback: Postback,
+        _ result: VerificationResult,
+        raw: ArraySlice<UInt8>,
+        digest: [UInt8],
+        source: String,
+        location: EntryLocation,
+        receivedAt: UTCInstant,
+        receivedSource: ReceivedTimeSource,
+        runID: Int64,
+        request: ReceivedRequest? = nil,
+        entry: Int = 0
+    ) {
+        let columns = StoredColumns(postback)
+        let keySpace = KeySpace(result)
+        self.init(
+            columns: columns,
+            kind: postback.kind.rawValue,
+            keySpace: keySpace,
+            result: result,
+            fine: postback.conversionValue?.fine,
+            coarse: postback.conversionValue?.coarse?.rawValue,
+            country: postback.countryCode,
+            raw: raw,
+            digest: digest,
+            dedupKey: DedupKeyDigest.digest(
+                kind: postback.kind.rawValue,
+                keySpace: keySpace.rawValue,
+                adNetworkID: columns.adNetworkID,
+                transactionID: columns.transactionID,
+                sequenceIndex: Int64(columns.sequenceIndex)
+            ),
+            source: source,
+            location: location,
+            receivedAt: receivedAt,
+            receivedSource: receivedSource,
+            runID: runID,
+            request: request,
+            entry: entry
+        )
+    }
+}
+
 /// The columns of new `postbacks` rows.
 struct PostbackInsertColumns {
     var kind, keySpace, network, transaction: PostgresArrayColumn
@@ -319,6 +494,7 @@ struct PostbackInsertColumns {
     var fidelityType, didWin, redownload, conversionType, marketplaceID, impressionType: PostgresArrayColumn
     var adInteractionType, fine, coarse, country, testMode, development, keyName: PostgresArrayColumn
     var receivedAt, receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey: PostgresArrayColumn
+    var clientAddress, requestID: PostgresArrayColumn
 
     init(capacity n: Int) {
         kind = PostgresArrayColumn(.text, capacity: n)
@@ -354,6 +530,8 @@ struct PostbackInsertColumns {
         sourceLine = PostgresArrayColumn(.int8, capacity: n)
         runID = PostgresArrayColumn(.int8, capacity: n)
         dedupKey = PostgresArrayColumn(.bytea, capacity: n * 2)
+        clientAddress = PostgresArrayColumn(.text, capacity: n)
+        requestID = PostgresArrayColumn(.text, capacity: n)
     }
 
     mutating func append(_ row: PendingWrites.Candidate) {
@@ -391,6 +569,8 @@ struct PostbackInsertColumns {
         sourceLine.append(row.location.line)
         runID.append(row.runID)
         dedupKey.append(bytes: row.dedupKey)
+        clientAddress.append(row.request?.clientAddress)
+        requestID.append(row.request?.requestID)
     }
 
     var query: PostgresQuery {
@@ -401,13 +581,14 @@ struct PostbackInsertColumns {
                 source_identifier, source_app_id, source_domain, fidelity_type, did_win, redownload, conversion_type,
                 marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
                 development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
-                source_line, run_id, dedup_key)
+                source_line, run_id, dedup_key, client_address, request_id)
             """,
             [
                 kind, keySpace, network, transaction, sequenceIndex, version, appID, campaignID, sourceIdentifier,
                 sourceAppID, sourceDomain, fidelityType, didWin, redownload, conversionType, marketplaceID,
                 impressionType, adInteractionType, fine, coarse, country, testMode, development, keyName, receivedAt,
-                receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey,
+                receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey, clientAddress,
+                requestID,
             ],
             suffix: "ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key"
         )
@@ -428,6 +609,8 @@ struct SightingColumns {
     var conflict = PostgresArrayColumn(.bool)
     var receivedAt = PostgresArrayColumn(.timestamptz)
     var runID = PostgresArrayColumn(.int8)
+    var clientAddress = PostgresArrayColumn(.text)
+    var requestID = PostgresArrayColumn(.text)
 
     var count: Int { postbackID.count }
 
@@ -444,6 +627,8 @@ struct SightingColumns {
         conflict.append(isConflict)
         receivedAt.append(copy.receivedAt)
         runID.append(copy.runID)
+        clientAddress.append(copy.request?.clientAddress)
+        requestID.append(copy.request?.requestID)
     }
 
     /// Inserts the sightings and, for each new one that conflicts, its `conflicts` row with the
@@ -451,7 +636,7 @@ struct SightingColumns {
     var insert: PostgresQuery {
         let columns = [
             postbackID, source, sourceIndex, sourceLine, rawDigest, raw, fine, coarse, country, conflict, receivedAt,
-            runID,
+            runID, clientAddress, requestID,
         ]
         var binds = PostgresBindings(capacity: columns.count)
         for column in columns { binds.append(column) }
@@ -461,7 +646,7 @@ struct SightingColumns {
                 WITH new_sightings AS (
                     INSERT INTO sightings (
                         postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
-                        country_code, conflict, received_at, run_id)
+                        country_code, conflict, received_at, run_id, client_address, request_id)
                     SELECT * FROM unnest(\(parameters))
                     ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
                     RETURNING id, postback_id, conflict, fine_value, coarse_value, country_code)

@@ -127,6 +127,7 @@ package final class PostgresStore: PostbackStorage {
     func transaction<Result>(
         _ what: String,
         isolation: String = "",
+        retryingFor retrySeconds: Int64 = PostgresStore.retrySeconds,
         _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let started = UTCInstant.now()
@@ -151,7 +152,7 @@ package final class PostgresStore: PostbackStorage {
                 }
             } catch {
                 let elapsed = (UTCInstant.now().milliseconds - started.milliseconds) / 1000
-                guard isRetryable(error), elapsed < Self.retrySeconds else {
+                guard isRetryable(error), elapsed < retrySeconds else {
                     throw PostgresStoreError(store: url.description, action: what, error: error)
                 }
                 logger.warning(

@@ -69,6 +69,10 @@ public enum PostbackDatabase {
                 // nothing committed; a power cut may lose the last commits, which a re-run of
                 // the same input restores (every write is idempotent).
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            } else {
+                // Every other use, `serve` among them: a commit is flushed to disk before it
+                // returns, so what `serve` answered 200 for survives a power cut.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
             }
         }
         let migrator = PostbackSchema.migrator

@@ -11,7 +11,7 @@ import GRDB
 ///   position, bytes).
 /// - `conflicts`: sightings whose unsigned values differ from the stored postback, with both.
 /// - `quarantine`: every invalid, malformed or unsupported entry with its reason and bytes.
-/// - `ingest_runs`: one row per `postbackd ingest`.
+/// - `ingest_runs`: one row per `postbackd ingest`, and one per `postbackd serve` process.
 /// - `conversion_models`: every model added, the current one per app with no `replaced_at`.
 /// - `aggregate_daily`, `aggregate_daily_revenue`, `aggregate_daily_events`,
 ///   `aggregate_daily_event_revenue`, `aggregate_fine_values`: what `postbackd aggregate`
@@ -252,6 +252,15 @@ public enum PostbackSchema {
                     CREATE UNIQUE INDEX postbacks_dedup_digest ON postbacks (dedup_key);
                     """
             )
+        }
+        // `serve`: who sent an HTTP postback and the request's id; a repeated junk body adds to
+        // its quarantine row's count instead of a row.
+        migrator.registerMigration("v6: HTTP client address, request id, quarantine repeats") { db in
+            for table in ["postbacks", "sightings", "quarantine"] {
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN client_address TEXT")
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN request_id TEXT")
+            }
+            try db.execute(sql: "ALTER TABLE quarantine ADD COLUMN received_count INTEGER NOT NULL DEFAULT 1")
         }
         return migrator
     }

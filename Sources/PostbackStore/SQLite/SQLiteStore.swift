@@ -154,6 +154,94 @@ package final class SQLiteStore: PostbackStorage {
         uncommitted = IngestSummary()
     }
 
+    // MARK: - Received over HTTP
+
+    package func receive(
+        _ verified: VerifiedBatch,
+        requests: [ReceivedRequest],
+        runID: Int64
+    ) throws -> [ReceiptOutcome] {
+        let entries = verified.batch.entries
+        let results = verified.results
+        precondition(requests.count == entries.count, "one request per entry")
+        // One transaction for the whole group, committed with `synchronous = FULL` (the store
+        // was opened for `.receive`): durable when `write` returns.
+        return try queue.write { db in
+            var outcomes: [ReceiptOutcome] = []
+            outcomes.reserveCapacity(entries.count)
+            var counts = IngestSummary()
+            for index in entries.indices {
+                let entry = entries[index]
+                let request = requests[index]
+                let raw = verified.batch.bytes[entry.range]
+                let digest = verified.rawDigests[index]
+                func refuse(_ result: VerificationResult) throws -> ReceiptOutcome {
+                    guard request.mayQuarantine else { return .dropped }
+                    let size = quarantinedSize(entry, rawCount: raw.count)
+                    let verdict = result.verdict == .valid ? Verdict.malformed : result.verdict
+                    let count = try Int.fetchOne(
+                        db,
+                        sql: Self.upsertReceivedQuarantine,
+                        arguments: [
+                            verdict.rawValue, result.field, result.reason ?? "not a postback", result.kind?.rawValue,
+                            result.identity.version, result.identity.adNetworkID, result.identity.transactionID,
+                            Data(raw), size, Data(digest), ReceivedRequest.source, entry.location.index,
+                            entry.location.line, request.receivedAt.iso8601, runID, request.clientAddress,
+                            request.requestID,
+                        ]
+                    )
+                    return .quarantined(newRow: count == 1)
+                }
+                let result = results[index]
+                guard result.verdict == .valid, let postback = result.postback else {
+                    outcomes.append(try refuse(result))
+                    continue
+                }
+                let outcome = try store(
+                    db,
+                    postback,
+                    result,
+                    raw: raw,
+                    digest: digest,
+                    source: ReceivedRequest.source,
+                    location: entry.location,
+                    receivedAt: request.receivedAt,
+                    receivedSource: .http,
+                    runID: runID,
+                    request: request,
+                    counts: &counts
+                )
+                switch outcome {
+                case .stored: outcomes.append(.stored)
+                case .duplicate(let conflict): outcomes.append(conflict ? .conflict : .duplicate)
+                case .digestCollision(let storedID):
+                    // A valid postback is kept whatever the quarantine budget says.
+                    try quarantine(
+                        db,
+                        entry,
+                        digestCollision(result, storedID: storedID),
+                        raw: raw,
+                        digest: digest,
+                        source: ReceivedRequest.source,
+                        receivedAt: request.receivedAt,
+                        runID: runID
+                    )
+                    outcomes.append(.quarantined(newRow: true))
+                }
+            }
+            return outcomes
+        }
+    }
+
+    package func checkWritable() throws {
+        // Takes the write lock and lets it go: fails when another process holds it past the
+        // busy timeout, or the file or its folder is read-only.
+        try queue.inDatabase { db in
+            try db.execute(sql: "BEGIN IMMEDIATE")
+            try db.execute(sql: "ROLLBACK")
+        }
+    }
+
     private func store(
         _ db: Database,
         _ postback: Postback,
@@ -165,11 +253,14 @@ package final class SQLiteStore: PostbackStorage {
         receivedAt: UTCInstant,
         receivedSource: ReceivedTimeSource,
         runID: Int64,
+        request: ReceivedRequest? = nil,
         counts: inout IngestSummary
     ) throws -> StoreOutcome {
         let columns = StoredColumns(postback)
         let keySpace = KeySpace(result)
-        var insert = SQLiteBinder(try db.cachedStatement(sql: Self.insertPostback))
+        var insert = SQLiteBinder(
+            try db.cachedStatement(sql: request == nil ? Self.insertPostback : Self.insertReceivedPostback)
+        )
         insert.bind(postback.kind.rawValue)
         insert.bind(keySpace.rawValue)
         insert.bind(columns.adNetworkID)
@@ -210,6 +301,10 @@ package final class SQLiteStore: PostbackStorage {
             sequenceIndex: Int64(columns.sequenceIndex)
         )
         dedupKey.withUnsafeBytes { insert.bindBlob($0) }
+        if let request {
+            insert.bind(request.clientAddress)
+            insert.bind(request.requestID)
+        }
         if try insert.step(db) == 1 {
             counts.countAccepted(result)
             return .stored
@@ -240,24 +335,30 @@ package final class SQLiteStore: PostbackStorage {
         let storedDigest: Data = stored["raw_sha256"]
         let sameBytes = storedDigest == Data(digest)
         // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
-        if sameBytes && stored["source"] == source && stored["source_index"] == location.index { return .duplicate }
-        let sighting = try db.cachedStatement(sql: Self.insertSighting)
-        try sighting.execute(arguments: [
+        if sameBytes && stored["source"] == source && stored["source_index"] == location.index {
+            return .duplicate(conflict: conflict)
+        }
+        let sighting = try db.cachedStatement(sql: request == nil ? Self.insertSighting : Self.insertReceivedSighting)
+        var arguments: StatementArguments = [
             stored["id"] as Int64, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
             copyFine, copyCoarse, postback.countryCode, conflict, receivedAt.iso8601, runID,
-        ])
-        guard db.changesCount == 1, conflict else { return .duplicate }
+        ]
+        if let request { arguments += [request.clientAddress, request.requestID] }
+        try sighting.execute(arguments: arguments)
+        guard db.changesCount == 1, conflict else { return .duplicate(conflict: conflict) }
         let record = try db.cachedStatement(sql: Self.insertConflict)
         try record.execute(arguments: [
             db.lastInsertedRowID, stored["id"] as Int64, storedFine, storedCoarse, storedCountry, copyFine, copyCoarse,
             postback.countryCode,
         ])
-        return .duplicate
+        return .duplicate(conflict: true)
     }
 
-    /// What ``store(_:_:_:raw:digest:source:location:receivedAt:receivedSource:runID:counts:)`` did.
+    /// What ``store(_:_:_:raw:digest:source:location:receivedAt:receivedSource:runID:request:counts:)`` did.
     private enum StoreOutcome {
-        case stored, duplicate
+        case stored
+        /// A copy of a stored postback; `conflict` when its unsigned values differ.
+        case duplicate(conflict: Bool)
         /// Another key's postback holds the same dedup digest.
         case digestCollision(storedID: Int64)
     }
@@ -295,6 +396,12 @@ package final class SQLiteStore: PostbackStorage {
         ON CONFLICT (dedup_key) DO NOTHING
         """
 
+    /// ``insertPostback`` with the HTTP request's client address and id.
+    static let insertReceivedPostback = insertPostback.replacingOccurrences(
+        of: "run_id, dedup_key)\nVALUES (?,",
+        with: "run_id, dedup_key, client_address, request_id)\nVALUES (?, ?, ?,"
+    )
+
     static let selectStored = """
         SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
             ad_network_id, transaction_id, postback_sequence_index, kind, key_space
@@ -308,6 +415,12 @@ package final class SQLiteStore: PostbackStorage {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
         """
+
+    /// ``insertSighting`` with the HTTP request's client address and id.
+    static let insertReceivedSighting = insertSighting.replacingOccurrences(
+        of: "received_at, run_id)\nVALUES (?,",
+        with: "received_at, run_id, client_address, request_id)\nVALUES (?, ?, ?,"
+    )
 
     static let insertConflict = """
         INSERT INTO conflicts (
@@ -323,5 +436,15 @@ package final class SQLiteStore: PostbackStorage {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
         """
-}
 
+    /// A refused HTTP body: one row per distinct body; a repeat adds to its `received_count`.
+    /// Returns the row's count (1: the row is new).
+    static let upsertReceivedQuarantine = """
+        INSERT INTO quarantine (
+            verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256, source,
+            source_index, source_line, received_at, run_id, client_address, request_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (source, source_index, raw_sha256) DO UPDATE SET received_count = received_count + 1
+        RETURNING received_count
+        """
+}

@@ -1,0 +1,243 @@
+import Logging
+import PostbackKit
+import PostbackStore
+import Synchronization
+
+/// Group commit: postbacks that arrive while a commit is under way wait for the next one, and
+/// each request is answered when the transaction holding its postback has committed.
+///
+/// One task (``run(store:runID:)``) owns the store. Requests hand it their verified postback
+/// (``submit(_:)``) and wait; the writer takes everything that waits (up to
+/// ``maximumGroup``), writes it in one transaction committed with a flush to disk, and answers
+/// each. Under load a group holds what arrived during the previous commit, so the flush is
+/// shared and no request waits for a timer.
+final class GroupCommitter: Sendable {
+    /// A verified postback with its request, waiting for a commit.
+    struct Submission: Sendable {
+        var bytes: [UInt8]
+        var result: VerificationResult
+        var digest: [UInt8]
+        var request: ReceivedRequest
+    }
+
+    /// What a request learns.
+    enum Receipt: Sendable, Equatable {
+        case done(ReceiptOutcome)
+        /// The store could not commit; nothing of this request was stored.
+        case unavailable(String)
+    }
+
+    private struct Waiting: Sendable {
+        var submission: Submission
+        var continuation: CheckedContinuation<Receipt, Never>
+    }
+
+    private struct State: Sendable {
+        var pending: [Waiting] = []
+        var probes: [CheckedContinuation<String?, Never>] = []
+        var writerIdle: CheckedContinuation<Void, Never>?
+        var closing = false
+    }
+
+    private let state = Mutex(State())
+    let maximumGroup: Int
+    let metrics: ServerMetrics
+    let logger: Logger
+    private let budget: Mutex<QuarantineBudget>
+
+    init(maximumGroup: Int = 1024, quarantineRowsPerHour: Int, metrics: ServerMetrics, logger: Logger) {
+        self.maximumGroup = max(1, maximumGroup)
+        self.metrics = metrics
+        self.logger = logger
+        self.budget = Mutex(QuarantineBudget(rowsPerHour: quarantineRowsPerHour))
+    }
+
+    // MARK: Requests
+
+    /// Waits until `submission` is durable (or the store failed) and returns what became of it.
+    func submit(_ submission: Submission) async -> Receipt {
+        await withCheckedContinuation { continuation in
+            let (accepted, writer) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+                guard !state.closing else { return (false, nil) }
+                state.pending.append(Waiting(submission: submission, continuation: continuation))
+                defer { state.writerIdle = nil }
+                return (true, state.writerIdle)
+            }
+            if accepted {
+                writer?.resume()
+            } else {
+                continuation.resume(returning: .unavailable("the server is shutting down"))
+            }
+        }
+    }
+
+    /// Asks the writer, between two commits, whether the store accepts writes; nil when it does,
+    /// else why not.
+    func checkWritable() async -> String? {
+        await withCheckedContinuation { continuation in
+            let (accepted, writer) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+                guard !state.closing else { return (false, nil) }
+                state.probes.append(continuation)
+                defer { state.writerIdle = nil }
+                return (true, state.writerIdle)
+            }
+            if accepted {
+                writer?.resume()
+            } else {
+                continuation.resume(returning: "the server is shutting down")
+            }
+        }
+    }
+
+    /// Stops taking submissions; the writer commits what waits and returns.
+    func close() {
+        let writer = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.closing = true
+            defer { state.writerIdle = nil }
+            return state.writerIdle
+        }
+        writer?.resume()
+    }
+
+    // MARK: The writer
+
+    /// Commits groups until ``close()``, then what is left; returns what it stored.
+    func run(store: any PostbackStorage, runID: Int64) async -> IngestSummary {
+        var summary = IngestSummary()
+        while true {
+            let (group, probes, closing) = await nextWork()
+            if !probes.isEmpty {
+                let problem: String?
+                do {
+                    try await store.checkWritable()
+                    problem = nil
+                } catch {
+                    problem = describeStoreError(error)
+                }
+                for probe in probes { probe.resume(returning: problem) }
+            }
+            if !group.isEmpty {
+                await commit(group, store: store, runID: runID, summary: &summary)
+            }
+            if closing && group.isEmpty && probes.isEmpty { return summary }
+        }
+    }
+
+    /// Waits for submissions or probes, and takes them (at most ``maximumGroup`` submissions).
+    private func nextWork() async -> (group: [Waiting], probes: [CheckedContinuation<String?, Never>], closing: Bool) {
+        while true {
+            let work = state.withLock { state -> ([Waiting], [CheckedContinuation<String?, Never>], Bool)? in
+                guard state.pending.isEmpty && state.probes.isEmpty && !state.closing else {
+                    let count = min(state.pending.count, maximumGroup)
+                    let group = Array(state.pending.prefix(count))
+                    state.pending.removeFirst(count)
+                    let probes = state.probes
+                    state.probes = []
+                    return (group, probes, state.closing)
+                }
+                return nil
+            }
+            if let work { return work }
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    if state.pending.isEmpty && state.probes.isEmpty && !state.closing {
+                        state.writerIdle = continuation
+                        return false
+                    }
+                    return true
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    private func commit(_ group: [Waiting], store: any PostbackStorage, runID: Int64, summary: inout IngestSummary) async {
+        let now = UTCInstant.now()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(group.reduce(0) { $0 + $1.submission.bytes.count })
+        var entries: [RawEntry] = []
+        var results: [VerificationResult] = []
+        var digests: [[UInt8]] = []
+        var requests: [ReceivedRequest] = []
+        entries.reserveCapacity(group.count)
+        results.reserveCapacity(group.count)
+        digests.reserveCapacity(group.count)
+        requests.reserveCapacity(group.count)
+        let mayQuarantine = budget.withLock { $0.allows(at: now) }
+        for waiting in group {
+            let submission = waiting.submission
+            let start = bytes.count
+            bytes.append(contentsOf: submission.bytes)
+            entries.append(RawEntry(location: ReceivedRequest.location, range: start..<bytes.count, problem: nil))
+            results.append(submission.result)
+            digests.append(submission.digest)
+            var request = submission.request
+            request.mayQuarantine = mayQuarantine
+            requests.append(request)
+        }
+        var verified = VerifiedBatch(batch: EntryBatch(sequence: 0, bytes: bytes, entries: entries), results: results)
+        verified.rawDigests = digests
+
+        let started = ContinuousClock.now
+        let outcomes: [ReceiptOutcome]
+        do {
+            outcomes = try await store.receive(verified, requests: requests, runID: runID)
+        } catch {
+            let reason = describeStoreError(error)
+            logger.error(
+                "commit failed; answering 503",
+                metadata: ["serve.group": "\(group.count)", "serve.error": "\(reason)"]
+            )
+            metrics.commitFailed(group.count)
+            for waiting in group { waiting.continuation.resume(returning: .unavailable(reason)) }
+            return
+        }
+        metrics.committed(group: group.count, duration: ContinuousClock.now - started)
+        var newRows = 0
+        for (index, waiting) in group.enumerated() {
+            let outcome = outcomes[index]
+            if case .quarantined(newRow: true) = outcome { newRows += 1 }
+            summary.count(outcome, results[index])
+            metrics.record(outcome, results[index].verdict)
+            waiting.continuation.resume(returning: .done(outcome))
+        }
+        budget.withLock { $0.spend(newRows, at: now) }
+    }
+}
+
+/// How many new quarantine rows HTTP junk may add per hour: past it, refused bodies are
+/// counted in the metrics and not stored, so a flood cannot fill the disk. Checked per group.
+struct QuarantineBudget: Sendable {
+    var rowsPerHour: Int
+    private var hour: Int64 = -1
+    private var spent = 0
+
+    init(rowsPerHour: Int) {
+        self.rowsPerHour = rowsPerHour
+    }
+
+    private mutating func roll(to now: UTCInstant) {
+        let current = now.milliseconds / 3_600_000
+        if current != hour {
+            hour = current
+            spent = 0
+        }
+    }
+
+    mutating func allows(at now: UTCInstant) -> Bool {
+        roll(to: now)
+        return spent < rowsPerHour
+    }
+
+    mutating func spend(_ rows: Int, at now: UTCInstant) {
+        roll(to: now)
+        spent += rows
+    }
+}
+
+/// A store error as an answer or a log line may show it: engines' errors name the store
+/// without its password.
+func describeStoreError(_ error: any Error) -> String {
+    if let coded = error as? any CodedError { return coded.reason }
+    return "\(error)"
+}

@@ -1,0 +1,243 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOSSL
+import PostbackKit
+import PostbackStore
+import ServiceLifecycle
+import Synchronization
+
+/// `postbackd serve`: receives postbacks over HTTP at Apple's report-attribution endpoints and
+/// stores each exactly as `ingest` would (same parsing, verification, dedup and quarantine),
+/// answering a device only once its postback's outcome is durable.
+///
+/// Built from three parts: Hummingbird's HTTP/1.1 server (with TLS through swift-nio-ssl when
+/// given a certificate), ``PostbackResponder`` for the routes, and ``GroupCommitter``, the one
+/// writer that commits what requests hand it in shared transactions. swift-service-lifecycle
+/// runs both and shuts them down in order on SIGTERM or SIGINT: the server stops accepting and
+/// finishes its requests, then the writer commits what is left.
+public struct ServeJob: Sendable {
+    public var location: StoreLocation
+    public var keyRing: KeyRing
+    public var host: String
+    public var port: Int
+    /// `--tls-cert` and `--tls-key`: PEM files.
+    public var tls: (certificate: String, key: String)?
+    public var maximumBody: Int
+    public var accessLog: Bool
+    /// How long a client may take over a request's head (and may stay idle between requests),
+    /// and over its body.
+    public var readTimeout: Duration
+    public var maximumConnections: Int
+    public var quarantineRowsPerHour: Int
+    /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`).
+    public var clientAddressHeader: String?
+    /// Postbacks written per transaction, at most.
+    public var maximumGroup: Int
+    public var logger: Logger
+
+    public static let defaultMaximumBody = 65_536
+    public static let defaultMaximumConnections = 1_024
+    public static let defaultQuarantineRowsPerHour = 10_000
+
+    public init(
+        location: StoreLocation,
+        keyRing: KeyRing = .apple,
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        tls: (certificate: String, key: String)? = nil,
+        maximumBody: Int = ServeJob.defaultMaximumBody,
+        accessLog: Bool = false,
+        readTimeout: Duration = .seconds(10),
+        maximumConnections: Int = ServeJob.defaultMaximumConnections,
+        quarantineRowsPerHour: Int = ServeJob.defaultQuarantineRowsPerHour,
+        clientAddressHeader: String? = nil,
+        maximumGroup: Int = 1_024,
+        logger: Logger = Logger(label: "postbackd.serve")
+    ) {
+        self.location = location
+        self.keyRing = keyRing
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.maximumBody = maximumBody
+        self.accessLog = accessLog
+        self.readTimeout = readTimeout
+        self.maximumConnections = maximumConnections
+        self.quarantineRowsPerHour = quarantineRowsPerHour
+        self.clientAddressHeader = clientAddressHeader
+        self.maximumGroup = maximumGroup
+        self.logger = logger
+    }
+
+    /// Serves until SIGTERM or SIGINT, then returns what it stored. `ready` gets the line to
+    /// print once the server listens (`listening on http://127.0.0.1:8080`).
+    ///
+    /// - Throws: ``ServeError`` (a certificate that cannot be read, an address that cannot be
+    ///   listened on) and ``DatabaseOpenError`` before anything is received.
+    public func run(ready: @escaping @Sendable (String) -> Void) async throws -> IngestSummary {
+        let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
+        let scheme = tls == nil ? "http" : "https"
+        return try await PostbackStores.with(location, access: .receive, logger: logger) { store in
+            let runID = try await store.beginRun(
+                inputs: ["\(scheme)://\(host):\(port)"],
+                receivedAtOption: nil,
+                startedAt: .now()
+            )
+            let metrics = ServerMetrics()
+            let committer = GroupCommitter(
+                maximumGroup: maximumGroup,
+                quarantineRowsPerHour: quarantineRowsPerHour,
+                metrics: metrics,
+                logger: logger
+            )
+            let writer = CommitterService(
+                committer: committer,
+                store: StoreHandle(store),
+                runID: runID,
+                executor: WriterExecutor()
+            )
+            let responder = PostbackResponder(
+                verifiers: VerifierPool(keyRing: keyRing),
+                committer: committer,
+                metrics: metrics,
+                maximumBody: maximumBody,
+                clientAddressHeader: clientAddressHeader.flatMap { HTTPField.Name($0) },
+                accessLog: accessLog,
+                logger: logger
+            )
+            let seconds = readTimeout.components.seconds
+            let http1 = HTTPServerBuilder.http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [RequestDeadlineHandler(bodyTimeout: .seconds(seconds))],
+                    idleTimeout: .seconds(seconds)
+                )
+            )
+            let host = self.host
+            let listening = Mutex<String?>(nil)
+            let app = Application(
+                responder: responder,
+                server: try tlsConfiguration.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
+                configuration: ApplicationConfiguration(
+                    address: .hostname(host, port: port),
+                    serverName: nil,
+                    availableConnectionsDelegate: ConnectionCap(
+                        maximum: maximumConnections,
+                        count: ConnectionCap.Count(metrics: metrics)
+                    )
+                ),
+                onServerRunning: { channel in
+                    let port = channel.localAddress?.port ?? 0
+                    let line = "listening on \(scheme)://\(host):\(port)"
+                    listening.withLock { $0 = line }
+                    ready(line)
+                },
+                logger: logger
+            )
+            var configuration = ServiceGroupConfiguration(
+                services: [
+                    // Shut down in reverse order: the server first (it stops accepting and
+                    // finishes its requests, which wait for commits), then the writer.
+                    .init(service: writer),
+                    .init(service: app),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+            configuration.maximumGracefulShutdownDuration = readTimeout + .seconds(20)
+            do {
+                try await ServiceGroup(configuration: configuration).run()
+            } catch {
+                let summary = writer.summary
+                try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
+                if listening.withLock({ $0 }) == nil {
+                    throw ServeError("cannot listen on \(host):\(port): \(error); choose another --host or --port")
+                }
+                throw error
+            }
+            let summary = writer.summary
+            try await store.finishRun(runID, summary: summary, status: "completed", finishedAt: .now())
+            logger.info(
+                "serve stopped",
+                metadata: ["serve.received": "\(summary.read)", "serve.stored": "\(summary.accepted)"]
+            )
+            return summary
+        }
+    }
+
+    static func serverTLS(certificate: String, key: String) throws -> TLSConfiguration {
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificate)
+        } catch {
+            throw ServeError("cannot read the certificate chain in \(certificate) (--tls-cert): \(error); give a PEM file")
+        }
+        guard !chain.isEmpty else {
+            throw ServeError("\(certificate) (--tls-cert) holds no certificate; give a PEM file")
+        }
+        let privateKey: NIOSSLPrivateKey
+        do {
+            privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+        } catch {
+            throw ServeError("cannot read the private key in \(key) (--tls-key): \(error); give an unencrypted PEM key")
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) },
+            privateKey: .privateKey(privateKey)
+        )
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    }
+}
+
+/// Why `serve` could not start.
+public struct ServeError: Error, CustomStringConvertible {
+    public var reason: String
+    init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// The store, handed to the writer task that alone uses it.
+// @unchecked: the store is used by one task at a time: the writer while it runs, then `run`.
+struct StoreHandle: @unchecked Sendable {
+    let store: any PostbackStorage
+    init(_ store: any PostbackStorage) { self.store = store }
+}
+
+/// Runs the writer on its own thread until graceful shutdown, then lets it commit what waits.
+final class CommitterService: Service, Sendable {
+    let committer: GroupCommitter
+    let store: StoreHandle
+    let runID: Int64
+    let executor: WriterExecutor
+    private let result = Mutex(IngestSummary())
+
+    init(committer: GroupCommitter, store: StoreHandle, runID: Int64, executor: WriterExecutor) {
+        self.committer = committer
+        self.store = store
+        self.runID = runID
+        self.executor = executor
+    }
+
+    /// What the writer stored, once it has returned.
+    var summary: IngestSummary { result.withLock { $0 } }
+
+    func run() async throws {
+        let committer = self.committer
+        let summary = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withTaskExecutorPreference(executor) {
+                    await committer.run(store: store.store, runID: runID)
+                }
+            } onGracefulShutdown: {
+                committer.close()
+            }
+        } onCancel: {
+            committer.close()
+        }
+        result.withLock { $0 = summary }
+    }
+}

@@ -1,0 +1,120 @@
+import CoreMetrics
+import Metrics
+import PostbackKit
+import PostbackStore
+import Prometheus
+import Synchronization
+
+/// What `serve` counts, through swift-metrics into a Prometheus registry of the server's own
+/// (not the process-wide bootstrap, so that several servers in one process count apart), and
+/// its text for `GET /metrics`.
+final class ServerMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private let requests = Mutex<[RequestKey: CoreMetrics.Counter]>([:])
+    private let verdicts: [Verdict: CoreMetrics.Counter]
+    private let stored: CoreMetrics.Counter
+    private let duplicates: CoreMetrics.Counter
+    private let conflicts: CoreMetrics.Counter
+    private let quarantined: CoreMetrics.Counter
+    private let quarantineRepeats: CoreMetrics.Counter
+    private let dropped: CoreMetrics.Counter
+    private let commitFailures: CoreMetrics.Counter
+    private let commitDuration: CoreMetrics.Timer
+    private let groupSize: CoreMetrics.Recorder
+    private let openConnections: CoreMetrics.Gauge
+
+    private struct RequestKey: Hashable {
+        var route: String
+        var status: Int
+    }
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Commits take a flush to disk: from a tenth of a millisecond to seconds.
+        factory.durationHistogramBuckets["postbackd_commit_duration_seconds"] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
+        ]
+        factory.valueHistogramBuckets["postbackd_commit_group_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+        self.factory = factory
+        var verdicts: [Verdict: CoreMetrics.Counter] = [:]
+        for verdict in [Verdict.valid, .invalid, .malformed, .unsupported] {
+            verdicts[verdict] = CoreMetrics.Counter(
+                label: "postbackd_postbacks_total",
+                dimensions: [("verdict", verdict.rawValue)],
+                factory: factory
+            )
+        }
+        self.verdicts = verdicts
+        stored = CoreMetrics.Counter(label: "postbackd_stored_total", factory: factory)
+        duplicates = CoreMetrics.Counter(label: "postbackd_duplicates_total", factory: factory)
+        conflicts = CoreMetrics.Counter(label: "postbackd_conflicts_total", factory: factory)
+        quarantined = CoreMetrics.Counter(label: "postbackd_quarantined_total", factory: factory)
+        quarantineRepeats = CoreMetrics.Counter(label: "postbackd_quarantine_repeats_total", factory: factory)
+        dropped = CoreMetrics.Counter(label: "postbackd_quarantine_dropped_total", factory: factory)
+        commitFailures = CoreMetrics.Counter(label: "postbackd_commit_failures_total", factory: factory)
+        commitDuration = CoreMetrics.Timer(label: "postbackd_commit_duration_seconds", factory: factory)
+        groupSize = CoreMetrics.Recorder(label: "postbackd_commit_group_size", factory: factory)
+        openConnections = CoreMetrics.Gauge(label: "postbackd_open_connections", factory: factory)
+    }
+
+    /// One answered request, by route (its path pattern, or `other`) and status code.
+    func request(route: String, status: Int) {
+        let key = RequestKey(route: route, status: status)
+        let counter = requests.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "postbackd_http_requests_total",
+                dimensions: [("route", route), ("status", String(status))],
+                factory: factory
+            )
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    func record(_ outcome: ReceiptOutcome, _ verdict: Verdict) {
+        verdicts[verdict]?.increment()
+        switch outcome {
+        case .stored: stored.increment()
+        case .duplicate: duplicates.increment()
+        case .conflict:
+            duplicates.increment()
+            conflicts.increment()
+        case .quarantined(let newRow):
+            quarantined.increment()
+            if !newRow { quarantineRepeats.increment() }
+        case .dropped: dropped.increment()
+        }
+    }
+
+    func committed(group: Int, duration: Duration) {
+        commitDuration.recordNanoseconds(duration.nanoseconds)
+        groupSize.record(group)
+    }
+
+    func commitFailed(_ group: Int) {
+        commitFailures.increment(by: group)
+    }
+
+    func connections(_ count: Int) {
+        openConnections.record(count)
+    }
+
+    /// The Prometheus text exposition of everything above.
+    func text() -> [UInt8] {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

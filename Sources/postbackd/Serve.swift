@@ -1,0 +1,154 @@
+import ArgumentParser
+import Logging
+import PostbackKit
+import PostbackServer
+import PostbackStore
+
+extension Postbackd {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Receive postbacks over HTTP at Apple's report-attribution endpoints and store them exactly once.",
+            discussion: """
+                Devices POST each postback to \
+                /.well-known/skadnetwork/report-attribution/ (SKAdNetwork) or \
+                /.well-known/appattribution/report-attribution/ (AdAttributionKit). Every body is \
+                parsed, verified, deduplicated and quarantined exactly as ingest does, and answered \
+                only once its outcome is committed and flushed to disk: 200 stored, duplicate or \
+                quarantined (retrying cannot change those); 400 malformed, naming the field; 413 a \
+                body over --max-body; 503 with Retry-After when the store cannot commit. Requests \
+                arriving together share one commit.
+
+                Also: GET /healthz (the process is up), GET /readyz (the store accepts writes), \
+                GET /metrics (Prometheus text).
+
+                SIGTERM or SIGINT: stops accepting, finishes and commits what is in flight, exits 0.
+
+                Examples:
+                  postbackd serve
+                  postbackd serve --db postgres://postbackd@db.internal/postbackd --host 0.0.0.0 --port 8080
+                  postbackd serve --host 0.0.0.0 --port 443 --tls-cert /etc/postbackd/cert.pem --tls-key /etc/postbackd/key.pem
+
+                Exit status: 0 stopped by a signal; 2 usage error, a certificate that cannot be \
+                read, an address that cannot be listened on, or a database that cannot be used.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @OptionGroup var keys: KeyOptions
+
+        @Option(help: ArgumentHelp("The address to listen on (0.0.0.0: every interface).", valueName: "addr"))
+        var host: String = "127.0.0.1"
+
+        @Option(help: ArgumentHelp("The port to listen on (0: any free port, printed when ready).", valueName: "n"))
+        var port: Int = 8080
+
+        @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (with --tls-key).", valueName: "file"))
+        var tlsCert: String?
+
+        @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
+        var tlsKey: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "Refuse bodies over this many bytes with 413, without reading them whole.",
+                valueName: "bytes"
+            )
+        )
+        var maxBody: Int = ServeJob.defaultMaximumBody
+
+        @Flag(help: "Log one line per request (method, path, status, client, request id, duration) at info level.")
+        var accessLog = false
+
+        @Option(
+            help: ArgumentHelp(
+                "Seconds a client may take to send a request's head (or stay idle between requests), and again its body; then the connection is closed.",
+                valueName: "seconds"
+            )
+        )
+        var readTimeout: Int = 10
+
+        @Option(
+            help: ArgumentHelp(
+                "Open connections at most; more wait in the listen backlog. Memory is bounded by this times --max-body.",
+                valueName: "n"
+            )
+        )
+        var maxConnections: Int = ServeJob.defaultMaximumConnections
+
+        @Option(
+            help: ArgumentHelp(
+                "New quarantine rows per hour at most: past it, refused bodies are counted in /metrics and not stored, so junk cannot fill the disk. A repeated body only adds to its row's count.",
+                valueName: "n"
+            )
+        )
+        var quarantineRowsPerHour: Int = ServeJob.defaultQuarantineRowsPerHour
+
+        @Option(
+            help: ArgumentHelp(
+                "Behind a proxy or load balancer: take the client's address from the last entry of this header (X-Forwarded-For). Only with a proxy that sets it.",
+                valueName: "name"
+            )
+        )
+        var clientAddressHeader: String?
+
+        func validate() throws {
+            if (tlsCert == nil) != (tlsKey == nil) {
+                throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
+            }
+            guard (0...65_535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535)") }
+            guard maxBody >= 1024 else { throw ValidationError("--max-body \(maxBody) must be at least 1024") }
+            guard readTimeout >= 1 else { throw ValidationError("--read-timeout \(readTimeout) must be at least 1") }
+            guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+            guard quarantineRowsPerHour >= 0 else { throw ValidationError("--quarantine-rows-per-hour must be 0 or more") }
+            if let clientAddressHeader, HTTPHeaderName.isValid(clientAddressHeader) == false {
+                throw ValidationError("--client-address-header \(clientAddressHeader) is not a header name")
+            }
+        }
+
+        func run() async throws {
+            let job = ServeJob(
+                location: database.location,
+                keyRing: try keys.keyRing(),
+                host: host,
+                port: port,
+                tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } },
+                maximumBody: maxBody,
+                accessLog: accessLog,
+                readTimeout: .seconds(readTimeout),
+                maximumConnections: maxConnections,
+                quarantineRowsPerHour: quarantineRowsPerHour,
+                clientAddressHeader: clientAddressHeader,
+                logger: Logger(label: "postbackd.serve")
+            )
+            let summary: IngestSummary
+            do {
+                summary = try await job.run { line in
+                    let output = TextOutput.standardOutput()
+                    output.line(line)
+                    output.flush()
+                }
+            } catch let error as ServeError {
+                throw failInput(error.reason)
+            } catch {
+                throw failStore(error, database.location)
+            }
+            let output = TextOutput.standardOutput()
+            output.line(
+                "stopped: \(formatCount(summary.read)) received, \(formatCount(summary.accepted)) stored, \(formatCount(summary.duplicates)) duplicates, \(formatCount(summary.quarantined)) quarantined"
+            )
+            output.flush()
+        }
+    }
+}
+
+/// Header names as RFC 9110 allows them: one or more token characters.
+enum HTTPHeaderName {
+    static func isValid(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
+    }
+}

@@ -1,0 +1,152 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import PostbackTestSupport
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `postbackd serve` as a user runs it: the built binary, listening on a loopback port it
+/// chooses (`--port 0`) and prints when ready.
+final class ServerProcess: Sendable {
+    let process: Process
+    /// `http://127.0.0.1:PORT` (or https).
+    let base: String
+    private let output: OutputBuffer
+    private let errors: OutputBuffer
+
+    /// What a pipe delivered so far.
+    final class OutputBuffer: Sendable {
+        private let data = Mutex(Data())
+        func append(_ more: Data) { data.withLock { $0.append(more) } }
+        var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    private init(process: Process, base: String, output: OutputBuffer, errors: OutputBuffer) {
+        self.process = process
+        self.base = base
+        self.output = output
+        self.errors = errors
+    }
+
+    /// Starts `postbackd serve --port 0 arguments…` and waits until it listens.
+    static func start(_ arguments: [String], directory: String) throws -> ServerProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        process.arguments = ["serve", "--port", "0"] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let outPipe = Pipe()
+        let errPipe = Pipe()
+        process.standardOutput = outPipe
+        process.standardError = errPipe
+        process.standardInput = FileHandle.nullDevice
+        let output = OutputBuffer()
+        let errors = OutputBuffer()
+        outPipe.fileHandleForReading.readabilityHandler = { output.append($0.availableData) }
+        errPipe.fileHandleForReading.readabilityHandler = { errors.append($0.availableData) }
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let text = output.text
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) {
+                return ServerProcess(
+                    process: process,
+                    base: String(line.dropFirst("listening on ".count)),
+                    output: output,
+                    errors: errors
+                )
+            }
+            if !process.isRunning {
+                let message = errors.text
+                throw ServerError(description: "serve exited \(process.terminationStatus) before listening: \(message)")
+            }
+            usleep(20_000)
+        }
+        process.terminate()
+        throw ServerError(description: "serve did not print 'listening on' within 60 s")
+    }
+
+    var standardOutput: String { output.text }
+    var standardError: String { errors.text }
+
+    /// Sends `signal` and waits for the process to end; returns its exit status.
+    @discardableResult
+    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        // Let the readability handlers take the last output.
+        usleep(100_000)
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+struct ServerError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// A real HTTP client's answer.
+struct Answer: Sendable {
+    var status: Int
+    var headers: [(String, String)]
+    var body: String
+
+    /// The body's JSON object.
+    var json: [String: any Sendable] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: any Sendable]) ?? [:]
+    }
+
+    var jsonStatus: String? { json["status"] as? String }
+    var verdict: String? { json["verdict"] as? String }
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+}
+
+extension HTTPClient {
+    /// The tests' plain HTTP client (AsyncHTTPClient's shared one, never shut down).
+    static func forTests() throws -> HTTPClient { .shared }
+
+    /// A client that trusts `certificate` (the fixture's) for HTTPS; shut it down after use.
+    static func forTests(trusting certificate: String?) throws -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
+        if let certificate {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(certificate))
+            configuration.tlsConfiguration = tls
+        }
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// `method url` with `body`, its answer read whole.
+    func send(
+        _ method: HTTPMethod = .POST,
+        _ url: String,
+        body: [UInt8]? = nil,
+        headers: [(String, String)] = []
+    ) async throws -> Answer {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        return Answer(
+            status: Int(response.status.code),
+            headers: response.headers.map { ($0.name, $0.value) },
+            body: String(buffer: bytes)
+        )
+    }
+}

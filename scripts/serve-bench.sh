@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The `serve` benchmark (BENCHMARKS.md): in one run on one machine, the same generated corpus
+# through `ingest` (the reference) and POSTed to `serve` by wrk over keep-alive connections on
+# 127.0.0.1: the sustained rate, the latency at half of it (a rate-limited client), and the
+# server's peak memory with 256 open connections. SQLite, then PostgreSQL beside it.
+#
+#   scripts/serve-bench.sh [COUNT] [SECONDS]   COUNT postbacks (default 200000), SECONDS per wrk run (default 15)
+#
+# Environment: BENCH_OUT (work folder, default bench-out/, git-ignored), BENCH_POSTGRES (0 to
+# skip PostgreSQL). Needs: wrk, GNU time, python3, and for PostgreSQL Debian's postgresql.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+count=${1:-200000}
+seconds=${2:-15}
+out=${BENCH_OUT:-bench-out}
+mkdir -p "$out"
+for tool in wrk python3; do
+    command -v "$tool" >/dev/null || { echo "serve-bench.sh: $tool is missing (apt-get install -y $tool)" >&2; exit 2; }
+done
+[ -x /usr/bin/time ] || { echo "serve-bench.sh: GNU time is missing (apt-get install -y time)" >&2; exit 2; }
+
+swift build -c release --product postbackd >&2
+bin=$PWD/.build/release/postbackd
+corpus="$out/serve-corpus-$count.jsonl"
+if [ ! -s "$corpus" ]; then
+    "$bin" generate --key Keys/test/p256-private.pem --count "$count" --seed 17 \
+        --versions 2.1,2.2,3.0,4.0 --duplicates 0.02 --invalid 0.01 --apps 20 --networks 8 --days 7 \
+        --output "$corpus.partial"
+    mv "$corpus.partial" "$corpus"
+fi
+keys=(--keys Keys/test)
+threads=2
+
+server_pid=""
+stop_server() {
+    if [ -n "$server_pid" ]; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+        server_pid=""
+    fi
+}
+pg_parent=""
+cleanup() {
+    stop_server
+    if [ -n "$pg_parent" ]; then
+        scripts/postgres-dev.sh stop >/dev/null 2>&1 || true
+        rmdir "$pg_parent" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+
+# start_server DB: starts `serve` on a free port; sets $server_pid and $port.
+start_server() {
+    local log="$out/serve.out"
+    : >"$log"
+    "$bin" serve --db "$1" "${keys[@]}" --port 0 --max-connections 512 >"$log" 2>"$out/serve.err" &
+    server_pid=$!
+    for _ in $(seq 1 300); do
+        grep -q '^listening on ' "$log" && break
+        sleep 0.1
+    done
+    port=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$log")
+    [ -n "$port" ] || { echo "serve did not start: $(cat "$out/serve.err")" >&2; exit 1; }
+}
+
+# load CONNECTIONS DELAY_MS: wrk for $seconds; prints its RESULT line.
+load() {
+    WRK_CORPUS="$corpus" WRK_THREADS=$threads WRK_DELAY_MS=$2 \
+        wrk -t$threads -c"$1" -d"${seconds}s" --timeout 10s -s scripts/wrk-postbacks.lua \
+        "http://127.0.0.1:$port" | grep '^RESULT'
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+peak_rss_mib() { awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+
+# engine NAME DB-MAKER: the three measurements against fresh stores made by DB-MAKER.
+engine() {
+    local name=$1 make=$2 db started elapsed ingest_rate max p99 rss
+    db=$($make ingest)
+    started=$(date +%s.%N)
+    "$bin" ingest --db "$db" "${keys[@]}" --format json "$corpus" >/dev/null
+    elapsed=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$started" "$(date +%s.%N)")
+    ingest_rate=$(python3 -c "import sys; print(round(int(sys.argv[1]) / float(sys.argv[2])))" "$count" "$elapsed")
+
+    start_server "$($make max)"
+    max=$(load 64 0)
+    stop_server
+    local rate
+    rate=$(field rate "$max")
+    local half=$((rate / 2)) connections=32
+    # Each connection waits connections/half seconds between requests: half the maximum in all.
+    local pause=$(python3 -c "import sys; print(max(1, round(int(sys.argv[1]) * 1000 / int(sys.argv[2]))))" "$connections" "$half")
+    start_server "$($make half)"
+    p99=$(load "$connections" "$pause")
+    stop_server
+    start_server "$($make rss)"
+    local wide
+    wide=$(load 256 0)
+    rss=$(peak_rss_mib "$server_pid")
+    stop_server
+
+    echo "| $name | ingest $ingest_rate/s | serve max $rate/s ($(python3 -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$rate" "$ingest_rate")× ingest), p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms | at $(field rate "$p99")/s: p50 $(field p50_ms "$p99") ms, p99 $(field p99_ms "$p99") ms | 256 connections: $(field rate "$wide")/s, p99 $(field p99_ms "$wide") ms, peak RSS $rss MiB |"
+    echo "  max: $max" >&2
+    echo "  half: $p99" >&2
+    echo "  256: $wide" >&2
+}
+
+sqlite_db() { local path="$out/serve-$1.sqlite"; rm -f "$path" "$path-wal" "$path-shm"; echo "$path"; }
+
+echo "| engine | ingest (reference) | serve, as fast as answered (wrk -t$threads -c64, ${seconds} s) | serve at half that rate (-c32, rate-limited) | serve with 256 connections |"
+echo "|---|---|---|---|---|"
+engine SQLite sqlite_db
+
+postgres=${BENCH_POSTGRES:-}
+if [ -z "$postgres" ]; then
+    postgres=0
+    ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && postgres=1
+fi
+[ "$postgres" = 1 ] || exit 0
+pg_parent=$(mktemp -d)
+chmod 755 "$pg_parent"
+export POSTBACKD_PG_DIR="$pg_parent/pg"
+pg_url=$(scripts/postgres-dev.sh start 2>/dev/null)
+pg_base=${pg_url%/*}
+pg_db() {
+    psql -X -q "$pg_url" -c "DROP DATABASE IF EXISTS serve_$1" -c "CREATE DATABASE serve_$1" >/dev/null
+    echo "$pg_base/serve_$1"
+}
+engine PostgreSQL pg_db

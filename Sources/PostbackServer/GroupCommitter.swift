@@ -57,17 +57,8 @@ final class GroupCommitter: Sendable {
     /// Waits until `submission` is durable (or the store failed) and returns what became of it.
     func submit(_ submission: Submission) async -> Receipt {
         await withCheckedContinuation { continuation in
-            let (accepted, writer) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
-                guard !state.closing else { return (false, nil) }
-                state.pending.append(Waiting(submission: submission, continuation: continuation))
-                defer { state.writerIdle = nil }
-                return (true, state.writerIdle)
-            }
-            if accepted {
-                writer?.resume()
-            } else {
-                continuation.resume(returning: .unavailable("the server is shutting down"))
-            }
+            let accepted = handToWriter { $0.pending.append(Waiting(submission: submission, continuation: continuation)) }
+            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
         }
     }
 
@@ -75,18 +66,22 @@ final class GroupCommitter: Sendable {
     /// else why not.
     func checkWritable() async -> String? {
         await withCheckedContinuation { continuation in
-            let (accepted, writer) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
-                guard !state.closing else { return (false, nil) }
-                state.probes.append(continuation)
-                defer { state.writerIdle = nil }
-                return (true, state.writerIdle)
-            }
-            if accepted {
-                writer?.resume()
-            } else {
-                continuation.resume(returning: "the server is shutting down")
-            }
+            let accepted = handToWriter { $0.probes.append(continuation) }
+            if !accepted { continuation.resume(returning: "the server is shutting down") }
         }
+    }
+
+    /// Adds work for the writer with `add` and wakes it if idle; false, adding nothing, once
+    /// closing.
+    private func handToWriter(_ add: (inout State) -> Void) -> Bool {
+        let (accepted, writer) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !state.closing else { return (false, nil) }
+            add(&state)
+            defer { state.writerIdle = nil }
+            return (true, state.writerIdle)
+        }
+        writer?.resume()
+        return accepted
     }
 
     /// Stops taking submissions; the writer commits what waits and returns.

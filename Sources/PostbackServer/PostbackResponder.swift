@@ -177,14 +177,8 @@ struct PostbackResponder: HTTPResponder {
         case .dropped: status = "dropped"
         }
         object.add("status", status)
-        object.add("verdict", result.verdict.rawValue)
+        VerificationReport.addVerdict(result, to: &object)
         if outcome == .conflict { object.add("conflict", true) }
-        object.add("kind", result.kind?.rawValue)
-        object.add("version", result.identity.version)
-        object.add("transaction_id", result.identity.transactionID)
-        object.add("ad_network_id", result.identity.adNetworkID)
-        object.add("field", result.field)
-        object.add("reason", result.reason)
         if result.testMode { object.add("test_mode", true) }
         if result.development { object.add("development", true) }
         object.add("request_id", requestID)

@@ -108,13 +108,7 @@ public enum VerificationReport {
         object.add("index", location.index)
         object.add("line", location.line)
         object.add("form", location.form.rawValue)
-        object.add("verdict", result.verdict.rawValue)
-        object.add("kind", result.kind?.rawValue)
-        object.add("version", result.identity.version)
-        object.add("transaction_id", result.identity.transactionID)
-        object.add("ad_network_id", result.identity.adNetworkID)
-        object.add("field", result.field)
-        object.add("reason", result.reason)
+        addVerdict(result, to: &object)
         object.add("test_mode", result.testMode)
         object.add("development", result.development)
         object.add("key", result.keyName)
@@ -131,6 +125,18 @@ public enum VerificationReport {
             object.addRaw("explain", json: explanation.json)
         }
         return object.text
+    }
+
+    /// `verdict`, `kind`, `version`, `transaction_id`, `ad_network_id`, `field` and `reason`:
+    /// what `verify --format json` and `serve`'s answers both say of a postback.
+    public static func addVerdict(_ result: VerificationResult, to object: inout JSONObjectWriter) {
+        object.add("verdict", result.verdict.rawValue)
+        object.add("kind", result.kind?.rawValue)
+        object.add("version", result.identity.version)
+        object.add("transaction_id", result.identity.transactionID)
+        object.add("ad_network_id", result.identity.adNetworkID)
+        object.add("field", result.field)
+        object.add("reason", result.reason)
     }
 
     /// `    decoded: purchase ×1–2 (USD 5.00–10.00); revenue …` under a valid postback's line.

@@ -83,8 +83,14 @@ engine() {
     ingest_rate=$(python3 -c "import sys; print(round(int(sys.argv[1]) / float(sys.argv[2])))" "$count" "$elapsed")
 
     start_server "$($make max)"
+    local cpu_before cpu_after
+    cpu_before=$(awk '{ print $14 + $15 }' "/proc/$server_pid/stat")
     max=$(load 64 0)
+    cpu_after=$(awk '{ print $14 + $15 }' "/proc/$server_pid/stat")
     stop_server
+    local cpu_us
+    cpu_us=$(python3 -c "import sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[4]) * 1e6 / int(sys.argv[3])))" \
+        "$cpu_before" "$cpu_after" "$(field requests "$max")" "$(getconf CLK_TCK)")
     local rate
     rate=$(field rate "$max")
     local half=$((rate / 2)) connections=32
@@ -99,13 +105,36 @@ engine() {
     rss=$(peak_rss_mib "$server_pid")
     stop_server
 
-    echo "| $name | ingest $ingest_rate/s | serve max $rate/s ($(python3 -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$rate" "$ingest_rate")× ingest), p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms | at $(field rate "$p99")/s: p50 $(field p50_ms "$p99") ms, p99 $(field p99_ms "$p99") ms | 256 connections: $(field rate "$wide")/s, p99 $(field p99_ms "$wide") ms, peak RSS $rss MiB |"
+    echo "| $name | ingest $ingest_rate/s | serve max $rate/s ($(python3 -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$rate" "$ingest_rate")× ingest), p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms, server CPU $cpu_us µs/request | at $(field rate "$p99")/s: p50 $(field p50_ms "$p99") ms, p99 $(field p99_ms "$p99") ms | 256 connections: $(field rate "$wide")/s, p99 $(field p99_ms "$wide") ms, peak RSS $rss MiB |"
     echo "  max: $max" >&2
     echo "  half: $p99" >&2
     echo "  256: $wide" >&2
 }
 
 sqlite_db() { local path="$out/serve-$1.sqlite"; rm -f "$path" "$path-wal" "$path-shm"; echo "$path"; }
+
+# The floor under every figure below: what the HTTP stack alone costs. GET /healthz as fast as
+# answered (no body, no verification, no store), with the CPU time per request of the server
+# (from /proc) and of wrk (GNU time).
+floor() {
+    start_server "$(sqlite_db floor)"
+    local before after result
+    before=$(awk '{ print $14 + $15 }' "/proc/$server_pid/stat")
+    result=$( { /usr/bin/time -f "WRKCPU %U %S" wrk -t$threads -c64 -d"${seconds}s" "http://127.0.0.1:$port/healthz"; } 2>&1)
+    after=$(awk '{ print $14 + $15 }' "/proc/$server_pid/stat")
+    stop_server
+    python3 - "$result" "$seconds" "$before" "$after" "$(getconf CLK_TCK)" <<'PY'
+import re, sys
+result, seconds, before, after, tick = sys.argv[1:]
+requests = int(re.search(r"(\d+) requests in", result).group(1))
+wrk_user, wrk_sys = map(float, re.search(r"WRKCPU (\S+) (\S+)", result).groups())
+server_us = (int(after) - int(before)) / int(tick) * 1e6 / requests
+wrk_us = (wrk_user + wrk_sys) * 1e6 / requests
+print(f"HTTP floor (GET /healthz, wrk -t2 -c64): {requests / float(seconds):.0f}/s; CPU per request: server {server_us:.0f} µs, wrk {wrk_us:.0f} µs")
+PY
+}
+floor
+echo
 
 echo "| engine | ingest (reference) | serve, as fast as answered (wrk -t$threads -c64, ${seconds} s) | serve at half that rate (-c32, rate-limited) | serve with 256 connections |"
 echo "|---|---|---|---|---|"

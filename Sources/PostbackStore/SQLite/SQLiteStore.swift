@@ -15,19 +15,37 @@ package final class SQLiteStore: PostbackStorage {
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
 
+    /// `serve`'s checkpoints, off the commit path.
+    private let checkpointer: WALCheckpointer?
+
     /// Opens (creating and migrating) the database at `path`.
     package init(path: String, access: StoreAccess = .standard) throws(DatabaseOpenError) {
         self.queue = try PostbackDatabase.open(path, allowingOpenTransactions: access == .ingest)
         self.location = .sqlite(path: path)
+        guard access == .receive else {
+            self.checkpointer = nil
+            return
+        }
+        do {
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.backstopPages)")
+            }
+            self.checkpointer = try WALCheckpointer(path: path)
+        } catch {
+            throw DatabaseOpenError(.cannotOpen, "cannot open a second connection to \(path): \(error)")
+        }
     }
 
     /// Wraps a queue opened by ``PostbackDatabase/open(_:allowingOpenTransactions:)``.
     package init(queue: DatabaseQueue, path: String) {
         self.queue = queue
         self.location = .sqlite(path: path)
+        self.checkpointer = nil
     }
 
-    package func close() async {}
+    package func close() async {
+        checkpointer?.stop()
+    }
 
     // MARK: - Runs
 

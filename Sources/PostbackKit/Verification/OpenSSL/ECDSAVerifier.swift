@@ -346,7 +346,12 @@ public final class ECDSAVerifier {
         if let known {
             sInverse = known
         } else {
-            guard let computedInverse, BN_mod_inverse(computedInverse, s, order, context) != nil else { return nil }
+            guard let computedInverse else { return nil }
+            if let inverter = OrderInverter.forCurve(generator.curve) {
+                guard inverter.invert(s, into: computedInverse, context: context) else { return nil }
+            } else if BN_mod_inverse(computedInverse, s, order, context) == nil {
+                return nil
+            }
             sInverse = computedInverse
         }
         guard BN_mod_mul(u1, message, sInverse, order, context) == 1,

@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+
+/// Copies the write-ahead log into the database file from a connection and thread of its own,
+/// for `serve`.
+///
+/// SQLite's automatic checkpoint runs inside the commit that crosses its threshold: that commit,
+/// and every request waiting on it, waits while thousands of pages are copied and flushed (150
+/// ms and more, measured with a 64 MiB threshold). A passive checkpoint needs no write lock, so
+/// run here it goes on while the writer commits. The writer keeps a high automatic threshold
+/// only as a backstop should this thread fall behind.
+final class WALCheckpointer: Sendable {
+    /// The writer's automatic checkpoint threshold, in pages (256 MiB of WAL), while this runs.
+    static let backstopPages = 65536
+    /// The log's length, in pages (16 MiB), past which it is started again.
+    static let restartFrames = 4096
+    private let queue: DatabaseQueue
+    private let stopped = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Opens a second connection to the database at `path` and starts checkpointing every
+    /// `interval`.
+    init(path: String, interval: Duration = .milliseconds(100)) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(PostbackDatabase.busyTimeoutSeconds)
+        configuration.label = "postbackd.checkpointer"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+        let queue = self.queue
+        let restartFrames = Self.restartFrames
+        let stopped = self.stopped
+        let finished = self.finished
+        let (seconds, attoseconds) = interval.components
+        let pause = Double(seconds) + Double(attoseconds) / 1e18
+        let thread = Thread {
+            while stopped.wait(timeout: .now() + pause) == .timedOut {
+                // Busy (another checkpoint under way, or a reader holding an old snapshot) is
+                // normal: the next turn catches up.
+                let frames = try? queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+                // A passive checkpoint never ends the log while commits keep coming, so the
+                // file would only grow. Past `restartFrames`, a restart checkpoint holds the
+                // writer off while it copies the few frames since the last turn, after which
+                // the writer starts the log again from its beginning.
+                if let frames, frames.walFrameCount >= restartFrames {
+                    _ = try? queue.writeWithoutTransaction { db in try db.checkpoint(.restart) }
+                }
+            }
+            finished.signal()
+        }
+        thread.name = "postbackd.checkpointer"
+        thread.start()
+    }
+
+    /// Stops the thread after a last checkpoint and waits for it.
+    func stop() {
+        stopped.signal()
+        finished.wait()
+        _ = try? queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+    }
+}

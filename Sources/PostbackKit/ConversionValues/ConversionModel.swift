@@ -13,6 +13,9 @@ public struct ConversionModel: Sendable, Hashable {
     public var fineValues: [Int: ConversionValueMapping]
     /// `postbackMappings`, by postback sequence index (0–2), then coarse value.
     public var coarseValues: [Int: [CoarseConversionValue: ConversionValueMapping]]
+    /// Each `postbackMappings` entry's lock-window trigger, by postback sequence index (the
+    /// window it locks); used by encoding, ignored by decoding.
+    public var lockTriggers: [Int: LockTrigger] = [:]
     /// The schema object as JSON text, as it was read (unwrapped from an API response).
     public var json: String
 
@@ -58,7 +61,8 @@ public struct ConversionModel: Sendable, Hashable {
 
 /// What one conversion value stands for (`ConversionValueMapping`).
 public struct ConversionValueMapping: Sendable, Hashable {
-    /// `minTimePostInstallHours` / `maxTimePostInstallHours` (informational).
+    /// `minTimePostInstallHours` / `maxTimePostInstallHours`: decoding ignores them; encoding
+    /// counts only events in [min, max) hours after install (max unset or 0: no bound).
     public var minTimePostInstallHours: Int64?
     public var maxTimePostInstallHours: Int64?
     /// `mappedEvents`.
@@ -75,6 +79,50 @@ public struct MappedEvent: Sendable, Hashable {
     /// Its revenue for the install in that window, when the event has any: `eventRevenueRange`,
     /// or `eventRevenueValue` v as (v, v).
     public var revenue: RevenueRange?
+    /// What a user's events must reach for this event to hold, as encoding reads it.
+    public var condition: EventCondition
+}
+
+/// An `Event` as a condition on a user's events (spec, "Encoding"). Decoding reads the same
+/// fields as ranges (``MappedEvent``); the two differ where a bound is unset: an occurrence
+/// range [a, unset] decodes as once but encodes as "at least a".
+public struct EventCondition: Sendable, Hashable {
+    /// How many of the user's events with this name it takes.
+    public enum Count: Sendable, Hashable {
+        /// `eventCounter` n > 0: at least n.
+        case atLeast(Int64)
+        /// `eventOccurrenceRange`: at least `min`, and at most `max` when set (not 0).
+        case range(min: Int64, max: Int64?)
+        /// Neither: at least once.
+        case once
+    }
+
+    /// The sum of their revenue in ``currency``.
+    public enum Revenue: Sendable, Hashable {
+        /// `eventRevenueValue` v > 0: at least v (micros).
+        case atLeast(Int64)
+        /// `eventRevenueRange`: at least `min`, and below `max` when set (not 0) (micros).
+        case range(min: Int64, max: Int64?)
+        /// Neither: no condition on revenue.
+        case none
+    }
+
+    public var name: String
+    /// `currencyCode`; nil when the event sets none (then only revenue without a currency
+    /// counts toward it).
+    public var currency: String?
+    public var count: Count
+    public var revenue: Revenue
+}
+
+/// What locks a window once the answer reaches it (`postbackMappings[].lockWindow…`).
+public enum LockTrigger: Sendable, Hashable {
+    /// `lockWindowCoarseConversionValue`: the answered coarse value is at least this.
+    case coarse(CoarseConversionValue)
+    /// `lockWindowFineConversionValue` (window 0): the answered fine value is at least this.
+    case fine(Int)
+    /// `lockWindowEvent`: this event holds over all the user's events, whenever they happened.
+    case event(EventCondition)
 }
 
 /// A range of counts.

@@ -134,6 +134,7 @@ private struct ModelReader {
         }
 
         var coarseValues: [Int: [CoarseConversionValue: ConversionValueMapping]] = [:]
+        var lockTriggers: [Int: LockTrigger] = [:]
         for (index, element) in array(value["postbackMappings"], path + ".postbackMappings") {
             let elementPath = path + ".postbackMappings[\(index)]"
             guard isObject(element, elementPath) else { continue }
@@ -150,10 +151,36 @@ private struct ModelReader {
                     "sets \(locks.joined(separator: " and ")); a postback mapping has at most one lock-window trigger"
                 )
             }
-            if let fine = element["lockWindowFineConversionValue"],
-                let lock = integer(fine, elementPath + ".lockWindowFineConversionValue", minimum: 0), lock > 63
+            var trigger: LockTrigger? = nil
+            if let fine = element["lockWindowFineConversionValue"], fine != .null,
+                let lock = integer(fine, elementPath + ".lockWindowFineConversionValue", minimum: 0)
             {
-                fail(elementPath + ".lockWindowFineConversionValue", "\(lock) is not a fine conversion value (0–63)")
+                if lock > 63 {
+                    fail(elementPath + ".lockWindowFineConversionValue", "\(lock) is not a fine conversion value (0–63)")
+                } else {
+                    trigger = .fine(Int(lock))
+                }
+            }
+            if let coarse = element["lockWindowCoarseConversionValue"], coarse != .null {
+                let coarsePath = elementPath + ".lockWindowCoarseConversionValue"
+                if case .string(let name) = coarse, let value = CoarseConversionValue(rawValue: name.lowercased()) {
+                    trigger = .coarse(value)
+                } else {
+                    fail(coarsePath, "expected \"LOW\", \"MEDIUM\" or \"HIGH\", found \(coarse.text)")
+                }
+            }
+            // The API's form is the event's name (`string lock_window_event`): the window locks
+            // once it happens. An `Event` object, with counts and revenue, is read too.
+            if let event = element["lockWindowEvent"], event != .null {
+                let eventPath = elementPath + ".lockWindowEvent"
+                switch event {
+                case .string(let name) where !name.isEmpty:
+                    trigger = .event(EventCondition(name: name, currency: nil, count: .once, revenue: .none))
+                case .object:
+                    if let locking = self.event(event, eventPath) { trigger = .event(locking.condition) }
+                default:
+                    fail(eventPath, "expected an event name (or an Event object), found \(event.kindName == "a string" ? "an empty string" : event.kindName)")
+                }
             }
             var byCoarse: [CoarseConversionValue: ConversionValueMapping] = [:]
             let coarsePath = elementPath + ".coarseGrainedConversionValueMappings"
@@ -178,6 +205,7 @@ private struct ModelReader {
                 continue
             }
             coarseValues[Int(sequence)] = byCoarse
+            if let trigger { lockTriggers[Int(sequence)] = trigger }
         }
         guard let appID else { return nil }
         return ConversionModel(
@@ -185,6 +213,7 @@ private struct ModelReader {
             measurementWindowHours: window,
             fineValues: fineValues,
             coarseValues: coarseValues,
+            lockTriggers: lockTriggers,
             json: value.text
         )
     }
@@ -227,6 +256,7 @@ private struct ModelReader {
         }
 
         // Revenue: eventRevenueRange or eventRevenueValue; 0 means unset.
+        var revenueCondition = EventCondition.Revenue.none
         var revenue: (min: Int64, max: Int64)? = nil
         let rangeValue = value["eventRevenueRange"]
         let exact = money(value["eventRevenueValue"], path + ".eventRevenueValue")
@@ -234,36 +264,46 @@ private struct ModelReader {
         if let rangeValue, isObject(rangeValue, path + ".eventRevenueRange") {
             let low = money(rangeValue["minEventRevenue"], path + ".eventRevenueRange.minEventRevenue") ?? 0
             let high = money(rangeValue["maxEventRevenue"], path + ".eventRevenueRange.maxEventRevenue") ?? 0
-            if low > high {
+            if high > 0 && low > high {
                 fail(
                     path + ".eventRevenueRange",
                     "minEventRevenue \(format(low)) is greater than maxEventRevenue \(format(high))"
                 )
                 valid = false
-            } else if high > 0 {
-                range = (low, high)
+            } else {
+                if high > 0 { range = (low, high) }
+                if low > 0 || high > 0 { revenueCondition = .range(min: low, max: high > 0 ? high : nil) }
             }
         }
         if let exact, exact > 0, range != nil {
             fail(path, "sets both eventRevenueRange and eventRevenueValue; an event has one revenue form")
             valid = false
         }
-        if let exact, exact > 0 { revenue = (exact, exact) } else { revenue = range }
+        if let exact, exact > 0 {
+            revenue = (exact, exact)
+            revenueCondition = .atLeast(exact)
+        } else {
+            revenue = range
+        }
 
         // Occurrences: eventOccurrenceRange or eventCounter; neither means once.
         var occurrences = CountRange(min: 1, max: 1)
+        var countCondition = EventCondition.Count.once
         var counted = false
         if let rangeValue = value["eventOccurrenceRange"], isObject(rangeValue, path + ".eventOccurrenceRange") {
             let low =
                 integer(rangeValue["minEventCount"], path + ".eventOccurrenceRange.minEventCount", minimum: 0) ?? 0
             let high =
                 integer(rangeValue["maxEventCount"], path + ".eventOccurrenceRange.maxEventCount", minimum: 0) ?? 0
-            if low > high {
+            if high > 0 && low > high {
                 fail(path + ".eventOccurrenceRange", "minEventCount \(low) is greater than maxEventCount \(high)")
                 valid = false
-            } else if high > 0 {
-                occurrences = CountRange(min: low, max: high)
-                counted = true
+            } else {
+                if high > 0 {
+                    occurrences = CountRange(min: low, max: high)
+                    counted = true
+                }
+                if low > 0 || high > 0 { countCondition = .range(min: low, max: high > 0 ? high : nil) }
             }
         }
         if let counter = integer(value["eventCounter"], path + ".eventCounter", minimum: 0), counter > 0 {
@@ -272,6 +312,7 @@ private struct ModelReader {
                 valid = false
             }
             occurrences = CountRange(min: counter, max: counter)
+            countCondition = .atLeast(counter)
         }
 
         var currency: String? = nil
@@ -298,7 +339,8 @@ private struct ModelReader {
             occurrences: occurrences,
             revenue: revenue.flatMap { range in
                 currency.map { RevenueRange(currency: $0, minMicros: range.min, maxMicros: range.max) }
-            }
+            },
+            condition: EventCondition(name: name, currency: currency, count: countCondition, revenue: revenueCondition)
         )
     }
 

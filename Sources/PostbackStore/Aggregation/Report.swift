@@ -167,12 +167,19 @@ struct ReportSQL {
     }
 
     /// Revenue per group and currency.
+    ///
+    /// Summed as integers (micros; half-micros for the estimate, which a midpoint can end on)
+    /// and only then made decimal: a sum of doubles depends on the order of its rows, which
+    /// differs between engines and runs, and a total near half a cent then rounds either way.
     var revenue: String {
         let (_, _, prefix) = grouping
         let table = query.events ? "aggregate_daily_event_revenue" : "aggregate_daily_revenue"
         let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
+        func exactSum(_ column: String, scale: String) -> String {
+            "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"
+        }
         return """
-            SELECT \(prefix)currency, SUM(revenue_min), SUM(revenue_max), SUM(revenue_estimate)
+            SELECT \(prefix)currency, \(exactSum("revenue_min", scale: "1000000")), \(exactSum("revenue_max", scale: "1000000")), \(exactSum("revenue_estimate", scale: "2000000"))
             FROM \(table) \(filter) GROUP BY \(positions)
             """
     }

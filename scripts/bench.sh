@@ -169,29 +169,16 @@ PY
 
 # PostgreSQL on the same corpus, in the same run: a throwaway cluster of its own (fsync on), one
 # database per measurement.
-postgres=${BENCH_POSTGRES:-}
-if [ -z "$postgres" ]; then
-    postgres=0
-    ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && postgres=1
-fi
-[ "$postgres" = 1 ] || exit 0
-
-pg_parent=$(mktemp -d)
-chmod 755 "$pg_parent"
-export POSTBACKD_PG_DIR="$pg_parent/pg"
-trap 'scripts/postgres-dev.sh stop >/dev/null 2>&1 || true; rmdir "$pg_parent" 2>/dev/null || true' EXIT
-pg_url=$(scripts/postgres-dev.sh start 2>/dev/null)
-pg_base=${pg_url%/*}
-new_database() {
-    psql -X -q "$pg_url" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
-    echo "$pg_base/$1"
-}
+. scripts/bench-postgres.sh
+bench_postgres_wanted || exit 0
+trap bench_postgres_stop EXIT
+bench_postgres_start
 
 # N workers at once into one database, each reading every Nth line of the corpus (the same
 # postbacks as one worker), each free to use all cores, as on N machines sharing a server.
 pg_ingest() {
     local workers=$1 url pids=() i
-    url=$(new_database "bench_w$workers")
+    url=$(bench_postgres_database "bench_w$workers")
     rm -f "$out"/pg-part-*
     if [ "$workers" -gt 1 ]; then
         awk -v n="$workers" -v out="$out/pg-part-" '{ print > (out (NR % n)) }' "$corpus"
@@ -220,7 +207,7 @@ echo "PostgreSQL aggregate" >&2
 measure pg-aggregate all "$bin" aggregate --db "$pg_base/bench_w1" --format json >"$out/pg-aggregate.out" 2>&1
 
 echo "PostgreSQL and SQLite absorbing verified batches (postbackd-store-bench)" >&2
-"$store_bench" --db "$(new_database bench_store)" --keys Keys/test "$corpus" >"$out/pg-store.json"
+"$store_bench" --db "$(bench_postgres_database bench_store)" --keys Keys/test "$corpus" >"$out/pg-store.json"
 rm -f "$out/store.sqlite" "$out/store.sqlite-wal" "$out/store.sqlite-shm"
 "$store_bench" --db "$out/store.sqlite" --keys Keys/test "$corpus" >"$out/sqlite-store.json"
 

@@ -40,13 +40,10 @@ stop_server() {
         server_pid=""
     fi
 }
-pg_parent=""
+. scripts/bench-postgres.sh
 cleanup() {
     stop_server
-    if [ -n "$pg_parent" ]; then
-        scripts/postgres-dev.sh stop >/dev/null 2>&1 || true
-        rmdir "$pg_parent" 2>/dev/null || true
-    fi
+    bench_postgres_stop
 }
 trap cleanup EXIT
 
@@ -145,20 +142,8 @@ echo "| engine | ingest (reference) | serve, as fast as answered (wrk -t$threads
 echo "|---|---|---|---|---|"
 engine SQLite sqlite_db
 
-postgres=${BENCH_POSTGRES:-}
-if [ -z "$postgres" ]; then
-    postgres=0
-    ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && postgres=1
-fi
-[ "$postgres" = 1 ] || exit 0
-pg_parent=$(mktemp -d)
-chmod 755 "$pg_parent"
-export POSTBACKD_PG_DIR="$pg_parent/pg"
-pg_url=$(scripts/postgres-dev.sh start 2>/dev/null)
-pg_base=${pg_url%/*}
-pg_db() {
-    psql -X -q "$pg_url" -c "DROP DATABASE IF EXISTS serve_$1" -c "CREATE DATABASE serve_$1" >/dev/null
-    echo "$pg_base/serve_$1"
-}
+bench_postgres_wanted || exit 0
+bench_postgres_start
+pg_db() { bench_postgres_database "serve_$1"; }
 settle="psql -X -q $pg_url -c CHECKPOINT"
 engine PostgreSQL pg_db

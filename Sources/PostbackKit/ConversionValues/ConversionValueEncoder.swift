@@ -73,30 +73,24 @@ public struct ConversionValueAnswer: Sendable, Hashable {
 
     /// Which mappings held, and what kept the next higher value from holding.
     public struct Explanation: Sendable, Hashable {
+        /// A mapped value above the answer, and the first condition of its mapping that failed.
+        public struct Next<Value: Sendable & Hashable>: Sendable, Hashable {
+            public var value: Value
+            public var failed: String
+        }
+
         /// The fine values whose mappings held (window 0), ascending.
         public var fineHeld: [Int] = []
-        /// The lowest mapped fine value above the answer, and the first condition it failed.
-        public var fineNext: (value: Int, failed: String)? = nil
+        /// The lowest mapped fine value above the answer.
+        public var fineNext: Next<Int>? = nil
         /// The coarse values whose mappings held in this window, ascending.
         public var coarseHeld: [CoarseConversionValue] = []
-        /// The lowest mapped coarse value above the answer, and the first condition it failed.
-        public var coarseNext: (value: CoarseConversionValue, failed: String)? = nil
+        /// The lowest mapped coarse value above the answer.
+        public var coarseNext: Next<CoarseConversionValue>? = nil
         /// The window's lock trigger and whether the answer reached it, in words.
         public var lock: String = "no lock trigger for this window"
         /// Set when the answer is the current values because the window is locked or over.
         public var unchanged: String? = nil
-
-        public static func == (a: Explanation, b: Explanation) -> Bool {
-            a.fineHeld == b.fineHeld && a.fineNext?.value == b.fineNext?.value && a.fineNext?.failed == b.fineNext?.failed
-                && a.coarseHeld == b.coarseHeld && a.coarseNext?.value == b.coarseNext?.value
-                && a.coarseNext?.failed == b.coarseNext?.failed && a.lock == b.lock && a.unchanged == b.unchanged
-        }
-
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(fineHeld)
-            hasher.combine(coarseHeld)
-            hasher.combine(lock)
-        }
     }
 }
 
@@ -157,7 +151,7 @@ extension ConversionModel {
                 explanation.fineHeld.sort()
                 // Every mapped value above the answer failed: the lowest of them is the next.
                 if let next = failures.keys.filter({ $0 > answer }).min(), let failed = failures[next] {
-                    explanation.fineNext = (next, failed)
+                    explanation.fineNext = .init(value: next, failed: failed)
                 }
             }
         } else {
@@ -166,12 +160,12 @@ extension ConversionModel {
 
         // Coarse value for the window: highest that holds, never down.
         var coarse: CoarseConversionValue? = nil
-        var coarseFailures: [(value: CoarseConversionValue, failed: String)] = []
+        var coarseFailures: [ConversionValueAnswer.Explanation.Next<CoarseConversionValue>] = []
         let mappings = coarseValues[window] ?? [:]
         for value in [CoarseConversionValue.low, .medium, .high] {
             guard let mapping = mappings[value] else { continue }
             if let failed = mapping.firstFailure(state) {
-                if explain { coarseFailures.append((value, failed)) }
+                if explain { coarseFailures.append(.init(value: value, failed: failed)) }
             } else {
                 coarse = value
                 if explain { explanation.coarseHeld.append(value) }

@@ -156,28 +156,26 @@ extension ConversionValueAnswer {
             } else {
                 if window == 0 {
                     explain.addRaw("fine_held", json: "[" + explanation.fineHeld.map(String.init).joined(separator: ",") + "]")
-                    if let next = explanation.fineNext {
-                        var object = JSONObjectWriter()
-                        object.add("value", next.value)
-                        object.add("failed", next.failed)
-                        explain.addRaw("fine_next", json: object.text)
-                    } else {
-                        explain.addRaw("fine_next", json: "null")
-                    }
+                    explain.addRaw("fine_next", json: Self.json(explanation.fineNext) { $0.add("value", $1) })
                 }
                 explain.add("coarse_held", strings: explanation.coarseHeld.map(\.rawValue))
-                if let next = explanation.coarseNext {
-                    var object = JSONObjectWriter()
-                    object.add("value", next.value.rawValue)
-                    object.add("failed", next.failed)
-                    explain.addRaw("coarse_next", json: object.text)
-                } else {
-                    explain.addRaw("coarse_next", json: "null")
-                }
+                explain.addRaw("coarse_next", json: Self.json(explanation.coarseNext) { $0.add("value", $1.rawValue) })
                 explain.add("lock", explanation.lock)
             }
             object.addRaw("explain", json: explain.text)
         }
+        return object.text
+    }
+
+    /// `{"value": …, "failed": "…"}`, or `null`.
+    private static func json<Value>(
+        _ next: Explanation.Next<Value>?,
+        value: (inout JSONObjectWriter, Value) -> Void
+    ) -> String {
+        guard let next else { return "null" }
+        var object = JSONObjectWriter()
+        value(&object, next.value)
+        object.add("failed", next.failed)
         return object.text
     }
 }

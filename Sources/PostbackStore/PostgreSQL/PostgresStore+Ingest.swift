@@ -282,7 +282,11 @@ extension PostgresStore {
                         receivedAt: copy.receivedAt,
                         runID: copy.runID,
                         // A valid postback is kept whatever the quarantine budget says.
-                        request: copy.request.map { ReceivedRequest(receivedAt: $0.receivedAt, clientAddress: $0.clientAddress, requestID: $0.requestID) },
+                        request: copy.request.map { request in
+                            var overBudget = request
+                            overBudget.mayQuarantine = true
+                            return overBudget
+                        },
                         entry: copy.entry
                     )
                 )

@@ -193,8 +193,10 @@ package final class SQLiteStore: PostbackStorage {
                 let request = requests[index]
                 let raw = verified.batch.bytes[entry.range]
                 let digest = verified.rawDigests[index]
-                func refuse(_ result: VerificationResult) throws -> ReceiptOutcome {
-                    guard request.mayQuarantine else { return .dropped }
+                /// - Parameter overBudget: quarantine even when the request may not (the budget
+                ///   is spent): for a valid postback, which is always kept.
+                func refuse(_ result: VerificationResult, overBudget: Bool = false) throws -> ReceiptOutcome {
+                    guard request.mayQuarantine || overBudget else { return .dropped }
                     let size = quarantinedSize(entry, rawCount: raw.count)
                     let verdict = result.verdict == .valid ? Verdict.malformed : result.verdict
                     let count = try Int.fetchOne(
@@ -233,18 +235,7 @@ package final class SQLiteStore: PostbackStorage {
                 case .stored: outcomes.append(.stored)
                 case .duplicate(let conflict): outcomes.append(conflict ? .conflict : .duplicate)
                 case .digestCollision(let storedID):
-                    // A valid postback is kept whatever the quarantine budget says.
-                    try quarantine(
-                        db,
-                        entry,
-                        digestCollision(result, storedID: storedID),
-                        raw: raw,
-                        digest: digest,
-                        source: ReceivedRequest.source,
-                        receivedAt: request.receivedAt,
-                        runID: runID
-                    )
-                    outcomes.append(.quarantined(newRow: true))
+                    outcomes.append(try refuse(digestCollision(result, storedID: storedID), overBudget: true))
                 }
             }
             return outcomes

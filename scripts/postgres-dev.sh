@@ -8,6 +8,8 @@
 #   scripts/postgres-dev.sh url       print the running cluster's URL (exit 1 if none)
 #   scripts/postgres-dev.sh status    say whether it runs (exit 0 if so, 3 if not)
 #   scripts/postgres-dev.sh stop      stop it and remove its folder (exit 0 if nothing ran)
+#   scripts/postgres-dev.sh halt      stop it and keep its folder: `start` resumes it, data and
+#                                     port included (a database that goes away and comes back)
 #   scripts/postgres-dev.sh restart [SECONDS]
 #                                     stop the running server (fast: sessions are cut), wait
 #                                     SECONDS (default 0), start it again on the same port
@@ -38,9 +40,9 @@ marker="$dir/.postbackd-pg"   # marks a folder this script made (stop removes on
 say() { echo "$me: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-usage="usage: $me start|stop|url|status|restart [SECONDS]"
+usage="usage: $me start|stop|halt|url|status|restart [SECONDS]"
 case "${1:-}" in
-    start|stop|url|status) command=$1; [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; } ;;
+    start|stop|halt|url|status) command=$1; [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; } ;;
     restart) command=$1; pause=${2:-0}; [ $# -le 2 ] || { echo "$usage" >&2; exit 2; } ;;
     *) echo "$usage" >&2; exit 2 ;;
 esac
@@ -216,5 +218,9 @@ stop)
         as_server "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >&2
     fi
     remove_folder
+    ;;
+halt)
+    running || die "no PostgreSQL running in $dir (scripts/postgres-dev.sh start)"
+    as_server "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >&2
     ;;
 esac

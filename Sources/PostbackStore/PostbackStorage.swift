@@ -102,7 +102,7 @@ package enum PostbackStores {
         case .sqlite(let path):
             store = try SQLiteStore(path: path, access: access)
         case .postgres(let url):
-            store = try await PostgresStore.open(url, logger: logger)
+            store = try await PostgresStore.open(url, access: access, logger: logger)
         }
         do {
             let result = try await body(store)

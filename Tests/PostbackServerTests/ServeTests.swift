@@ -335,6 +335,50 @@ struct ServeTests {
         #expect(try await store.strings("SELECT status FROM ingest_runs") == ["completed"])
     }
 
+    @Test(
+        "PostgreSQL down: postbacks are answered 503 within seconds, SIGTERM still stops the server, and nothing is lost",
+        .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
+    )
+    func postgresDown() async throws {
+        // A server of its own, so that stopping it disturbs no other test.
+        let database = try PostgresDevServer(folder: directory.path + "/pg")
+        defer { database.stop() }
+        let url = try database.start()
+        let server = try ServerProcess.start(["--db", url] + Self.keyArguments, directory: directory.path)
+        let client = try HTTPClient.forTests()
+        let first = try Self.signed("11111111-0000-4000-8000-0000000000d1")
+        let second = try Self.signed("11111111-0000-4000-8000-0000000000d2")
+        #expect(try await client.send(.POST, server.base + Self.skan, body: first).jsonStatus == "stored")
+
+        try database.halt()
+        var started = ContinuousClock.now
+        let refused = try await client.send(.POST, server.base + Self.skan, body: second)
+        #expect(refused.status == 503, "\(refused.body)")
+        #expect(refused.header("Retry-After") != nil)
+        #expect(ContinuousClock.now - started < .seconds(15), "answered after \(ContinuousClock.now - started)")
+        started = ContinuousClock.now
+        let ready = try await client.send(.GET, server.base + "/readyz")
+        #expect(ready.status == 503)
+        #expect(ContinuousClock.now - started < .seconds(15))
+
+        // The run's end cannot be recorded: the server says so and stops anyway.
+        started = ContinuousClock.now
+        let status = server.stop()
+        #expect(ContinuousClock.now - started < .seconds(30), "stopped after \(ContinuousClock.now - started)")
+        #expect(status != 0)
+        #expect(server.standardError.contains("record the end of the run"), "\(server.standardError)")
+
+        // Back up: the refused postback is stored when the device sends it again.
+        #expect(try database.start() == url, "resumed on the same port")
+        let again = try ServerProcess.start(["--db", url] + Self.keyArguments, directory: directory.path)
+        #expect(try await client.send(.POST, again.base + Self.skan, body: second).jsonStatus == "stored")
+        #expect(try await client.send(.POST, again.base + Self.skan, body: first).jsonStatus == "duplicate")
+        #expect(again.stop() == 0)
+        let store = TestStore(engine: .postgres, location: try StoreLocation(url))
+        #expect(try await store.strings("SELECT count(*) FROM postbacks") == ["2"])
+        #expect(try await store.strings("SELECT status FROM ingest_runs ORDER BY id") == ["running", "completed"])
+    }
+
     // MARK: Limits
 
     @Test("a flood of junk adds at most the hour's quarantine rows; repeats add to a count")

@@ -31,6 +31,11 @@ public final class PostgresDevServer: Sendable {
         _ = try script(["restart", String(pauseSeconds)])
     }
 
+    /// Stops the server and keeps its data: ``start()`` resumes it on the same port.
+    public func halt() throws {
+        _ = try script(["halt"])
+    }
+
     public func stop() {
         _ = try? script(["stop"])
     }

@@ -24,7 +24,7 @@ extension PostgresStore {
             let stored = try await Self.currentModels(connection, logger: logger)
             let models = ConversionModels(stored.map(\.model))
             try await Self.deleteRows(selection, connection, logger: logger)
-            var summary = try await client.withConnection { reader in
+            var summary = try await client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
                 try await Self.readOnly(reader, logger: logger) {
                     try await Self.aggregateDays(
                         selection,

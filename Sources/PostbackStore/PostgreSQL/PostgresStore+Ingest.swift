@@ -168,7 +168,7 @@ extension PostgresStore {
     static let receiveRetrySeconds: Int64 = 5
 
     package func checkWritable() async throws {
-        try await transaction("check that the database accepts writes", retryingFor: 0) { connection in
+        try await transaction("check that the database accepts writes", retryingFor: 0) { connection -> Void in
             // A standby, or a database set read-only, refuses the lock a write would take.
             try await connection.send("LOCK TABLE postbacks IN ROW EXCLUSIVE MODE NOWAIT", logger: logger)
         }

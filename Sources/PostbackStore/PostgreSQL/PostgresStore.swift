@@ -34,7 +34,15 @@ package final class PostgresStore: PostbackStorage {
     /// How long a transaction the server broke off is retried before the job gives up.
     static let retrySeconds: Int64 = 60
 
-    private init(url: PostgresURL, client: PostgresClient, runner: Task<Void, Never>, logger: Logger) {
+    /// The shortest wait for a pooled connection, even for a transaction not retried.
+    static let minimumConnectionWait: Int64 = 5
+
+    /// How long the start and end of a run are retried: shorter for `serve`, which should stop
+    /// soon after SIGTERM even when the server is gone.
+    let runRetrySeconds: Int64
+
+    private init(url: PostgresURL, client: PostgresClient, runner: Task<Void, Never>, access: StoreAccess, logger: Logger) {
+        self.runRetrySeconds = access == .receive ? 10 : Self.retrySeconds
         self.url = url
         self.location = .postgres(url)
         self.client = client
@@ -46,7 +54,7 @@ package final class PostgresStore: PostbackStorage {
     ///
     /// - Throws: ``DatabaseOpenError`` naming the host and what to check when the server
     ///   cannot be reached, refuses the user, has no such database, or holds a newer schema.
-    static func open(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
+    static func open(_ url: PostgresURL, access: StoreAccess = .standard, logger: Logger) async throws -> PostgresStore {
         let tls = try tlsConfiguration(url.sslMode)
         var connectionConfiguration = PostgresConnection.Configuration(
             host: url.host,
@@ -78,7 +86,7 @@ package final class PostgresStore: PostbackStorage {
             await runner.value
             throw error
         }
-        return PostgresStore(url: url, client: client, runner: runner, logger: logger)
+        return PostgresStore(url: url, client: client, runner: runner, access: access, logger: logger)
     }
 
     /// Connects once on its own (so that an unreachable server or a refused user gives a clear
@@ -123,7 +131,11 @@ package final class PostgresStore: PostbackStorage {
 
     /// Runs `body` in one transaction on a pooled connection, and runs it again from the start
     /// when the server broke the transaction off in a way a retry can heal, for up to
-    /// ``retrySeconds``.
+    /// `retrySeconds`.
+    ///
+    /// Waiting for a connection counts against the same time (and at least
+    /// ``minimumConnectionWait``): while the server is down, the call fails instead of waiting
+    /// for it to come back.
     func transaction<Result>(
         _ what: String,
         isolation: String = "",
@@ -135,7 +147,9 @@ package final class PostgresStore: PostbackStorage {
         while true {
             attempt += 1
             do {
-                return try await client.withConnection { connection in
+                let remaining = retrySeconds - (UTCInstant.now().milliseconds - started.milliseconds) / 1000
+                let wait = max(remaining, Self.minimumConnectionWait)
+                return try await client.withConnection(waitingAtMost: wait) { connection in
                     try await connection.send(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
                     do {
                         let result = try await body(connection)
@@ -171,7 +185,7 @@ package final class PostgresStore: PostbackStorage {
 
     package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64 {
         let inputsJSON = "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]"
-        return try await transaction("record the run") { connection in
+        return try await transaction("record the run", retryingFor: runRetrySeconds) { connection in
             let rows = try await connection.send(
                 """
                 INSERT INTO ingest_runs (started_at, status, inputs, received_at_option, postbackd_version)
@@ -187,7 +201,7 @@ package final class PostgresStore: PostbackStorage {
     }
 
     package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws {
-        try await transaction("record the end of the run") { connection -> Void in
+        try await transaction("record the end of the run", retryingFor: runRetrySeconds) { connection -> Void in
             try await connection.send(
                 """
                 UPDATE ingest_runs SET finished_at = \(finishedAt.iso8601)::timestamptz, status = \(status),

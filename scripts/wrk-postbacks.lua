@@ -1,9 +1,12 @@
--- wrk script for scripts/serve-bench.sh: POSTs the postbacks of a JSON Lines corpus, one per
--- request, over keep-alive connections. Thread k of n sends lines k, k+n, k+2n, … so that no
--- two threads send the same postback (wrap-around sends duplicates, which are still answered).
+-- wrk script for scripts/serve-bench.sh and scripts/conversion-value-bench.sh: sends the lines
+-- of a file, one per request, over keep-alive connections: as POST bodies (the postbacks of a
+-- JSON Lines corpus, by default), or with WRK_METHOD=GET as query strings. Thread k of n sends
+-- lines k, k+n, k+2n, … so that no two threads send the same line (wrap-around sends it again,
+-- which is still answered).
 --
--- Environment: WRK_CORPUS (the .jsonl file), WRK_THREADS (wrk's -t), WRK_DELAY_MS (pause
--- before each request on a connection: a rate-limited client; 0 = as fast as answers come).
+-- Environment: WRK_CORPUS (the file), WRK_THREADS (wrk's -t), WRK_DELAY_MS (pause before each
+-- request on a connection: a rate-limited client; 0 = as fast as answers come), WRK_METHOD
+-- (POST or GET), WRK_PATH (default the SKAdNetwork report-attribution endpoint).
 local corpus = os.getenv("WRK_CORPUS")
 local counter = 0
 
@@ -20,13 +23,17 @@ function init(args)
   stride = tonumber(os.getenv("WRK_THREADS") or "1")
   pause = tonumber(os.getenv("WRK_DELAY_MS") or "0")
   index = id
+  method = os.getenv("WRK_METHOD") or "POST"
+  path = os.getenv("WRK_PATH") or "/.well-known/skadnetwork/report-attribution/"
 end
 
 function request()
-  local body = bodies[(index % #bodies) + 1]
+  local line = bodies[(index % #bodies) + 1]
   index = index + stride
-  return wrk.format("POST", "/.well-known/skadnetwork/report-attribution/",
-    { ["Content-Type"] = "application/json" }, body)
+  if method == "GET" then
+    return wrk.format("GET", path .. "?" .. line)
+  end
+  return wrk.format("POST", path, { ["Content-Type"] = "application/json" }, line)
 end
 
 -- Defined only for a rate-limited client, and no `response` hook: each hook is a call into Lua

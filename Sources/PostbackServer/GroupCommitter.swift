@@ -27,27 +27,64 @@ final class GroupCommitter: Sendable {
         case unavailable(String)
     }
 
+    /// What a call of the app-facing conversion value endpoint learns.
+    enum DeviceReceipt: Sendable, Equatable {
+        /// The device's history after the call (nil: past 35 days, nothing kept).
+        case recorded(DeviceHistory?)
+        /// The store could not commit; nothing of this call was recorded.
+        case unavailable(String)
+    }
+
     private struct Waiting: Sendable {
         var submission: Submission
         var continuation: CheckedContinuation<Receipt, Never>
     }
 
+    private struct WaitingCall: Sendable {
+        var call: DeviceCall
+        var continuation: CheckedContinuation<DeviceReceipt, Never>
+    }
+
     private struct State: Sendable {
         var pending: [Waiting] = []
+        var calls: [WaitingCall] = []
         var probes: [CheckedContinuation<String?, Never>] = []
+        var reloadModels = false
         var writerIdle: CheckedContinuation<Void, Never>?
         var closing = false
+
+        var idle: Bool { pending.isEmpty && calls.isEmpty && probes.isEmpty && !reloadModels && !closing }
+    }
+
+    /// One turn's work for the writer.
+    private struct Work {
+        var group: [Waiting]
+        var calls: [WaitingCall]
+        var probes: [CheckedContinuation<String?, Never>]
+        var reloadModels: Bool
+        var closing: Bool
+
+        var isEmpty: Bool { group.isEmpty && calls.isEmpty && probes.isEmpty && !reloadModels }
     }
 
     private let state = Mutex(State())
     let maximumGroup: Int
     let metrics: ServerMetrics
+    /// The models the conversion value endpoints answer from, reloaded by the writer.
+    let models: ModelDirectory
     let logger: Logger
     private let budget: Mutex<QuarantineBudget>
 
-    init(maximumGroup: Int = 1024, quarantineRowsPerHour: Int, metrics: ServerMetrics, logger: Logger) {
+    init(
+        maximumGroup: Int = 1024,
+        quarantineRowsPerHour: Int,
+        metrics: ServerMetrics,
+        models: ModelDirectory = ModelDirectory(),
+        logger: Logger
+    ) {
         self.maximumGroup = max(1, maximumGroup)
         self.metrics = metrics
+        self.models = models
         self.logger = logger
         self.budget = Mutex(QuarantineBudget(rowsPerHour: quarantineRowsPerHour))
     }
@@ -69,6 +106,20 @@ final class GroupCommitter: Sendable {
             let accepted = handToWriter { $0.probes.append(continuation) }
             if !accepted { continuation.resume(returning: "the server is shutting down") }
         }
+    }
+
+    /// Waits until `call` is recorded durably (or the store failed) and returns the device's
+    /// history after it.
+    func record(_ call: DeviceCall) async -> DeviceReceipt {
+        await withCheckedContinuation { continuation in
+            let accepted = handToWriter { $0.calls.append(WaitingCall(call: call, continuation: continuation)) }
+            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
+        }
+    }
+
+    /// Asks the writer to read the current models again between two commits.
+    func reloadModels() {
+        _ = handToWriter { $0.reloadModels = true }
     }
 
     /// Adds work for the writer with `add` and wakes it if idle; false, adding nothing, once
@@ -100,8 +151,8 @@ final class GroupCommitter: Sendable {
     func run(store: any PostbackStorage, runID: Int64) async -> IngestSummary {
         var summary = IngestSummary()
         while true {
-            let (group, probes, closing) = await nextWork()
-            if !probes.isEmpty {
+            let work = await nextWork()
+            if !work.probes.isEmpty {
                 let problem: String?
                 do {
                     try await store.checkWritable()
@@ -109,33 +160,51 @@ final class GroupCommitter: Sendable {
                 } catch {
                     problem = describeStoreError(error)
                 }
-                for probe in probes { probe.resume(returning: problem) }
+                for probe in work.probes { probe.resume(returning: problem) }
             }
-            if !group.isEmpty {
-                await commit(group, store: store, runID: runID, summary: &summary)
+            if !work.group.isEmpty {
+                await commit(work.group, store: store, runID: runID, summary: &summary)
             }
-            if closing && group.isEmpty && probes.isEmpty { return summary }
+            if !work.calls.isEmpty {
+                await record(work.calls, store: store)
+            }
+            if work.reloadModels {
+                do {
+                    models.replace(with: try await store.currentModels())
+                } catch {
+                    logger.warning(
+                        "cannot read the models; answering from those read before",
+                        metadata: ["serve.error": "\(describeStoreError(error))"]
+                    )
+                }
+            }
+            if work.closing && work.isEmpty { return summary }
         }
     }
 
-    /// Waits for submissions or probes, and takes them (at most ``maximumGroup`` submissions).
-    private func nextWork() async -> (group: [Waiting], probes: [CheckedContinuation<String?, Never>], closing: Bool) {
+    /// Waits for work, and takes it (at most ``maximumGroup`` submissions and as many calls).
+    private func nextWork() async -> Work {
         while true {
-            let work = state.withLock { state -> ([Waiting], [CheckedContinuation<String?, Never>], Bool)? in
-                guard state.pending.isEmpty && state.probes.isEmpty && !state.closing else {
+            let work = state.withLock { state -> Work? in
+                guard state.idle else {
                     let count = min(state.pending.count, maximumGroup)
                     let group = Array(state.pending.prefix(count))
                     state.pending.removeFirst(count)
+                    let callCount = min(state.calls.count, maximumGroup)
+                    let calls = Array(state.calls.prefix(callCount))
+                    state.calls.removeFirst(callCount)
                     let probes = state.probes
                     state.probes = []
-                    return (group, probes, state.closing)
+                    let reload = state.reloadModels
+                    state.reloadModels = false
+                    return Work(group: group, calls: calls, probes: probes, reloadModels: reload, closing: state.closing)
                 }
                 return nil
             }
             if let work { return work }
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { state -> Bool in
-                    if state.pending.isEmpty && state.probes.isEmpty && !state.closing {
+                    if state.idle {
                         state.writerIdle = continuation
                         return false
                     }
@@ -143,6 +212,24 @@ final class GroupCommitter: Sendable {
                 }
                 if ready { continuation.resume() }
             }
+        }
+    }
+
+    private func record(_ waiting: [WaitingCall], store: any PostbackStorage) async {
+        let histories: [DeviceHistory?]
+        do {
+            histories = try await store.recordDeviceCalls(waiting.map(\.call))
+        } catch {
+            let reason = describeStoreError(error)
+            logger.error(
+                "recording conversion value calls failed; answering 503",
+                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(reason)"]
+            )
+            for call in waiting { call.continuation.resume(returning: .unavailable(reason)) }
+            return
+        }
+        for (call, history) in zip(waiting, histories) {
+            call.continuation.resume(returning: .recorded(history))
         }
     }
 

@@ -16,7 +16,8 @@ struct ServeRequestContext: RequestContext {
     }
 }
 
-/// `serve`'s routes: the two report-attribution endpoints, health, readiness and metrics.
+/// `serve`'s routes: the two report-attribution endpoints, the conversion value endpoints
+/// (``ConversionValueRoutes.swift``), health, readiness and metrics.
 ///
 /// Routing is a switch over the path rather than Hummingbird's router, which answers a wrong
 /// method with 404: here an unknown path is 404 and a known path with another method is 405
@@ -28,6 +29,10 @@ struct PostbackResponder: HTTPResponder {
     let verifiers: VerifierPool
     let committer: GroupCommitter
     let metrics: ServerMetrics
+    /// The conversion value endpoints' models (the committer's).
+    var models: ModelDirectory { committer.models }
+    /// `--api-key`: when any, the conversion value endpoints take only these.
+    let apiKeys: [String]
     let maximumBody: Int
     /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`): its last
     /// entry is stored instead of the peer's address.
@@ -39,6 +44,8 @@ struct PostbackResponder: HTTPResponder {
     enum Route: String {
         case skadnetwork = "/.well-known/skadnetwork/report-attribution"
         case appattribution = "/.well-known/appattribution/report-attribution"
+        case conversionValue = "/v1/conversion-value"
+        case snippet = "/api/v2/conversion_value"
         case health = "/healthz"
         case ready = "/readyz"
         case metrics = "/metrics"
@@ -51,8 +58,8 @@ struct PostbackResponder: HTTPResponder {
 
         var method: HTTPRequest.Method {
             switch self {
-            case .skadnetwork, .appattribution: .post
-            case .health, .ready, .metrics: .get
+            case .skadnetwork, .appattribution, .conversionValue: .post
+            case .health, .ready, .metrics, .snippet: .get
             }
         }
     }
@@ -68,6 +75,10 @@ struct PostbackResponder: HTTPResponder {
                 switch route {
                 case .skadnetwork, .appattribution:
                     response = await receive(request, context: context, arrival: arrival, requestID: requestID)
+                case .conversionValue:
+                    response = await conversionValue(request, arrival: arrival)
+                case .snippet:
+                    response = await snippetConversionValue(request, arrival: arrival)
                 case .health:
                     response = Self.json(.ok, #"{"status":"up"}"#)
                 case .ready:

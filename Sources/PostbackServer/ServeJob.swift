@@ -37,6 +37,8 @@ public struct ServeJob: Sendable {
     public var clientAddressHeader: String?
     /// Postbacks written per transaction, at most.
     public var maximumGroup: Int
+    /// `--api-key`: when any, the conversion value endpoints take only these (never logged).
+    public var apiKeys: [String]
     public var logger: Logger
 
     public static let defaultMaximumBody = 65_536
@@ -56,8 +58,10 @@ public struct ServeJob: Sendable {
         quarantineRowsPerHour: Int = ServeJob.defaultQuarantineRowsPerHour,
         clientAddressHeader: String? = nil,
         maximumGroup: Int = 1_024,
+        apiKeys: [String] = [],
         logger: Logger = Logger(label: "postbackd.serve")
     ) {
+        self.apiKeys = apiKeys
         self.location = location
         self.keyRing = keyRing
         self.host = host
@@ -88,10 +92,13 @@ public struct ServeJob: Sendable {
                 startedAt: .now()
             )
             let metrics = ServerMetrics()
+            let models = ModelDirectory()
+            models.replace(with: try await store.currentModels())
             let committer = GroupCommitter(
                 maximumGroup: maximumGroup,
                 quarantineRowsPerHour: quarantineRowsPerHour,
                 metrics: metrics,
+                models: models,
                 logger: logger
             )
             let writer = CommitterService(
@@ -104,6 +111,7 @@ public struct ServeJob: Sendable {
                 verifiers: VerifierPool(keyRing: keyRing),
                 committer: committer,
                 metrics: metrics,
+                apiKeys: apiKeys,
                 maximumBody: maximumBody,
                 clientAddressHeader: clientAddressHeader.flatMap { HTTPField.Name($0) },
                 accessLog: accessLog,
@@ -227,6 +235,14 @@ final class CommitterService: Service, Sendable {
 
     func run() async throws {
         let committer = self.committer
+        // Models added meanwhile (by `models add`, anywhere) are read every few seconds.
+        let reloader = Task {
+            while !Task.isCancelled {
+                try await Task.sleep(for: ModelDirectory.reloadInterval)
+                committer.reloadModels()
+            }
+        }
+        defer { reloader.cancel() }
         let summary = await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withTaskExecutorPreference(executor) {

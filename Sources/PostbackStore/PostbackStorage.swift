@@ -53,12 +53,24 @@ package protocol PostbackStorage: AnyObject {
     // MARK: Models
 
     /// Stores `models` in one transaction; each replaces its app's current model if different.
-    func addModels(_ models: [(model: ConversionModel, source: String)]) async throws -> [ModelAddOutcome]
+    /// `bundleIDs` records app bundle identifiers (by app id) in the same transaction.
+    ///
+    /// - Throws: ``BundleIDConflict`` (nothing stored) when a bundle identifier is another
+    ///   app's.
+    func addModels(_ models: [(model: ConversionModel, source: String)], bundleIDs: [Int64: String]) async throws
+        -> [ModelAddOutcome]
 
     /// The current model of every app, by app id.
     func currentModels() async throws -> [StoredModel]
 
     // MARK: Aggregates and reports
+
+    /// Records calls of the app-facing conversion value endpoint, in order, in one transaction
+    /// durable when this returns, and returns each device's history after its call (nil past
+    /// 35 days after its first call: nothing is kept then). Each history is
+    /// ``DeviceHistory/recording(_:after:)`` of the stored one, so a call retried adds
+    /// nothing. Histories 35 days past their first call are deleted.
+    func recordDeviceCalls(_ calls: [DeviceCall]) async throws -> [DeviceHistory?]
 
     /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
     /// models, replacing them atomically.
@@ -160,6 +172,25 @@ public struct StoredModel: Sendable {
     /// The file it was added from.
     public var source: String
     public var addedAt: String
+    /// The app's bundle identifier, when recorded (`models add --bundle-id`).
+    public var bundleID: String?
+}
+
+extension StoredModel {
+    /// Whether `app` names this model's app: its App Store id, or its bundle identifier.
+    public func matches(_ app: String) -> Bool {
+        Int64(app) == model.appID || (bundleID != nil && app == bundleID)
+    }
+}
+
+/// A bundle identifier recorded for another app already.
+public struct BundleIDConflict: Error, CustomStringConvertible {
+    public var bundleID: String
+    public var appID: Int64
+    public var otherAppID: Int64
+    public var description: String {
+        "bundle identifier \(bundleID) belongs to app \(otherAppID) already; it cannot name app \(appID) too"
+    }
 }
 
 /// What adding a model did.

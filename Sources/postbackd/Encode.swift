@@ -31,8 +31,13 @@ extension Postbackd {
 
         @OptionGroup var database: DatabaseOptions
 
-        @Option(help: ArgumentHelp("With --db: the app whose current model answers (its App Store id).", valueName: "app"))
-        var app: Int64?
+        @Option(
+            help: ArgumentHelp(
+                "With --db: the app whose current model answers (its App Store id, or its bundle identifier).",
+                valueName: "app"
+            )
+        )
+        var app: String?
 
         @Option(help: ArgumentHelp("The states, one JSON object per line; - for standard input.", valueName: "file|-"))
         var state: String = "-"
@@ -65,7 +70,7 @@ extension Postbackd {
             } else if let app {
                 let stored: StoredModel?
                 do {
-                    stored = try await ModelsJob.show(appID: app, location: database.location)
+                    stored = try await ModelsJob.show(app: app, location: database.location)
                 } catch {
                     throw failStore(error, database.location)
                 }

@@ -15,6 +15,7 @@ extension Postbackd {
 
                 Examples:
                   postbackd models add SamplePostbacks/models/*.json
+                  postbackd models add --bundle-id com.example.game game-model.json
                   postbackd models list
                   postbackd models show 525463029
 
@@ -31,15 +32,25 @@ extension Postbackd {
 
             @OptionGroup var database: DatabaseOptions
 
+            @Option(
+                help: ArgumentHelp(
+                    "The app's bundle identifier, recorded with its model (one model): the app-facing conversion value endpoint finds the app by it.",
+                    valueName: "bundle"
+                )
+            )
+            var bundleID: String?
+
             @Argument(help: "Model files (JSON).")
             var files: [String]
 
             func run() async throws {
                 let added: [ModelsJob.Added]
                 do {
-                    added = try await ModelsJob.add(files: files, location: database.location)
+                    added = try await ModelsJob.add(files: files, bundleID: bundleID, location: database.location)
                 } catch let error as ModelFilesError {
                     throw failInput("no model was stored:\n" + error.description)
+                } catch let error as BundleIDConflict {
+                    throw failInput("no model was stored: \(error)")
                 } catch {
                     throw failStore(error, database.location)
                 }
@@ -48,6 +59,9 @@ extension Postbackd {
                     output.line(
                         "app \(entry.model.appID): \(entry.outcome.rawValue) from \(entry.file) (\(ModelsJob.describe(entry.model)))"
                     )
+                    if let bundleID {
+                        output.line("    bundle identifier \(bundleID)")
+                    }
                 }
                 output.flush()
             }
@@ -73,7 +87,8 @@ extension Postbackd {
                 case .text:
                     if models.isEmpty { output.line("no models (postbackd models add FILE)") }
                     for stored in models {
-                        output.line("app \(stored.model.appID): \(ModelsJob.describe(stored.model))")
+                        let bundle = stored.bundleID.map { " (\($0))" } ?? ""
+                        output.line("app \(stored.model.appID)\(bundle): \(ModelsJob.describe(stored.model))")
                         output.line(
                             "    added \(stored.addedAt) from \(stored.source), sha256 \(stored.sha256.prefix(16))…"
                         )
@@ -82,6 +97,7 @@ extension Postbackd {
                     let objects = models.map { stored -> String in
                         var object = JSONObjectWriter()
                         object.add("app_id", stored.model.appID)
+                        object.add("bundle_id", stored.bundleID)
                         object.add("fine_values", stored.model.fineValues.count)
                         object.addRaw(
                             "coarse_postbacks",
@@ -106,18 +122,18 @@ extension Postbackd {
 
             @OptionGroup var database: DatabaseOptions
 
-            @Argument(help: "The App Store id of the app.")
-            var appID: Int64
+            @Argument(help: "The app: its App Store id, or its bundle identifier.")
+            var app: String
 
             func run() async throws {
                 let stored: StoredModel?
                 do {
-                    stored = try await ModelsJob.show(appID: appID, location: database.location)
+                    stored = try await ModelsJob.show(app: app, location: database.location)
                 } catch {
                     throw failStore(error, database.location)
                 }
                 guard let stored else {
-                    throw failInput("no model for app \(appID) (postbackd models list shows the apps that have one)")
+                    throw failInput("no model for app \(app) (postbackd models list shows the apps that have one)")
                 }
                 let output = TextOutput.standardOutput()
                 let pretty = (try? JSONValue.parse(Array(stored.model.json.utf8)))?.prettyText ?? stored.model.json

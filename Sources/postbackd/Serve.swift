@@ -18,6 +18,14 @@ extension Postbackd {
                 body over --max-body; 503 with Retry-After when the store cannot commit. Requests \
                 arriving together share one commit.
 
+                Conversion values, from the models added with `postbackd models add`: POST \
+                /v1/conversion-value with a state as `encode` reads it plus app_id or bundle_id \
+                answers as encode does, storing nothing; GET /api/v2/conversion_value speaks the \
+                client snippet's protocol (a, i, n, idfv and the snippet's SKAN parameters), \
+                keeping each device's events (by SHA-256 of its idfv) for 35 days. With \
+                --api-key or --api-key-file, both take only those keys (a=KEY, or \
+                Authorization: Bearer KEY); others get 401.
+
                 Also: GET /healthz (the process is up), GET /readyz (the store accepts writes), \
                 GET /metrics (Prometheus text).
 
@@ -27,9 +35,12 @@ extension Postbackd {
                   postbackd serve
                   postbackd serve --db postgres://postbackd@db.internal/postbackd --host 0.0.0.0 --port 8080
                   postbackd serve --host 0.0.0.0 --port 443 --tls-cert /etc/postbackd/cert.pem --tls-key /etc/postbackd/key.pem
+                  postbackd serve --api-key-file /etc/postbackd/api-keys
 
-                Exit status: 0 stopped by a signal; 2 usage error, a certificate that cannot be \
-                read, an address that cannot be listened on, or a database that cannot be used.
+                Exit status: 0 stopped by a signal; 1 stopped, but the end of the run could not \
+                be recorded (the database went away); 2 usage error, a certificate or key file \
+                that cannot be read, an address that cannot be listened on, or a database that \
+                cannot be used.
                 """
         )
 
@@ -92,6 +103,18 @@ extension Postbackd {
         )
         var clientAddressHeader: String?
 
+        @Option(
+            name: .customLong("api-key"),
+            help: ArgumentHelp(
+                "An API key the conversion value endpoints accept (repeat for more). Visible in the process list: prefer --api-key-file.",
+                valueName: "key"
+            )
+        )
+        var apiKeys: [String] = []
+
+        @Option(help: ArgumentHelp("A file of API keys, one per line (# starts a comment).", valueName: "file"))
+        var apiKeyFile: String?
+
         func validate() throws {
             if (tlsCert == nil) != (tlsKey == nil) {
                 throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
@@ -104,6 +127,26 @@ extension Postbackd {
             if let clientAddressHeader, HTTPHeaderName.isValid(clientAddressHeader) == false {
                 throw ValidationError("--client-address-header \(clientAddressHeader) is not a header name")
             }
+        }
+
+        /// The keys of --api-key and --api-key-file.
+        func allAPIKeys() throws -> [String] {
+            var keys = apiKeys
+            if let apiKeyFile {
+                guard let bytes = ConversionModelFile.readWholeFile(apiKeyFile) else {
+                    throw failInput("cannot read --api-key-file \(apiKeyFile)")
+                }
+                for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                    let key = line.trimmingCharacters(in: .whitespaces)
+                    if !key.isEmpty && !key.hasPrefix("#") { keys.append(key) }
+                }
+                guard !keys.isEmpty else { throw failInput("--api-key-file \(apiKeyFile) holds no key") }
+            }
+            for key in keys where key.isEmpty || key.utf8.count > 256 || key.contains(where: \.isWhitespace) {
+                _ = key
+                throw failInput("an API key has 1 to 256 characters and no spaces")
+            }
+            return keys
         }
 
         func run() async throws {
@@ -119,6 +162,7 @@ extension Postbackd {
                 maximumConnections: maxConnections,
                 quarantineRowsPerHour: quarantineRowsPerHour,
                 clientAddressHeader: clientAddressHeader,
+                apiKeys: try allAPIKeys(),
                 logger: Logger(label: "postbackd.serve")
             )
             let summary: IngestSummary

@@ -274,7 +274,7 @@ struct EncodingTests {
         func holds(_ events: [UserState.Event], before maximum: Double?) -> Bool {
             let matching = events.filter { $0.name == name && (maximum == nil || $0.hours < maximum!) }
             let count = matching.count
-            let dollars = matching.reduce(0.0) { $0 + ($1.currency == "USD" ? Double($1.revenueMicros ?? 0) / 1e6 : 0) }
+            let dollars = matching.reduce(0.0) { $0 + Double($1.revenue.filter { $0.currency == "USD" }.reduce(0) { $0 + $1.micros }) / 1e6 }
             if let counter, count < counter { return false }
             if let occurrences, count < occurrences.min || (occurrences.max > 0 && count > occurrences.max) { return false }
             if counter == nil && occurrences == nil && count < 1 { return false }

@@ -34,10 +34,13 @@ final class ServerProcess: Sendable {
     }
 
     /// Starts `postbackd serve --port 0 arguments…` and waits until it listens.
-    static func start(_ arguments: [String], directory: String) throws -> ServerProcess {
+    static func start(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws -> ServerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Postbackd.executable)
         process.arguments = ["serve", "--port", "0"] + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         let outPipe = Pipe()
         let errPipe = Pipe()

@@ -5,15 +5,34 @@ public struct UserState: Sendable, Hashable {
         public var name: String
         /// Hours after the user's first call.
         public var hours: Double
-        /// Its revenue in micros of ``currency``, if any.
-        public var revenueMicros: Int64?
-        public var currency: String?
+        /// Its revenue: usually none or one amount; several when one call of the app-facing
+        /// endpoint reports revenue in several currencies.
+        public var revenue: [Revenue]
 
-        public init(name: String, hours: Double, revenueMicros: Int64? = nil, currency: String? = nil) {
+        /// An amount in micros of a currency (ISO 4217).
+        public struct Revenue: Sendable, Hashable {
+            public var micros: Int64
+            public var currency: String
+
+            public init(micros: Int64, currency: String) {
+                self.micros = micros
+                self.currency = currency
+            }
+        }
+
+        public init(name: String, hours: Double, revenue: [Revenue] = []) {
             self.name = name
             self.hours = hours
-            self.revenueMicros = revenueMicros
-            self.currency = currency
+            self.revenue = revenue
+        }
+
+        /// An event with one amount (`revenueMicros` of `currency`), or none.
+        public init(name: String, hours: Double, revenueMicros: Int64?, currency: String?) {
+            self.init(
+                name: name,
+                hours: hours,
+                revenue: revenueMicros.flatMap { micros in currency.map { [Revenue(micros: micros, currency: $0)] } } ?? []
+            )
         }
     }
 
@@ -234,8 +253,9 @@ extension EventCondition {
         var revenue: Int64 = 0
         for event in events where event.name == name && event.hours >= from && (to.map { event.hours < $0 } ?? true) {
             count += 1
-            if let micros = event.revenueMicros, event.currency == currency {
-                revenue = revenue.addingReportingOverflow(micros).overflow ? Int64.max : revenue + micros
+            for amount in event.revenue where amount.currency == currency {
+                let (sum, overflow) = revenue.addingReportingOverflow(amount.micros)
+                revenue = overflow ? Int64.max : sum
             }
         }
         let within = to.map { "in hours [\(formatHours(from)), \(formatHours($0)))" } ?? (from > 0 ? "from hour \(formatHours(from))" : "")

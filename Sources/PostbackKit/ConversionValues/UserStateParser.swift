@@ -91,12 +91,13 @@ public enum UserStateParser {
             throw UserStateError(field: path + ".name", message: value["name"] == nil ? "missing" : "expected a non-empty string")
         }
         let hours = try number(value["hours"], path + ".hours", required: true) ?? 0
-        var event = UserState.Event(name: name, hours: hours)
+        var micros: Int64? = nil
+        var currencyCode: String? = nil
         if let revenue = try number(value["revenue"], path + ".revenue", required: false) {
             guard revenue < 9e12 else {
                 throw UserStateError(field: path + ".revenue", message: "\(formatJSONNumber(revenue)) is implausibly large")
             }
-            event.revenueMicros = Int64((revenue * 1_000_000).rounded())
+            micros = Int64((revenue * 1_000_000).rounded())
         }
         if let currency = value["currency"], currency != .null {
             guard case .string(let code) = currency, code.utf8.count == 3,
@@ -107,12 +108,12 @@ public enum UserStateParser {
                     message: "expected a three-letter ISO 4217 code such as \"USD\", found \(currency.text)"
                 )
             }
-            event.currency = code
+            currencyCode = code
         }
-        if event.revenueMicros != nil && event.currency == nil {
+        if micros != nil && currencyCode == nil {
             throw UserStateError(field: path + ".currency", message: "missing: revenue needs its currency")
         }
-        return event
+        return UserState.Event(name: name, hours: hours, revenueMicros: micros, currency: currencyCode)
     }
 
     /// A non-negative finite number.

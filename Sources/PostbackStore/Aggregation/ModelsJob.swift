@@ -12,9 +12,12 @@ public enum ModelsJob {
     /// Reads every file (one model, an API-wrapped model, or an array of them), validates all
     /// of them, and stores them only if every one is valid.
     ///
+    /// With `bundleID`, the files must hold one model, and the bundle identifier is recorded for
+    /// its app (the app-facing conversion value endpoint finds the app by it).
+    ///
     /// - Throws: ``ModelFilesError`` naming each file and JSON path at fault (nothing is
-    ///   stored then); ``DatabaseOpenError``.
-    public static func add(files: [String], location: StoreLocation) async throws -> [Added] {
+    ///   stored then); ``BundleIDConflict``; ``DatabaseOpenError``.
+    public static func add(files: [String], bundleID: String? = nil, location: StoreLocation) async throws -> [Added] {
         var read: [(model: ConversionModel, source: String)] = []
         var problems: [String] = []
         for file in files {
@@ -39,8 +42,20 @@ public enum ModelsJob {
             }
             seen[entry.model.appID] = entry.source
         }
+        var bundleIDs: [Int64: String] = [:]
+        if let bundleID {
+            if let problem = Self.bundleIDProblem(bundleID) {
+                problems.append("--bundle-id \(bundleID): \(problem)")
+            } else if read.count == 1, let only = read.first {
+                bundleIDs[only.model.appID] = bundleID
+            } else if problems.isEmpty {
+                problems.append("--bundle-id names one app, and the files hold \(read.count) models: add that app's model alone")
+            }
+        }
         if !problems.isEmpty { throw ModelFilesError(problems: problems) }
-        let outcomes = try await PostbackStores.with(location) { store in try await store.addModels(read) }
+        let outcomes = try await PostbackStores.with(location) { store in
+            try await store.addModels(read, bundleIDs: bundleIDs)
+        }
         return zip(read, outcomes).map { Added(file: $0.source, model: $0.model, outcome: $1) }
     }
 
@@ -49,9 +64,21 @@ public enum ModelsJob {
         try await PostbackStores.with(location) { store in try await store.currentModels() }
     }
 
-    /// The current model of an app.
-    public static func show(appID: Int64, location: StoreLocation) async throws -> StoredModel? {
-        try await list(location: location).first { $0.model.appID == appID }
+    /// The current model of an app, by its App Store id or its bundle identifier.
+    public static func show(app: String, location: StoreLocation) async throws -> StoredModel? {
+        try await list(location: location).first { $0.matches(app) }
+    }
+
+    /// Why `text` cannot be a bundle identifier (letters, digits, `-` and `.`, at most 155
+    /// characters, as App Store Connect allows), or nil.
+    public static func bundleIDProblem(_ text: String) -> String? {
+        if text.isEmpty || text.utf8.count > 155 { return "a bundle identifier has 1 to 155 characters" }
+        let allowed = text.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: ".")
+        }
+        return allowed ? nil : "a bundle identifier has only letters, digits, hyphens and periods (com.example.app)"
     }
 
     /// A one-line description of a model: what it maps.

@@ -253,6 +253,34 @@ enum PostgresSchema {
                 "ALTER TABLE \($0) ADD COLUMN client_address text, ADD COLUMN request_id text"
             } + ["ALTER TABLE quarantine ADD COLUMN received_count bigint NOT NULL DEFAULT 1"]
         ),
+        // Conversion values served to apps: each app's bundle identifier (the client snippet
+        // names the app by it), and per device (SHA-256 of its identifier for vendor) the
+        // events since its first call. Times in milliseconds since 1970.
+        Migration(
+            version: 3,
+            name: "app bundle identifiers, conversion value devices",
+            statements: [
+                """
+                CREATE TABLE app_bundles (
+                    app_id bigint PRIMARY KEY,
+                    bundle_id text NOT NULL UNIQUE,
+                    added_at timestamptz NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE conversion_value_devices (
+                    app_id bigint NOT NULL,
+                    device bytea NOT NULL,
+                    first_call_ms bigint NOT NULL,
+                    last_call_ms bigint NOT NULL,
+                    last_request bytea NOT NULL,
+                    history text NOT NULL,
+                    PRIMARY KEY (app_id, device)
+                )
+                """,
+                "CREATE INDEX conversion_value_devices_first_call ON conversion_value_devices (first_call_ms)",
+            ]
+        ),
     ]
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the

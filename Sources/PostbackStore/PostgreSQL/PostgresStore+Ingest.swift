@@ -439,12 +439,19 @@ extension PostgresStore {
     }
 }
 
-/// `INSERT … SELECT * FROM unnest($1, $2, …) suffix`, each column one array parameter.
-func unnestInsert(_ insert: String, _ columns: [PostgresArrayColumn], suffix: String = "") -> PostgresQuery {
+/// `INSERT … SELECT * FROM unnest($1, $2, …) suffix`, each column one array parameter;
+/// `columnsSuffix` adds constant columns after the arrays' (`, 0, ''`).
+func unnestInsert(
+    _ insert: String,
+    _ columns: [PostgresArrayColumn],
+    columnsSuffix: String = "",
+    suffix: String = ""
+) -> PostgresQuery {
     var binds = PostgresBindings(capacity: columns.count)
     for column in columns { binds.append(column) }
     let parameters = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
-    return PostgresQuery(unsafeSQL: "\(insert) SELECT * FROM unnest(\(parameters)) \(suffix)", binds: binds)
+    let select = columnsSuffix.isEmpty ? "SELECT *" : "SELECT u.*\(columnsSuffix)"
+    return PostgresQuery(unsafeSQL: "\(insert) \(select) FROM unnest(\(parameters)) AS u \(suffix)", binds: binds)
 }
 
 extension PendingWrites.Candidate {

@@ -2,11 +2,30 @@ import PostbackKit
 import PostgresNIO
 
 extension PostgresStore {
-    package func addModels(_ models: [(model: ConversionModel, source: String)]) async throws -> [ModelAddOutcome] {
+    package func addModels(
+        _ models: [(model: ConversionModel, source: String)],
+        bundleIDs: [Int64: String]
+    ) async throws -> [ModelAddOutcome] {
         let now = UTCInstant.now().iso8601
         return try await transaction("store the models") { connection in
             // Two `models add` at once would both find no current model for an app.
             try await connection.send("SELECT pg_advisory_xact_lock(\(PostgresSchema.modelsLock))", logger: logger)
+            for (appID, bundleID) in bundleIDs.sorted(by: { $0.key < $1.key }) {
+                for try await other in try await connection.send(
+                    "SELECT app_id FROM app_bundles WHERE bundle_id = \(bundleID) AND app_id <> \(appID)",
+                    logger: logger
+                ).decode(Int64.self) {
+                    throw BundleIDConflict(bundleID: bundleID, appID: appID, otherAppID: other)
+                }
+                try await connection.send(
+                    """
+                    INSERT INTO app_bundles (app_id, bundle_id, added_at) VALUES (\(appID), \(bundleID), \(now)::timestamptz)
+                    ON CONFLICT (app_id) DO UPDATE SET bundle_id = EXCLUDED.bundle_id, added_at = EXCLUDED.added_at
+                    WHERE app_bundles.bundle_id <> EXCLUDED.bundle_id
+                    """,
+                    logger: logger
+                )
+            }
             var outcomes: [ModelAddOutcome] = []
             for (model, source) in models {
                 let sha = SHA256Digest(hashing: Array(model.json.utf8)).description
@@ -44,7 +63,7 @@ extension PostgresStore {
     }
 
     package func currentModels() async throws -> [StoredModel] {
-        try await transaction("read the models") { connection in
+        try await transaction("read the models", retryingFor: modelsRetrySeconds) { connection in
             try await Self.currentModels(connection, logger: logger)
         }
     }
@@ -53,22 +72,156 @@ extension PostgresStore {
         var models: [StoredModel] = []
         let rows = try await connection.send(
             """
-            SELECT model::text, model_sha256, source, \(unescaped: isoText("added_at"))
-            FROM conversion_models WHERE replaced_at IS NULL ORDER BY app_id
+            SELECT m.model::text, m.model_sha256, m.source, \(unescaped: isoText("m.added_at")), b.bundle_id
+            FROM conversion_models m LEFT JOIN app_bundles b ON b.app_id = m.app_id
+            WHERE m.replaced_at IS NULL ORDER BY m.app_id
             """,
             logger: logger
         )
-        for try await (text, sha, source, addedAt) in rows.decode((String, String, String, String).self) {
+        for try await (text, sha, source, addedAt, bundleID) in rows.decode((String, String, String, String, String?).self) {
             models.append(
                 StoredModel(
                     model: try ConversionModelParser.parse(Array(text.utf8)),
                     sha256: sha,
                     source: source,
-                    addedAt: addedAt
+                    addedAt: addedAt,
+                    bundleID: bundleID
                 )
             )
         }
         return models
+    }
+}
+
+/// The `conversion_value_devices` table: per device, the events the app-facing endpoint saw.
+extension PostgresStore {
+    package func recordDeviceCalls(_ calls: [DeviceCall]) async throws -> [DeviceHistory?] {
+        guard let latest = calls.map(\.at).max() else { return [] }
+        var keys: [DeviceKey] = []
+        var seen: Set<DeviceKey> = []
+        for call in calls {
+            let key = DeviceKey(appID: call.appID, device: call.device)
+            if seen.insert(key).inserted { keys.append(key) }
+        }
+        // Locked in one order, so that two servers' groups wait for each other, not deadlock.
+        keys.sort { $0.appID != $1.appID ? $0.appID < $1.appID : $0.device.lexicographicallyPrecedes($1.device) }
+        let logger = self.logger
+        // A device waits for the answer: retried briefly, as `receive`.
+        return try await transaction("record conversion value calls", retryingFor: Self.receiveRetrySeconds) {
+            connection in
+            // A row for every device first (an empty one for a new device), so that each can be
+            // locked: another server recording the same device waits for this transaction.
+            var apps = PostgresArrayColumn(.int8, capacity: keys.count)
+            var devices = PostgresArrayColumn(.bytea, capacity: keys.count)
+            for key in keys {
+                apps.append(key.appID)
+                devices.append(bytes: key.device)
+            }
+            try await connection.send(
+                unnestInsert(
+                    "INSERT INTO conversion_value_devices (app_id, device, first_call_ms, last_call_ms, last_request, history)",
+                    [apps, devices],
+                    columnsSuffix: ", 0::bigint, 0::bigint, ''::bytea, ''::text",
+                    suffix: "ON CONFLICT (app_id, device) DO NOTHING"
+                ),
+                logger: logger
+            )
+            var binds = PostgresBindings(capacity: 2)
+            binds.append(apps)
+            binds.append(devices)
+            let rows = try await connection.send(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT d.app_id, d.device, d.first_call_ms, d.last_call_ms, d.last_request, d.history
+                        FROM conversion_value_devices d JOIN unnest($1::bigint[], $2::bytea[]) AS k (app_id, device)
+                            ON d.app_id = k.app_id AND d.device = k.device
+                        ORDER BY d.app_id, d.device FOR UPDATE OF d
+                        """,
+                    binds: binds
+                ),
+                logger: logger
+            )
+            var known: [DeviceKey: DeviceHistory?] = [:]
+            for try await (app, device, first, last, request, text) in rows.decode(
+                (Int64, ByteBuffer, Int64, Int64, ByteBuffer, String).self
+            ) {
+                known[DeviceKey(appID: app, device: Array(device.readableBytesView))] = DeviceHistory(
+                    storedJSON: text,
+                    firstCallAt: UTCInstant(milliseconds: first),
+                    lastCallAt: UTCInstant(milliseconds: last),
+                    lastRequest: Array(request.readableBytesView)
+                )
+            }
+            var histories: [DeviceHistory?] = []
+            histories.reserveCapacity(calls.count)
+            for call in calls {
+                let key = DeviceKey(appID: call.appID, device: call.device)
+                let history = DeviceHistory.recording(call, after: known[key] ?? nil)
+                known[key] = history
+                histories.append(history)
+            }
+            var updateApps = PostgresArrayColumn(.int8, capacity: keys.count)
+            var updateDevices = PostgresArrayColumn(.bytea, capacity: keys.count)
+            var firsts = PostgresArrayColumn(.int8, capacity: keys.count)
+            var lasts = PostgresArrayColumn(.int8, capacity: keys.count)
+            var requests = PostgresArrayColumn(.bytea, capacity: keys.count)
+            var texts = PostgresArrayColumn(.text, capacity: keys.count)
+            var goneApps = PostgresArrayColumn(.int8)
+            var goneDevices = PostgresArrayColumn(.bytea)
+            for key in keys {
+                if case .some(.some(let history)) = known[key] {
+                    updateApps.append(key.appID)
+                    updateDevices.append(bytes: key.device)
+                    firsts.append(history.firstCallAt.milliseconds)
+                    lasts.append(history.lastCallAt.milliseconds)
+                    requests.append(bytes: history.lastRequest)
+                    texts.append(history.storedJSON)
+                } else {
+                    goneApps.append(key.appID)
+                    goneDevices.append(bytes: key.device)
+                }
+            }
+            if updateApps.count > 0 {
+                var binds = PostgresBindings(capacity: 6)
+                for column in [updateApps, updateDevices, firsts, lasts, requests, texts] { binds.append(column) }
+                try await connection.send(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            UPDATE conversion_value_devices d SET first_call_ms = u.first_call_ms,
+                                last_call_ms = u.last_call_ms, last_request = u.last_request, history = u.history
+                            FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::bytea[], $6::text[])
+                                AS u (app_id, device, first_call_ms, last_call_ms, last_request, history)
+                            WHERE d.app_id = u.app_id AND d.device = u.device
+                            """,
+                        binds: binds
+                    ),
+                    logger: logger
+                )
+            }
+            if goneApps.count > 0 {
+                var binds = PostgresBindings(capacity: 2)
+                binds.append(goneApps)
+                binds.append(goneDevices)
+                try await connection.send(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            DELETE FROM conversion_value_devices d USING unnest($1::bigint[], $2::bytea[]) AS g (app_id, device)
+                            WHERE d.app_id = g.app_id AND d.device = g.device
+                            """,
+                        binds: binds
+                    ),
+                    logger: logger
+                )
+            }
+            try await connection.send(
+                """
+                DELETE FROM conversion_value_devices
+                WHERE first_call_ms <= \(latest.milliseconds - DeviceHistory.retentionMilliseconds) AND last_call_ms > 0
+                """,
+                logger: logger
+            )
+            return histories
+        }
     }
 }
 

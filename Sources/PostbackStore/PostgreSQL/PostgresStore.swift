@@ -41,8 +41,13 @@ package final class PostgresStore: PostbackStorage {
     /// soon after SIGTERM even when the server is gone.
     let runRetrySeconds: Int64
 
+    /// How long reading the models is retried: `serve` reads them again every few seconds,
+    /// between commits, and must not stall its commits for long while the server is away.
+    let modelsRetrySeconds: Int64
+
     private init(url: PostgresURL, client: PostgresClient, runner: Task<Void, Never>, access: StoreAccess, logger: Logger) {
         self.runRetrySeconds = access == .receive ? 10 : Self.retrySeconds
+        self.modelsRetrySeconds = access == .receive ? Self.receiveRetrySeconds : Self.retrySeconds
         self.url = url
         self.location = .postgres(url)
         self.client = client
@@ -164,6 +169,9 @@ package final class PostgresStore: PostbackStorage {
                         throw error
                     }
                 }
+            } catch let error as BundleIDConflict {
+                // The caller's error, not the database's.
+                throw error
             } catch {
                 let elapsed = (UTCInstant.now().milliseconds - started.milliseconds) / 1000
                 guard isRetryable(error), elapsed < retrySeconds else {

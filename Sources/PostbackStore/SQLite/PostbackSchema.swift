@@ -262,6 +262,30 @@ public enum PostbackSchema {
             }
             try db.execute(sql: "ALTER TABLE quarantine ADD COLUMN received_count INTEGER NOT NULL DEFAULT 1")
         }
+        // Conversion values served to apps: each app's bundle identifier (the client snippet
+        // names the app by it), and per device (SHA-256 of its identifier for vendor) the
+        // events since its first call. Times in milliseconds since 1970.
+        migrator.registerMigration("v7: app bundle identifiers, conversion value devices") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE app_bundles (
+                        app_id INTEGER PRIMARY KEY,
+                        bundle_id TEXT NOT NULL UNIQUE,
+                        added_at TEXT NOT NULL
+                    );
+                    CREATE TABLE conversion_value_devices (
+                        app_id INTEGER NOT NULL,
+                        device BLOB NOT NULL,
+                        first_call_ms INTEGER NOT NULL,
+                        last_call_ms INTEGER NOT NULL,
+                        last_request BLOB NOT NULL,
+                        history TEXT NOT NULL,
+                        PRIMARY KEY (app_id, device)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX conversion_value_devices_first_call ON conversion_value_devices (first_call_ms);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -1,0 +1,231 @@
+/// One call of the app-facing endpoint (`GET /api/v2/conversion_value`), as the store records
+/// it: the client snippet sends no event history, so the server keeps one per device.
+public struct DeviceCall: Sendable, Hashable {
+    public var appID: Int64
+    /// SHA-256 of the app's identifier for vendor: the raw identifier is never kept.
+    public var device: [UInt8]
+    /// When the request arrived: the event's time.
+    public var at: UTCInstant
+    /// The event the app reports (`__SESSION__` for a session).
+    public var event: String
+    /// The app's first call (its install, as SKAdNetwork counts it), when the app sent it.
+    public var firstCallAt: UTCInstant?
+    /// The app's running revenue totals, micros per currency, when sent: in-app purchases and
+    /// ad revenue.
+    public var revenueTotals: [String: Int64]?
+    public var adRevenueTotals: [String: Int64]?
+    /// SHA-256 of the request's query: the same request sent again is a retry.
+    public var request: [UInt8]
+
+    public init(
+        appID: Int64,
+        device: [UInt8],
+        at: UTCInstant,
+        event: String,
+        firstCallAt: UTCInstant?,
+        revenueTotals: [String: Int64]?,
+        adRevenueTotals: [String: Int64]?,
+        request: [UInt8]
+    ) {
+        self.appID = appID
+        self.device = device
+        self.at = at
+        self.event = event
+        self.firstCallAt = firstCallAt
+        self.revenueTotals = revenueTotals
+        self.adRevenueTotals = adRevenueTotals
+        self.request = request
+    }
+}
+
+/// What the server keeps about one device of one app: its events since the first call, and the
+/// revenue totals it last reported (the next call's revenue is their increase).
+public struct DeviceHistory: Sendable, Hashable {
+    public var firstCallAt: UTCInstant
+    public var lastCallAt: UTCInstant
+    /// SHA-256 of the last call's query.
+    public var lastRequest: [UInt8]
+    public var events: [UserState.Event]
+    public var revenueTotals: [String: Int64]
+    public var adRevenueTotals: [String: Int64]
+
+    public init(
+        firstCallAt: UTCInstant,
+        lastCallAt: UTCInstant,
+        lastRequest: [UInt8],
+        events: [UserState.Event] = [],
+        revenueTotals: [String: Int64] = [:],
+        adRevenueTotals: [String: Int64] = [:]
+    ) {
+        self.firstCallAt = firstCallAt
+        self.lastCallAt = lastCallAt
+        self.lastRequest = lastRequest
+        self.events = events
+        self.revenueTotals = revenueTotals
+        self.adRevenueTotals = adRevenueTotals
+    }
+
+    /// How long a history is kept after the first call: the last window ends at 840 hours.
+    public static let retentionMilliseconds: Int64 = 35 * 24 * 3_600_000
+    /// The same request again within this time is a retry, and records nothing.
+    public static let retryMilliseconds: Int64 = 60_000
+    /// Events kept per device: past it, calls are answered but add no event (a client cannot
+    /// grow a row without bound).
+    public static let maximumEvents = 4096
+
+    /// Hours from the first call to `instant` (0 when a clock put it before).
+    public func hours(at instant: UTCInstant) -> Double {
+        Double(max(0, instant.milliseconds - firstCallAt.milliseconds)) / 3_600_000
+    }
+
+    /// The history after `call`, given the one before it (nil for a new device); nil when the
+    /// call comes 35 days or more after the first call, when nothing is kept.
+    ///
+    /// The first call is the app's when it sends one, else the earliest the server saw. The
+    /// event is recorded at the call's time with, as its revenue, the increase of each
+    /// currency's totals since the previous call (a total that went down, after a reinstall,
+    /// is taken as the new base and adds nothing). The same request again within
+    /// ``retryMilliseconds`` changes nothing.
+    public static func recording(_ call: DeviceCall, after previous: DeviceHistory?) -> DeviceHistory? {
+        let firstCallAt = call.firstCallAt ?? previous?.firstCallAt ?? call.at
+        guard call.at.milliseconds - firstCallAt.milliseconds < retentionMilliseconds else { return nil }
+        if let previous, previous.lastRequest == call.request,
+            call.at.milliseconds - previous.lastCallAt.milliseconds < retryMilliseconds
+        {
+            return previous
+        }
+        var history =
+            previous
+            ?? DeviceHistory(firstCallAt: firstCallAt, lastCallAt: call.at, lastRequest: call.request)
+        history.firstCallAt = firstCallAt
+        history.lastCallAt = max(history.lastCallAt, call.at)
+        history.lastRequest = call.request
+        var increase: [String: Int64] = [:]
+        if let totals = call.revenueTotals {
+            Self.add(totals, since: &history.revenueTotals, into: &increase)
+        }
+        if let totals = call.adRevenueTotals {
+            Self.add(totals, since: &history.adRevenueTotals, into: &increase)
+        }
+        if history.events.count < maximumEvents {
+            history.events.append(
+                UserState.Event(
+                    name: call.event,
+                    hours: history.hours(at: call.at),
+                    revenue: increase.keys.sorted().compactMap { currency in
+                        increase[currency].map { UserState.Event.Revenue(micros: $0, currency: currency) }
+                    }
+                )
+            )
+        }
+        return history
+    }
+
+    private static func add(_ totals: [String: Int64], since last: inout [String: Int64], into increase: inout [String: Int64]) {
+        for (currency, total) in totals {
+            let before = last[currency] ?? 0
+            if total > before {
+                let (sum, overflow) = (increase[currency] ?? 0).addingReportingOverflow(total - before)
+                increase[currency] = overflow ? Int64.max : sum
+            }
+            last[currency] = total
+        }
+    }
+
+    /// The client snippet's name for a session.
+    public static let snippetSession = "__SESSION__"
+
+    /// The state encoding reads at `instant` for `model`, with what the app has set.
+    ///
+    /// The snippet reports a session as `__SESSION__`; a model that does not name that event
+    /// but names `session` counts them as its `session` events.
+    public func state(
+        for model: ConversionModel,
+        at instant: UTCInstant,
+        currentFine: Int?,
+        currentCoarse: [CoarseConversionValue?],
+        currentLocked: [Bool]
+    ) -> UserState {
+        var events = self.events
+        if !model.eventNames.contains(Self.snippetSession) && model.eventNames.contains("session") {
+            for index in events.indices where events[index].name == Self.snippetSession {
+                events[index].name = "session"
+            }
+        }
+        return UserState(
+            elapsedHours: hours(at: instant),
+            events: events,
+            currentFine: currentFine,
+            currentCoarse: currentCoarse,
+            currentLocked: currentLocked
+        )
+    }
+}
+
+// MARK: - Stored form
+
+extension DeviceHistory {
+    /// The events and totals as the stores keep them: compact JSON,
+    /// `{"e":[["purchase",2.5,[["USD",4990000]]],…],"r":{"USD":4990000},"a":{}}`.
+    public var storedJSON: String {
+        var text = "{\"e\":["
+        for (index, event) in events.enumerated() {
+            if index > 0 { text += "," }
+            text += "[" + jsonQuoted(event.name) + "," + String(event.hours)
+            if !event.revenue.isEmpty {
+                text += ",[" + event.revenue.map { "[" + jsonQuoted($0.currency) + "," + String($0.micros) + "]" }
+                    .joined(separator: ",") + "]"
+            }
+            text += "]"
+        }
+        text += "],\"r\":" + Self.totalsJSON(revenueTotals) + ",\"a\":" + Self.totalsJSON(adRevenueTotals) + "}"
+        return text
+    }
+
+    private static func totalsJSON(_ totals: [String: Int64]) -> String {
+        "{" + totals.keys.sorted().map { jsonQuoted($0) + ":" + String(totals[$0] ?? 0) }.joined(separator: ",") + "}"
+    }
+
+    /// Reads ``storedJSON`` back; nil when it is not that form.
+    public init?(storedJSON: String, firstCallAt: UTCInstant, lastCallAt: UTCInstant, lastRequest: [UInt8]) {
+        guard let value = try? JSONValue.parse(Array(storedJSON.utf8)), case .array(let rows)? = value["e"],
+            let revenueTotals = Self.totals(value["r"]), let adRevenueTotals = Self.totals(value["a"])
+        else { return nil }
+        var events: [UserState.Event] = []
+        events.reserveCapacity(rows.count)
+        for row in rows {
+            guard case .array(let fields) = row, fields.count >= 2, case .string(let name) = fields[0],
+                case .number(let hoursText) = fields[1], let hours = Double(hoursText)
+            else { return nil }
+            var revenue: [UserState.Event.Revenue] = []
+            if fields.count > 2 {
+                guard case .array(let amounts) = fields[2] else { return nil }
+                for amount in amounts {
+                    guard case .array(let pair) = amount, pair.count == 2, case .string(let currency) = pair[0],
+                        case .number(let microsText) = pair[1], let micros = Int64(microsText)
+                    else { return nil }
+                    revenue.append(.init(micros: micros, currency: currency))
+                }
+            }
+            events.append(UserState.Event(name: name, hours: hours, revenue: revenue))
+        }
+        self.init(
+            firstCallAt: firstCallAt,
+            lastCallAt: lastCallAt,
+            lastRequest: lastRequest,
+            events: events,
+            revenueTotals: revenueTotals,
+            adRevenueTotals: adRevenueTotals
+        )
+    }
+
+    private static func totals(_ value: JSONValue?) -> [String: Int64]? {
+        guard case .object(let members)? = value else { return nil }
+        var totals: [String: Int64] = [:]
+        for (key, value) in members {
+            guard case .number(let text) = value, let micros = Int64(text) else { return nil }
+            totals[key] = micros
+        }
+        return totals
+    }
+}

@@ -1,0 +1,332 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import PostbackKit
+
+/// The app-facing routes: the next conversion value, from the model `encode` uses.
+///
+/// - `POST /v1/conversion-value`: the state in the body, as `encode` reads it, plus `app_id` or
+///   `bundle_id`; stateless.
+/// - `GET /api/v2/conversion_value`: the client snippet's protocol; the server keeps each
+///   device's events (``DeviceHistory``), since the snippet does not send them.
+extension PostbackResponder {
+    /// The largest state body accepted: 10,000 events fit.
+    static let maximumStateBody = 1 << 20
+
+    // MARK: POST /v1/conversion-value
+
+    func conversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
+        if let refusal = refuseKey(request.uri.queryParameters["a"].map(String.init) ?? bearerToken(request)) { return refusal }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maximumStateBody)
+        } catch is NIOTooManyBytesError {
+            return Self.json(
+                .contentTooLarge,
+                Self.error("the body is over \(Self.maximumStateBody) bytes", field: nil)
+            )
+        } catch {
+            return Self.json(.badRequest, Self.error("the request body did not arrive whole", field: nil))
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(Array(body.readableBytesView))
+        } catch {
+            return Self.json(.badRequest, Self.error("not valid JSON: \(error.message)", field: nil))
+        }
+        guard case .object = value else {
+            return Self.json(.badRequest, Self.error("expected a JSON object, found \(value.kindName)", field: nil))
+        }
+        let entry: ModelDirectory.Entry?
+        switch (value["app_id"], value["bundle_id"]) {
+        case (.some(.number(let text)), _), (.some(.string(let text)), _):
+            guard let id = Int64(text) else {
+                return Self.json(.badRequest, Self.error("expected an App Store id, found \(text)", field: "app_id"))
+            }
+            entry = models.model(appID: id)
+        case (.some(let other), _) where other != .null:
+            return Self.json(.badRequest, Self.error("expected a number, found \(other.kindName)", field: "app_id"))
+        case (_, .some(.string(let bundle))):
+            entry = models.model(bundleID: bundle)
+        case (_, .some(let other)) where other != .null:
+            return Self.json(.badRequest, Self.error("expected a string, found \(other.kindName)", field: "bundle_id"))
+        default:
+            return Self.json(.badRequest, Self.error("missing: give app_id or bundle_id", field: "app_id"))
+        }
+        guard let entry else {
+            return Self.json(
+                .badRequest,
+                Self.error("unknown app: no model for it (postbackd models add [--bundle-id BUNDLE] FILE)", field: nil)
+            )
+        }
+        let state: UserState
+        do {
+            state = try UserStateParser.parse(value)
+        } catch {
+            return Self.json(.badRequest, Self.error(error.message, field: error.field))
+        }
+        let explain = value["explain"] == .bool(true)
+        return Self.json(.ok, entry.model.encode(state, explain: explain).json)
+    }
+
+    // MARK: GET /api/v2/conversion_value
+
+    func snippetConversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
+        let query: SnippetQuery
+        do {
+            query = try SnippetQuery(request.uri.queryParameters, now: arrival)
+        } catch let problem {
+            return Self.json(.badRequest, Self.snippetError(problem.description))
+        }
+        if !apiKeys.isEmpty && !apiKeys.contains(where: { constantTimeEqual($0, query.apiKey ?? "") }) {
+            return Self.json(
+                .unauthorized,
+                Self.snippetError(query.apiKey == nil ? "a: missing API key" : "a: unknown API key")
+            )
+        }
+        guard let entry = models.model(for: query.app[...]) else {
+            return Self.json(
+                .badRequest,
+                Self.snippetError("i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)")
+            )
+        }
+        let call = DeviceCall(
+            appID: entry.appID,
+            device: SHA256Digest(hashing: Array(query.idfv.utf8)).bytes,
+            at: arrival,
+            event: query.event,
+            firstCallAt: query.firstCallAt,
+            revenueTotals: query.revenueTotals,
+            adRevenueTotals: query.adRevenueTotals,
+            request: SHA256Digest(hashing: Array((request.uri.query ?? "").utf8)).bytes
+        )
+        switch await committer.record(call) {
+        case .unavailable:
+            var response = Self.json(.serviceUnavailable, Self.snippetError("the call could not be recorded now; retry later"))
+            response.headers[.retryAfter] = "5"
+            return response
+        case .recorded(nil):
+            return Self.json(.ok, #"{"status":"ok"}"#)
+        case .recorded(.some(let history)):
+            let state = history.state(
+                for: entry.model,
+                at: arrival,
+                currentFine: query.currentFine,
+                currentCoarse: query.currentCoarse,
+                currentLocked: query.locked
+            )
+            return Self.json(.ok, Self.snippetAnswer(entry.model.encode(state)))
+        }
+    }
+
+    /// The snippet's answer: `{"status":"ok","conversion_value":20,"skan_updated_coarse_value":1,
+    /// "skan_updated_lock_window_value":false}`, or `{"status":"ok"}` after the last window.
+    static func snippetAnswer(_ answer: ConversionValueAnswer) -> String {
+        var object = JSONObjectWriter()
+        object.add("status", "ok")
+        if answer.window != nil {
+            object.add("conversion_value", answer.fine)
+            object.add("skan_updated_coarse_value", answer.coarse?.snippetValue)
+            object.add("skan_updated_lock_window_value", answer.lock)
+        }
+        return object.text
+    }
+
+    static func snippetError(_ reason: String) -> String {
+        var object = JSONObjectWriter()
+        object.add("status", "error")
+        object.add("reason", reason)
+        return object.text
+    }
+
+    static func error(_ reason: String, field: String?) -> String {
+        var object = JSONObjectWriter()
+        object.add("status", "error")
+        if let field, !field.isEmpty { object.add("field", field) }
+        object.add("reason", reason)
+        return object.text
+    }
+
+    // MARK: API keys
+
+    /// 401 when keys are configured and `key` is not one of them; nil when it may go on.
+    private func refuseKey(_ key: String?) -> Response? {
+        guard !apiKeys.isEmpty else { return nil }
+        guard let key else {
+            return Self.json(.unauthorized, Self.error("missing API key: send Authorization: Bearer KEY", field: nil))
+        }
+        guard apiKeys.contains(where: { constantTimeEqual($0, key) }) else {
+            return Self.json(.unauthorized, Self.error("unknown API key", field: nil))
+        }
+        return nil
+    }
+
+    private func bearerToken(_ request: Request) -> String? {
+        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(value.dropFirst(7)).trimmingSpaces
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        String(self.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}
+
+/// Compares in time that depends only on the lengths, so that a key cannot be guessed byte by
+/// byte from answer times.
+func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8)
+    let y = Array(b.utf8)
+    guard x.count == y.count else { return false }
+    var difference: UInt8 = 0
+    for index in x.indices { difference |= x[index] ^ y[index] }
+    return difference == 0
+}
+
+extension CoarseConversionValue {
+    /// The snippet's number: 0 low, 1 medium, 2 high.
+    var snippetValue: Int {
+        switch self {
+        case .low: 0
+        case .medium: 1
+        case .high: 2
+        }
+    }
+
+    /// The snippet's number: 0 low, 1 medium, 2 high.
+    init?(snippet text: Substring) {
+        switch text {
+        case "0": self = .low
+        case "1": self = .medium
+        case "2": self = .high
+        default: return nil
+        }
+    }
+}
+
+/// The query of one call of the client snippet (`GET /api/v2/conversion_value`), checked.
+struct SnippetQuery {
+    var apiKey: String?
+    /// `i`: the bundle identifier, or the numeric App Store id.
+    var app: String
+    /// `n`: the event (`__SESSION__` for a session).
+    var event: String
+    var idfv: String
+    var firstCallAt: UTCInstant?
+    var currentFine: Int?
+    var currentCoarse: [CoarseConversionValue?] = [nil, nil, nil]
+    var locked: [Bool] = [false, false, false]
+    var revenueTotals: [String: Int64]?
+    var adRevenueTotals: [String: Int64]?
+
+    struct Problem: Error, CustomStringConvertible {
+        var description: String
+        init(_ parameter: String, _ message: String) { description = "\(parameter): \(message)" }
+    }
+
+    /// The parameters read; the others (`v`, `app_v`, `p`, `idfa`, `prev_fine_value`, …) are
+    /// ignored.
+    static let known: Set<Substring> = [
+        "a", "i", "n", "idfv", "skan_first_call_to_skadnetwork_timestamp", "skan_current_conversion_value",
+        "p0_coarse", "p1_coarse", "p2_coarse", "p0_window_lock", "p1_window_lock", "p2_window_lock",
+        "skan_total_revenue_by_currency", "skan_total_admon_revenue_by_currency",
+    ]
+
+    init(_ parameters: FlatDictionary<Substring, Substring>, now: UTCInstant) throws(Problem) {
+        var values: [Substring: Substring] = [:]
+        for (key, value) in parameters where Self.known.contains(key) {
+            guard values[key] == nil else { throw Problem(String(key), "given twice") }
+            values[key] = value
+        }
+        func text(_ name: Substring, maximum: Int, required: Bool) throws(Problem) -> String? {
+            guard let value = values[name], !value.isEmpty else {
+                if required { throw Problem(String(name), "missing") }
+                return nil
+            }
+            guard value.utf8.count <= maximum else { throw Problem(String(name), "longer than \(maximum) bytes") }
+            return String(value)
+        }
+        apiKey = try text("a", maximum: 256, required: false)
+        guard let app = try text("i", maximum: 155, required: true) else { throw Problem("i", "missing") }
+        self.app = app
+        guard let event = try text("n", maximum: 256, required: true) else { throw Problem("n", "missing") }
+        self.event = event
+        guard let idfv = try text("idfv", maximum: 64, required: true) else { throw Problem("idfv", "missing") }
+        self.idfv = idfv.uppercased()
+
+        if let first = values["skan_first_call_to_skadnetwork_timestamp"], !first.isEmpty {
+            guard let seconds = Double(first), seconds.isFinite, seconds >= 0, seconds < 1e11 else {
+                throw Problem("skan_first_call_to_skadnetwork_timestamp", "expected unix seconds, found \(first)")
+            }
+            let instant = UTCInstant(milliseconds: Int64((seconds * 1000).rounded()))
+            // A device's clock may run a little ahead; an hour ahead is a wrong timestamp.
+            guard instant.milliseconds <= now.milliseconds + 3_600_000 else {
+                throw Problem("skan_first_call_to_skadnetwork_timestamp", "\(first) is in the future")
+            }
+            firstCallAt = instant
+        }
+        if let fine = values["skan_current_conversion_value"], !fine.isEmpty {
+            guard let value = Int(fine), (0...63).contains(value) else {
+                throw Problem("skan_current_conversion_value", "expected a fine conversion value 0–63, found \(fine)")
+            }
+            currentFine = value
+        }
+        for window in 0..<3 {
+            let coarseName: Substring = "p\(window)_coarse"[...]
+            if let coarse = values[coarseName], !coarse.isEmpty {
+                guard let value = CoarseConversionValue(snippet: coarse) else {
+                    throw Problem(String(coarseName), "expected 0 (low), 1 (medium) or 2 (high), found \(coarse)")
+                }
+                currentCoarse[window] = value
+            }
+            let lockName: Substring = "p\(window)_window_lock"[...]
+            if let lock = values[lockName], !lock.isEmpty {
+                guard let seconds = Double(lock), seconds.isFinite, seconds >= 0 else {
+                    throw Problem(String(lockName), "expected the unix time the window was locked, found \(lock)")
+                }
+                locked[window] = seconds > 0
+            }
+        }
+        revenueTotals = try Self.totals(values["skan_total_revenue_by_currency"], "skan_total_revenue_by_currency")
+        adRevenueTotals = try Self.totals(
+            values["skan_total_admon_revenue_by_currency"],
+            "skan_total_admon_revenue_by_currency"
+        )
+    }
+
+    /// `{"USD": 4.99, "EUR": 1.5}` as micros per currency; nil when absent or empty.
+    private static func totals(_ text: Substring?, _ name: String) throws(Problem) -> [String: Int64]? {
+        guard let text, !text.isEmpty else { return nil }
+        guard text.utf8.count <= 4096 else { throw Problem(name, "longer than 4096 bytes") }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(Array(text.utf8))
+        } catch {
+            throw Problem(name, "not a JSON object of currency totals: \(error.message)")
+        }
+        guard case .object(let members) = value else {
+            throw Problem(name, "expected a JSON object of currency totals ({\"USD\": 4.99}), found \(value.kindName)")
+        }
+        guard members.count <= 64 else { throw Problem(name, "more than 64 currencies") }
+        var totals: [String: Int64] = [:]
+        for (currency, amount) in members {
+            guard currency.utf8.count == 3,
+                currency.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+            else {
+                throw Problem(name, "\(jsonQuoted(currency)) is not a three-letter ISO 4217 code such as \"USD\"")
+            }
+            var number: Double?
+            switch amount {
+            case .number(let text), .string(let text): number = Double(text)
+            default: number = nil
+            }
+            guard let number, number.isFinite, number >= 0, number < 9e12 else {
+                throw Problem(name, "\(currency): expected a non-negative amount, found \(amount.text)")
+            }
+            totals[currency] = Int64((number * 1_000_000).rounded())
+        }
+        return totals
+    }
+}

@@ -17,7 +17,9 @@ extension PostbackResponder {
     // MARK: POST /v1/conversion-value
 
     func conversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
-        if let refusal = refuseKey(request.uri.queryParameters["a"].map(String.init) ?? bearerToken(request)) { return refusal }
+        if let refusal = refuseKey([request.uri.queryParameters["a"].map(String.init), bearerToken(request)]) {
+            return refusal
+        }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: Self.maximumStateBody)
@@ -73,17 +75,22 @@ extension PostbackResponder {
     // MARK: GET /api/v2/conversion_value
 
     func snippetConversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
+        let parameters = request.uri.queryParameters
+        // The key first: a caller without one learns nothing more.
+        if !apiKeys.isEmpty {
+            let given = parameters.getAll("a")
+            guard let key = given.first, !key.isEmpty else {
+                return Self.json(.unauthorized, Self.snippetError("a: missing API key"))
+            }
+            guard given.count == 1, apiKeys.contains(where: { constantTimeEqual($0, String(key)) }) else {
+                return Self.json(.unauthorized, Self.snippetError("a: unknown API key"))
+            }
+        }
         let query: SnippetQuery
         do {
-            query = try SnippetQuery(request.uri.queryParameters, now: arrival)
+            query = try SnippetQuery(parameters, now: arrival)
         } catch let problem {
             return Self.json(.badRequest, Self.snippetError(problem.description))
-        }
-        if !apiKeys.isEmpty && !apiKeys.contains(where: { constantTimeEqual($0, query.apiKey ?? "") }) {
-            return Self.json(
-                .unauthorized,
-                Self.snippetError(query.apiKey == nil ? "a: missing API key" : "a: unknown API key")
-            )
         }
         guard let entry = models.model(for: query.app[...]) else {
             return Self.json(
@@ -99,7 +106,8 @@ extension PostbackResponder {
             firstCallAt: query.firstCallAt,
             revenueTotals: query.revenueTotals,
             adRevenueTotals: query.adRevenueTotals,
-            request: SHA256Digest(hashing: Array((request.uri.query ?? "").utf8)).bytes
+            request: SHA256Digest(hashing: Array((request.uri.query ?? "").utf8)).bytes,
+            recordsEvent: DeviceHistory.keeps(query.event, for: entry.model)
         )
         switch await committer.record(call) {
         case .unavailable:
@@ -126,7 +134,9 @@ extension PostbackResponder {
         var object = JSONObjectWriter()
         object.add("status", "ok")
         if answer.window != nil {
-            object.add("conversion_value", answer.fine)
+            // The fine value is always sent: in windows 1 and 2 (and a locked window 0) it is the
+            // one the app sent, or 0 when it sent none; SKAdNetwork ignores it there.
+            object.add("conversion_value", answer.fine ?? 0)
             object.add("skan_updated_coarse_value", answer.coarse?.snippetValue)
             object.add("skan_updated_lock_window_value", answer.lock)
         }
@@ -150,13 +160,14 @@ extension PostbackResponder {
 
     // MARK: API keys
 
-    /// 401 when keys are configured and `key` is not one of them; nil when it may go on.
-    private func refuseKey(_ key: String?) -> Response? {
+    /// 401 when keys are configured and none of `given` is one of them; nil when it may go on.
+    private func refuseKey(_ given: [String?]) -> Response? {
         guard !apiKeys.isEmpty else { return nil }
-        guard let key else {
+        let keys = given.compactMap { $0 }
+        guard !keys.isEmpty else {
             return Self.json(.unauthorized, Self.error("missing API key: send Authorization: Bearer KEY", field: nil))
         }
-        guard apiKeys.contains(where: { constantTimeEqual($0, key) }) else {
+        guard keys.contains(where: { key in apiKeys.contains(where: { constantTimeEqual($0, key) }) }) else {
             return Self.json(.unauthorized, Self.error("unknown API key", field: nil))
         }
         return nil
@@ -251,7 +262,7 @@ struct SnippetQuery {
         apiKey = try text("a", maximum: 256, required: false)
         guard let app = try text("i", maximum: 155, required: true) else { throw Problem("i", "missing") }
         self.app = app
-        guard let event = try text("n", maximum: 256, required: true) else { throw Problem("n", "missing") }
+        guard let event = try text("n", maximum: 100, required: true) else { throw Problem("n", "missing") }
         self.event = event
         guard let idfv = try text("idfv", maximum: 64, required: true) else { throw Problem("idfv", "missing") }
         self.idfv = idfv.uppercased()

@@ -88,6 +88,68 @@ struct DeviceHistoryTests {
         #expect(DeviceHistory.recording(other, after: history)?.events.count == 2)
     }
 
+    @Test("a retry of any of the device's last requests records nothing, even after others")
+    func retryOfAnEarlierRequest() throws {
+        let first = call("level", at: 1, request: [1])
+        let second = call("level", at: 1.001, request: [2])
+        var history = try #require(replay([first, second]))
+        var again = first
+        again.at = UTCInstant(milliseconds: second.at.milliseconds + 1_000)
+        #expect(DeviceHistory.recording(again, after: history) == history)
+        // Only the last few are remembered.
+        for index in 3...12 {
+            history = try #require(DeviceHistory.recording(call("e", at: 1.002, request: [UInt8(index)]), after: history))
+        }
+        #expect(history.recentRequests.count == DeviceHistory.recentRequestCount)
+    }
+
+    @Test("a later first call is a new install: the history starts again")
+    func reinstall() throws {
+        let history = try #require(replay([call("level", at: 1, revenue: ["USD": 5_000_000]), call("level", at: 2)]))
+        var reinstalled = call("level", at: 100, revenue: ["USD": 1_000_000])
+        reinstalled.firstCallAt = UTCInstant(milliseconds: start.milliseconds + 99 * 3_600_000)
+        let next = try #require(DeviceHistory.recording(reinstalled, after: history))
+        #expect(next.firstCallAt == reinstalled.firstCallAt)
+        #expect(next.events.map(\.hours) == [1])
+        #expect(next.events[0].revenue == [.init(micros: 1_000_000, currency: "USD")])
+    }
+
+    @Test("an event the model does not name is not kept; its revenue still moves the totals")
+    func unnamedEvents() throws {
+        var unnamed = call("tutorial", at: 1, revenue: ["USD": 2_000_000])
+        unnamed.recordsEvent = false
+        let history = try #require(DeviceHistory.recording(unnamed, after: nil))
+        #expect(history.events.isEmpty)
+        let next = try #require(DeviceHistory.recording(call("purchase", at: 2, revenue: ["USD": 3_000_000]), after: history))
+        #expect(next.events.map(\.revenue) == [[.init(micros: 1_000_000, currency: "USD")]])
+
+        let model = try ConversionModelParser.parse(
+            Array(
+                #"""
+                {"appId": "1", "fineGrainedConversionValueMappings": [{"fineGrainedConversionValue": 1, "conversionValueMapping":
+                {"mappedEvents": [{"mappedEventName": "purchase"}]}}], "postbackMappings": [{"postbackSequenceIndex": 1,
+                "lockWindowEvent": "boss", "coarseGrainedConversionValueMappings": {"lowConversionValueMapping":
+                {"mappedEvents": [{"mappedEventName": "session"}]}}}]}
+                """#.utf8
+            )
+        )
+        #expect(DeviceHistory.keeps("purchase", for: model))
+        #expect(DeviceHistory.keeps("boss", for: model), "a lock trigger's event")
+        #expect(DeviceHistory.keeps("__SESSION__", for: model))
+        #expect(!DeviceHistory.keeps("tutorial", for: model))
+    }
+
+    @Test("a device's currencies are bounded")
+    func boundedCurrencies() throws {
+        var totals: [String: Int64] = [:]
+        for index in 0..<40 {
+            let code = String(UnicodeScalar(UInt8(65 + index / 26))) + String(UnicodeScalar(UInt8(65 + index % 26))) + "X"
+            totals[code] = 1_000_000
+        }
+        let history = try #require(DeviceHistory.recording(call("purchase", at: 1, revenue: totals), after: nil))
+        #expect(history.revenueTotals.count == DeviceHistory.maximumCurrencies)
+    }
+
     @Test("nothing is kept 35 days after the first call")
     func retention() throws {
         let history = replay([call("a", at: 0), call("b", at: 839.9)])

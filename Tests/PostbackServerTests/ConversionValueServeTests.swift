@@ -272,6 +272,59 @@ struct ConversionValueServeTests {
         #expect(devices == ["1"])
     }
 
+    @Test("a locked window is answered with its values and the fine value even when the app sent none")
+    func lockedWithoutFine() async throws {
+        let store = try await store(.sqlite)
+        let server = try start(store)
+        let client = try HTTPClient.forTests()
+        let first = Int(Date().timeIntervalSince1970) - 3600
+        let answer = try await client.send(
+            .GET,
+            server.base + Self.snippetRoute
+                + "?i=com.example.game&n=__SESSION__&idfv=L0CK&p0_coarse=1&p0_window_lock=\(first + 60)&skan_first_call_to_skadnetwork_timestamp=\(first)"
+        )
+        #expect(
+            answer.body.trimmingCharacters(in: .newlines)
+                == #"{"status":"ok","conversion_value":0,"skan_updated_coarse_value":1,"skan_updated_lock_window_value":true}"#
+        )
+        #expect(server.stop() == 0)
+    }
+
+    @Test(
+        "two servers on one PostgreSQL database, calls for the same devices at once: every call recorded once",
+        .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
+    )
+    func twoServers() async throws {
+        let store = try await store(.postgres)
+        let servers = [try start(store), try start(store)]
+        let client = try HTTPClient.forTests()
+        let first = Int(Date().timeIntervalSince1970) - 3600
+        let devices = (0..<4).map { "TW0-SERVERS-\($0)" }
+        let callsPerDevice = 40
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for call in 0..<callsPerDevice {
+                for (index, device) in devices.enumerated() {
+                    let server = servers[(call + index) % 2]
+                    // `p` is ignored by the protocol but makes each call a different request.
+                    let url = server.base + Self.snippetRoute
+                        + "?i=com.example.game&n=level_complete&idfv=\(device)&p=\(call)&skan_first_call_to_skadnetwork_timestamp=\(first)"
+                    group.addTask { try await client.send(.GET, url).status }
+                }
+            }
+            var all: [Int] = []
+            for try await status in group { all.append(status) }
+            return all
+        }
+        #expect(statuses.count == devices.count * callsPerDevice)
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(Set(statuses))")
+        for server in servers { #expect(server.stop() == 0) }
+        let histories = try await store.strings("SELECT history FROM conversion_value_devices")
+        #expect(histories.count == devices.count)
+        for history in histories {
+            #expect(history?.components(separatedBy: "level_complete").count == callsPerDevice + 1, "\(history ?? "")")
+        }
+    }
+
     @Test("a model added while the server runs answers within seconds")
     func modelsReloaded() async throws {
         let store = try await TestStore.make(.sqlite, in: directory)

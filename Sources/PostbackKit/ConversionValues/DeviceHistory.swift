@@ -16,6 +16,9 @@ public struct DeviceCall: Sendable, Hashable {
     public var adRevenueTotals: [String: Int64]?
     /// SHA-256 of the request's query: the same request sent again is a retry.
     public var request: [UInt8]
+    /// Whether the event is kept: false for an event the app's model does not name (it cannot
+    /// change an answer; its revenue still moves the totals on).
+    public var recordsEvent: Bool
 
     public init(
         appID: Int64,
@@ -25,8 +28,10 @@ public struct DeviceCall: Sendable, Hashable {
         firstCallAt: UTCInstant?,
         revenueTotals: [String: Int64]?,
         adRevenueTotals: [String: Int64]?,
-        request: [UInt8]
+        request: [UInt8],
+        recordsEvent: Bool = true
     ) {
+        self.recordsEvent = recordsEvent
         self.appID = appID
         self.device = device
         self.at = at
@@ -45,6 +50,9 @@ public struct DeviceHistory: Sendable, Hashable {
     public var lastCallAt: UTCInstant
     /// SHA-256 of the last call's query.
     public var lastRequest: [UInt8]
+    /// The last few calls' query digests and times, newest last: a retry of any of them is
+    /// recognised.
+    public var recentRequests: [RecentRequest]
     public var events: [UserState.Event]
     public var revenueTotals: [String: Int64]
     public var adRevenueTotals: [String: Int64]
@@ -53,6 +61,7 @@ public struct DeviceHistory: Sendable, Hashable {
         firstCallAt: UTCInstant,
         lastCallAt: UTCInstant,
         lastRequest: [UInt8],
+        recentRequests: [RecentRequest] = [],
         events: [UserState.Event] = [],
         revenueTotals: [String: Int64] = [:],
         adRevenueTotals: [String: Int64] = [:]
@@ -60,18 +69,37 @@ public struct DeviceHistory: Sendable, Hashable {
         self.firstCallAt = firstCallAt
         self.lastCallAt = lastCallAt
         self.lastRequest = lastRequest
+        self.recentRequests = recentRequests
         self.events = events
         self.revenueTotals = revenueTotals
         self.adRevenueTotals = adRevenueTotals
     }
 
+    /// A call's query digest and when it came.
+    public struct RecentRequest: Sendable, Hashable {
+        public var digest: [UInt8]
+        public var at: UTCInstant
+
+        public init(digest: [UInt8], at: UTCInstant) {
+            self.digest = digest
+            self.at = at
+        }
+    }
+
     /// How long a history is kept after the first call: the last window ends at 840 hours.
     public static let retentionMilliseconds: Int64 = 35 * 24 * 3_600_000
-    /// The same request again within this time is a retry, and records nothing.
+    /// One of the last ``recentRequestCount`` requests again within this time is a retry, and
+    /// records nothing.
     public static let retryMilliseconds: Int64 = 60_000
+    public static let recentRequestCount = 8
     /// Events kept per device: past it, calls are answered but add no event (a client cannot
     /// grow a row without bound).
     public static let maximumEvents = 4096
+    /// How often, and how many at most, histories past their 35 days are deleted.
+    public static let pruneIntervalMilliseconds: Int64 = 60_000
+    public static let pruneBatch = 1_000
+    /// Currencies kept per device, for each of the two totals: a new one past it is ignored.
+    public static let maximumCurrencies = 16
 
     /// Hours from the first call to `instant` (0 when a clock put it before).
     public func hours(at instant: UTCInstant) -> Double {
@@ -81,16 +109,22 @@ public struct DeviceHistory: Sendable, Hashable {
     /// The history after `call`, given the one before it (nil for a new device); nil when the
     /// call comes 35 days or more after the first call, when nothing is kept.
     ///
-    /// The first call is the app's when it sends one, else the earliest the server saw. The
-    /// event is recorded at the call's time with, as its revenue, the increase of each
-    /// currency's totals since the previous call (a total that went down, after a reinstall,
-    /// is taken as the new base and adds nothing). The same request again within
-    /// ``retryMilliseconds`` changes nothing.
-    public static func recording(_ call: DeviceCall, after previous: DeviceHistory?) -> DeviceHistory? {
+    /// The first call is the app's when it sends one, else the earliest the server saw. A
+    /// first call later than the one kept is a new install (the app was reinstalled): the
+    /// history starts again. The event is recorded at the call's time, in hours after the
+    /// first call then known, with as its revenue the increase of each currency's totals since
+    /// the previous call (a total that went down is taken as the new base and adds nothing).
+    /// One of the device's last few requests sent again within ``retryMilliseconds`` changes
+    /// nothing.
+    public static func recording(_ call: DeviceCall, after stored: DeviceHistory?) -> DeviceHistory? {
+        var previous = stored
+        if let kept = previous, let first = call.firstCallAt, first > kept.firstCallAt { previous = nil }
         let firstCallAt = call.firstCallAt ?? previous?.firstCallAt ?? call.at
         guard call.at.milliseconds - firstCallAt.milliseconds < retentionMilliseconds else { return nil }
-        if let previous, previous.lastRequest == call.request,
-            call.at.milliseconds - previous.lastCallAt.milliseconds < retryMilliseconds
+        if let previous,
+            previous.recentRequests.contains(where: {
+                $0.digest == call.request && abs(call.at.milliseconds - $0.at.milliseconds) < retryMilliseconds
+            })
         {
             return previous
         }
@@ -100,6 +134,10 @@ public struct DeviceHistory: Sendable, Hashable {
         history.firstCallAt = firstCallAt
         history.lastCallAt = max(history.lastCallAt, call.at)
         history.lastRequest = call.request
+        history.recentRequests.append(RecentRequest(digest: call.request, at: call.at))
+        if history.recentRequests.count > recentRequestCount {
+            history.recentRequests.removeFirst(history.recentRequests.count - recentRequestCount)
+        }
         var increase: [String: Int64] = [:]
         if let totals = call.revenueTotals {
             Self.add(totals, since: &history.revenueTotals, into: &increase)
@@ -107,7 +145,7 @@ public struct DeviceHistory: Sendable, Hashable {
         if let totals = call.adRevenueTotals {
             Self.add(totals, since: &history.adRevenueTotals, into: &increase)
         }
-        if history.events.count < maximumEvents {
+        if call.recordsEvent && history.events.count < maximumEvents {
             history.events.append(
                 UserState.Event(
                     name: call.event,
@@ -122,7 +160,8 @@ public struct DeviceHistory: Sendable, Hashable {
     }
 
     private static func add(_ totals: [String: Int64], since last: inout [String: Int64], into increase: inout [String: Int64]) {
-        for (currency, total) in totals {
+        for (currency, total) in totals.sorted(by: { $0.key < $1.key }) {
+            guard last[currency] != nil || last.count < maximumCurrencies else { continue }
             let before = last[currency] ?? 0
             if total > before {
                 let (sum, overflow) = (increase[currency] ?? 0).addingReportingOverflow(total - before)
@@ -134,6 +173,23 @@ public struct DeviceHistory: Sendable, Hashable {
 
     /// The client snippet's name for a session.
     public static let snippetSession = "__SESSION__"
+
+    /// Whether a call's `event` can change an answer of `model` (the model maps it or locks on
+    /// it, `__SESSION__` counting as `session`), and so is kept.
+    public static func keeps(_ event: String, for model: ConversionModel) -> Bool {
+        let names = encodingNames(model)
+        if names.contains(event) { return true }
+        return event == snippetSession && names.contains("session")
+    }
+
+    /// The events encoding with `model` reads: those it maps and those it locks on.
+    static func encodingNames(_ model: ConversionModel) -> Set<String> {
+        var names = model.eventNames
+        for trigger in model.lockTriggers.values {
+            if case .event(let condition) = trigger { names.insert(condition.name) }
+        }
+        return names
+    }
 
     /// The state encoding reads at `instant` for `model`, with what the app has set.
     ///
@@ -147,7 +203,8 @@ public struct DeviceHistory: Sendable, Hashable {
         currentLocked: [Bool]
     ) -> UserState {
         var events = self.events
-        if !model.eventNames.contains(Self.snippetSession) && model.eventNames.contains("session") {
+        let names = Self.encodingNames(model)
+        if !names.contains(Self.snippetSession) && names.contains("session") {
             for index in events.indices where events[index].name == Self.snippetSession {
                 events[index].name = "session"
             }
@@ -165,8 +222,8 @@ public struct DeviceHistory: Sendable, Hashable {
 // MARK: - Stored form
 
 extension DeviceHistory {
-    /// The events and totals as the stores keep them: compact JSON,
-    /// `{"e":[["purchase",2.5,[["USD",4990000]]],…],"r":{"USD":4990000},"a":{}}`.
+    /// The events, totals and recent requests as the stores keep them: compact JSON,
+    /// `{"e":[["purchase",2.5,[["USD",4990000]]],…],"r":{"USD":4990000},"a":{},"q":[["9f…",1795000000000]]}`.
     public var storedJSON: String {
         var text = "{\"e\":["
         for (index, event) in events.enumerated() {
@@ -178,7 +235,9 @@ extension DeviceHistory {
             }
             text += "]"
         }
-        text += "],\"r\":" + Self.totalsJSON(revenueTotals) + ",\"a\":" + Self.totalsJSON(adRevenueTotals) + "}"
+        text += "],\"r\":" + Self.totalsJSON(revenueTotals) + ",\"a\":" + Self.totalsJSON(adRevenueTotals)
+        text += ",\"q\":[" + recentRequests.map { "[\"" + hexString($0.digest) + "\"," + String($0.at.milliseconds) + "]" }
+            .joined(separator: ",") + "]}"
         return text
     }
 
@@ -209,10 +268,20 @@ extension DeviceHistory {
             }
             events.append(UserState.Event(name: name, hours: hours, revenue: revenue))
         }
+        var recent: [RecentRequest] = []
+        if case .array(let requests)? = value["q"] {
+            for request in requests {
+                guard case .array(let pair) = request, pair.count == 2, case .string(let hex) = pair[0],
+                    let digest = bytesFromHex(hex), case .number(let msText) = pair[1], let ms = Int64(msText)
+                else { return nil }
+                recent.append(RecentRequest(digest: digest, at: UTCInstant(milliseconds: ms)))
+            }
+        }
         self.init(
             firstCallAt: firstCallAt,
             lastCallAt: lastCallAt,
             lastRequest: lastRequest,
+            recentRequests: recent,
             events: events,
             revenueTotals: revenueTotals,
             adRevenueTotals: adRevenueTotals
@@ -228,4 +297,29 @@ extension DeviceHistory {
         }
         return totals
     }
+}
+
+private func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var text: [UInt8] = []
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: text, as: UTF8.self)
+}
+
+private func bytesFromHex(_ text: String) -> [UInt8]? {
+    let utf8 = Array(text.utf8)
+    guard utf8.count % 2 == 0, utf8.count <= 128 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(utf8.count / 2)
+    var index = 0
+    while index < utf8.count {
+        guard let high = hexDigitValue(utf8[index]), let low = hexDigitValue(utf8[index + 1]) else { return nil }
+        bytes.append(high << 4 | low)
+        index += 2
+    }
+    return bytes
 }

@@ -106,38 +106,29 @@ extension PostgresStore {
         // Locked in one order, so that two servers' groups wait for each other, not deadlock.
         keys.sort { $0.appID != $1.appID ? $0.appID < $1.appID : $0.device.lexicographicallyPrecedes($1.device) }
         let logger = self.logger
+        let prune = latest.milliseconds - lastDevicePrune >= DeviceHistory.pruneIntervalMilliseconds
+        if prune { lastDevicePrune = latest.milliseconds }
         // A device waits for the answer: retried briefly, as `receive`.
         return try await transaction("record conversion value calls", retryingFor: Self.receiveRetrySeconds) {
             connection in
-            // A row for every device first (an empty one for a new device), so that each can be
-            // locked: another server recording the same device waits for this transaction.
+            // Every device's row, locked: an empty one made for a new device, the stored one
+            // otherwise (`DO UPDATE` locks it even as another server deletes or prunes it, and
+            // returns it). Another server recording the same device waits for this transaction.
             var apps = PostgresArrayColumn(.int8, capacity: keys.count)
             var devices = PostgresArrayColumn(.bytea, capacity: keys.count)
             for key in keys {
                 apps.append(key.appID)
                 devices.append(bytes: key.device)
             }
-            try await connection.send(
+            let rows = try await connection.send(
                 unnestInsert(
                     "INSERT INTO conversion_value_devices (app_id, device, first_call_ms, last_call_ms, last_request, history)",
                     [apps, devices],
                     columnsSuffix: ", 0::bigint, 0::bigint, ''::bytea, ''::text",
-                    suffix: "ON CONFLICT (app_id, device) DO NOTHING"
-                ),
-                logger: logger
-            )
-            var binds = PostgresBindings(capacity: 2)
-            binds.append(apps)
-            binds.append(devices)
-            let rows = try await connection.send(
-                PostgresQuery(
-                    unsafeSQL: """
-                        SELECT d.app_id, d.device, d.first_call_ms, d.last_call_ms, d.last_request, d.history
-                        FROM conversion_value_devices d JOIN unnest($1::bigint[], $2::bytea[]) AS k (app_id, device)
-                            ON d.app_id = k.app_id AND d.device = k.device
-                        ORDER BY d.app_id, d.device FOR UPDATE OF d
-                        """,
-                    binds: binds
+                    suffix: """
+                        ON CONFLICT (app_id, device) DO UPDATE SET app_id = EXCLUDED.app_id
+                        RETURNING app_id, device, first_call_ms, last_call_ms, last_request, history
+                        """
                 ),
                 logger: logger
             )
@@ -145,6 +136,7 @@ extension PostgresStore {
             for try await (app, device, first, last, request, text) in rows.decode(
                 (Int64, ByteBuffer, Int64, Int64, ByteBuffer, String).self
             ) {
+                // An empty row (just made) reads as no history.
                 known[DeviceKey(appID: app, device: Array(device.readableBytesView))] = DeviceHistory(
                     storedJSON: text,
                     firstCallAt: UTCInstant(milliseconds: first),
@@ -213,13 +205,19 @@ extension PostgresStore {
                     logger: logger
                 )
             }
-            try await connection.send(
-                """
-                DELETE FROM conversion_value_devices
-                WHERE first_call_ms <= \(latest.milliseconds - DeviceHistory.retentionMilliseconds) AND last_call_ms > 0
-                """,
-                logger: logger
-            )
+            if prune {
+                // Bounded, and skipping rows another server holds: it never waits on them, so
+                // two servers pruning at once cannot deadlock.
+                try await connection.send(
+                    """
+                    DELETE FROM conversion_value_devices WHERE (app_id, device) IN (
+                        SELECT app_id, device FROM conversion_value_devices
+                        WHERE first_call_ms <= \(latest.milliseconds - DeviceHistory.retentionMilliseconds)
+                        LIMIT \(Int64(DeviceHistory.pruneBatch)) FOR UPDATE SKIP LOCKED)
+                    """,
+                    logger: logger
+                )
+            }
             return histories
         }
     }

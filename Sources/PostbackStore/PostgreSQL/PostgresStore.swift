@@ -26,6 +26,8 @@ package final class PostgresStore: PostbackStorage {
     var pending = PendingWrites()
     /// What was committed by flushes since the last ``commit()``.
     var flushed = IngestSummary()
+    /// When device histories past their 35 days were last deleted (``recordDeviceCalls(_:)``).
+    var lastDevicePrune: Int64 = 0
 
     /// Entries kept before a write is sent without waiting for ``commit()``: bounds memory
     /// whatever `--commit-every` says.
@@ -152,8 +154,9 @@ package final class PostgresStore: PostbackStorage {
         while true {
             attempt += 1
             do {
+                // The first attempt waits at least the minimum; a retry, only what time is left.
                 let remaining = retrySeconds - (UTCInstant.now().milliseconds - started.milliseconds) / 1000
-                let wait = max(remaining, Self.minimumConnectionWait)
+                let wait = attempt == 1 ? max(remaining, Self.minimumConnectionWait) : max(remaining, 1)
                 return try await client.withConnection(waitingAtMost: wait) { connection in
                     try await connection.send(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
                     do {

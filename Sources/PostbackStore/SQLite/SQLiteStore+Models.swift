@@ -87,6 +87,8 @@ extension SQLiteStore {
 extension SQLiteStore {
     package func recordDeviceCalls(_ calls: [DeviceCall]) throws -> [DeviceHistory?] {
         guard let latest = calls.map(\.at).max() else { return [] }
+        let prune = latest.milliseconds - lastDevicePrune >= DeviceHistory.pruneIntervalMilliseconds
+        if prune { lastDevicePrune = latest.milliseconds }
         // Durable when `write` returns, as `receive`: the store was opened for `.receive`.
         return try queue.write { db in
             var known: [DeviceKey: DeviceHistory?] = [:]
@@ -142,10 +144,17 @@ extension SQLiteStore {
                     )
                 }
             }
-            try db.execute(
-                sql: "DELETE FROM conversion_value_devices WHERE first_call_ms <= ?",
-                arguments: [latest.milliseconds - DeviceHistory.retentionMilliseconds]
-            )
+            if prune {
+                // Bounded, so that a backlog never makes one commit long; the rest goes next time.
+                try db.execute(
+                    sql: """
+                        DELETE FROM conversion_value_devices WHERE (app_id, device) IN (
+                            SELECT app_id, device FROM conversion_value_devices WHERE first_call_ms <= ?
+                            LIMIT \(DeviceHistory.pruneBatch))
+                        """,
+                    arguments: [latest.milliseconds - DeviceHistory.retentionMilliseconds]
+                )
+            }
             return histories
         }
     }

@@ -14,6 +14,8 @@ package final class SQLiteStore: PostbackStorage {
     package let location: StoreLocation
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
+    /// When device histories past their 35 days were last deleted (``recordDeviceCalls(_:)``).
+    var lastDevicePrune: Int64 = 0
 
     /// `serve`'s checkpoints, off the commit path.
     private let checkpointer: WALCheckpointer?

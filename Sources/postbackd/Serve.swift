@@ -37,10 +37,10 @@ extension Postbackd {
                   postbackd serve --host 0.0.0.0 --port 443 --tls-cert /etc/postbackd/cert.pem --tls-key /etc/postbackd/key.pem
                   postbackd serve --api-key-file /etc/postbackd/api-keys
 
-                Exit status: 0 stopped by a signal; 1 stopped, but the end of the run could not \
-                be recorded (the database went away); 2 usage error, a certificate or key file \
-                that cannot be read, an address that cannot be listened on, or a database that \
-                cannot be used.
+                Exit status: 0 stopped by a signal; 2 usage error, a certificate or key file \
+                that cannot be read, an address that cannot be listened on, a database that \
+                cannot be used, or one that went away so that the end of the run could not be \
+                recorded (what was answered is stored).
                 """
         )
 

@@ -365,7 +365,7 @@ struct ServeTests {
         started = ContinuousClock.now
         let status = server.stop()
         #expect(ContinuousClock.now - started < .seconds(30), "stopped after \(ContinuousClock.now - started)")
-        #expect(status != 0)
+        #expect(status == 2)
         #expect(server.standardError.contains("record the end of the run"), "\(server.standardError)")
 
         // Back up: the refused postback is stored when the device sends it again.

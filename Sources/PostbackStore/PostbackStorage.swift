@@ -72,6 +72,19 @@ package protocol PostbackStorage: AnyObject {
     /// nothing. Histories 35 days past their first call are deleted.
     func recordDeviceCalls(_ calls: [DeviceCall]) async throws -> [DeviceHistory?]
 
+    /// Streams the selected rows to `row`, in the order they were stored, from one consistent
+    /// snapshot, and returns the cursor after them: passed as the next selection's `after`,
+    /// it selects exactly the rows this one could not see (committed meanwhile, or later),
+    /// never one twice and never one skipped, however transactions interleaved. `row` may
+    /// throw to stop. Not retried: a broken connection fails the export.
+    func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor
+
+    /// Where `consumer`'s last export of `table` ended, if it has one.
+    func exportCursor(consumer: String, table: ExportTable) async throws -> ExportCursor?
+
+    /// Records where `consumer`'s export of `table` ended.
+    func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) async throws
+
     /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
     /// models, replacing them atomically.
     func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary

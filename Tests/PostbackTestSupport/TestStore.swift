@@ -197,6 +197,29 @@ public struct TestStore: Sendable {
         }
     }
 
+    /// Runs `body` while another session holds open a transaction that has a transaction id
+    /// (PostgreSQL only): whatever commits meanwhile has a later id, as when a slow ingest's
+    /// transaction began first.
+    /// `statements` run in that transaction first.
+    public func whileTransactionOpen<Result: Sendable>(
+        _ statements: [String] = [],
+        _ body: () async throws -> Result
+    ) async throws -> Result {
+        guard case .postgres(let url) = location else {
+            throw TestStoreError(description: "whileTransactionOpen needs a PostgreSQL store")
+        }
+        return try await Self.withConnection(url) { connection in
+            try await connection.query("BEGIN", logger: Self.logger)
+            try await connection.query("SELECT pg_current_xact_id()", logger: Self.logger)
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
+            }
+            let result = try await body()
+            try await connection.query("COMMIT", logger: Self.logger)
+            return result
+        }
+    }
+
     private static let logger = Logger(label: "postbackd.tests", factory: { _ in SwiftLogNoOpLogHandler() })
     private var logger: Logger { Self.logger }
 

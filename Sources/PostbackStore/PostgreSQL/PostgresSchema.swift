@@ -281,6 +281,29 @@ enum PostgresSchema {
                 "CREATE INDEX conversion_value_devices_first_call ON conversion_value_devices (first_call_ms)",
             ]
         ),
+        // `export --consumer`. Row ids are drawn when a row is inserted, and transactions
+        // commit in another order, so a cursor on ids would skip a row committed late. Each
+        // row records its transaction's id instead; an export reads, in one snapshot, the rows
+        // of transactions before the snapshot's oldest one still running, all of them ended.
+        Migration(
+            version: 4,
+            name: "export cursors, storing transaction ids",
+            statements: [
+                """
+                CREATE TABLE export_cursors (
+                    consumer text NOT NULL,
+                    table_name text NOT NULL,
+                    position text NOT NULL,
+                    updated_at timestamptz NOT NULL,
+                    PRIMARY KEY (consumer, table_name)
+                )
+                """,
+                "ALTER TABLE postbacks ADD COLUMN stored_xid xid8 NOT NULL DEFAULT pg_current_xact_id()",
+                "ALTER TABLE quarantine ADD COLUMN stored_xid xid8 NOT NULL DEFAULT pg_current_xact_id()",
+                "CREATE INDEX postbacks_stored_xid ON postbacks (stored_xid)",
+                "CREATE INDEX quarantine_stored_xid ON quarantine (stored_xid)",
+            ]
+        ),
     ]
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the

@@ -286,6 +286,21 @@ public enum PostbackSchema {
                     """
             )
         }
+        // `export --consumer`: where each consumer's last export ended (row ids on SQLite,
+        // whose one writer commits them in order).
+        migrator.registerMigration("v8: export cursors") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE export_cursors (
+                        consumer TEXT NOT NULL,
+                        table_name TEXT NOT NULL,
+                        position TEXT NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        PRIMARY KEY (consumer, table_name)
+                    );
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -59,7 +59,7 @@ final class SHA256Algorithm: @unchecked Sendable {
     }
 }
 
-func hexString<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+package func hexString<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
     let digits: [UInt8] = Array("0123456789abcdef".utf8)
     var out: [UInt8] = []
     for byte in bytes {

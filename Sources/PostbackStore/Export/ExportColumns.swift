@@ -1,0 +1,104 @@
+import PostbackKit
+
+/// What `postbackd export` reads: the stored postbacks, or the quarantine.
+public enum ExportTable: String, Sendable, CaseIterable {
+    case postbacks
+    case quarantine
+}
+
+/// One exported value, the same whichever engine stored it.
+public enum ExportValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case text(String)
+    case bool(Bool)
+}
+
+/// How a column is read from each engine and written out.
+enum ExportColumnType {
+    case integer
+    case text
+    case bool
+    /// ISO 8601 text (`2026-11-21T08:00:00.000Z`).
+    case time
+    /// The stored bytes as text (the postback's JSON); quarantined bytes that are not UTF-8 are
+    /// written with U+FFFD where they break, and `raw_base64` holds them exactly.
+    case rawText
+    /// Lower-case hex.
+    case hex
+}
+
+struct ExportColumn {
+    var name: String
+    var type: ExportColumnType
+
+    init(_ name: String, _ type: ExportColumnType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+extension ExportTable {
+    /// Every stored column, in the order written.
+    var columns: [ExportColumn] {
+        switch self {
+        case .postbacks:
+            [
+                .init("id", .integer), .init("kind", .text), .init("key_space", .text), .init("ad_network_id", .text),
+                .init("transaction_id", .text), .init("postback_sequence_index", .integer), .init("version", .text),
+                .init("app_id", .integer), .init("campaign_id", .integer), .init("source_identifier", .text),
+                .init("source_app_id", .integer), .init("source_domain", .text), .init("fidelity_type", .integer),
+                .init("did_win", .bool), .init("redownload", .bool), .init("conversion_type", .text),
+                .init("marketplace_id", .text), .init("impression_type", .text), .init("ad_interaction_type", .text),
+                .init("fine_value", .integer), .init("coarse_value", .text), .init("country_code", .text),
+                .init("test_mode", .bool), .init("development", .bool), .init("key_name", .text),
+                .init("received_at", .time), .init("received_at_source", .text), .init("raw", .rawText),
+                .init("raw_sha256", .hex), .init("dedup_key", .hex), .init("source", .text), .init("source_index", .integer),
+                .init("source_line", .integer), .init("run_id", .integer), .init("client_address", .text),
+                .init("request_id", .text),
+            ]
+        case .quarantine:
+            [
+                .init("id", .integer), .init("verdict", .text), .init("field", .text), .init("reason", .text),
+                .init("kind", .text), .init("version", .text), .init("ad_network_id", .text),
+                .init("transaction_id", .text), .init("raw", .rawText), .init("raw_size", .integer),
+                .init("raw_sha256", .hex), .init("source", .text), .init("source_index", .integer),
+                .init("source_line", .integer), .init("received_at", .time), .init("run_id", .integer),
+                .init("client_address", .text), .init("request_id", .text), .init("received_count", .integer),
+            ]
+        }
+    }
+}
+
+/// One exported row: its values in ``ExportTable/columns`` order, and the raw bytes.
+public struct ExportRow: Sendable {
+    public var values: [ExportValue]
+    public var raw: [UInt8]
+}
+
+/// Where a consumer's last export ended; engine-specific and opaque to the job.
+public struct ExportCursor: Sendable, Hashable, CustomStringConvertible {
+    public var position: String
+    public init(_ position: String) { self.position = position }
+    public var description: String { position }
+}
+
+/// The part of the stored rows an export reads.
+public struct ExportSelection: Sendable {
+    public var table: ExportTable
+    /// Days received (UTC), inclusive; nil for all.
+    public var days: ClosedRange<UTCDay>?
+    /// Rows stored after this cursor only; nil for all.
+    public var after: ExportCursor?
+
+    public init(table: ExportTable, days: ClosedRange<UTCDay>? = nil, after: ExportCursor? = nil) {
+        self.table = table
+        self.days = days
+        self.after = after
+    }
+}
+
+/// A cursor one engine cannot read (made by the other).
+public struct ExportCursorError: Error, CustomStringConvertible {
+    public var description: String
+}

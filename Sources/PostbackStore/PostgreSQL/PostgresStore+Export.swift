@@ -1,0 +1,120 @@
+import NIOCore
+import PostbackKit
+import PostgresNIO
+
+/// `postbackd export` on PostgreSQL. Row ids are drawn at insert and transactions commit in
+/// another order, so the cursor is a transaction id (`postgres:XID`): each row records the
+/// transaction that stored it (`stored_xid`), and an export reads, in one snapshot, the rows
+/// of transactions older than the snapshot's oldest one still running. Those have all ended,
+/// so no row can later appear below the cursor; rows of transactions still running then are
+/// read by the next export.
+extension PostgresStore {
+    package func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor {
+        let after = try Self.exportPosition(selection.after)
+        let table = selection.table
+        let columns = table.columns
+        let logger = self.logger
+        let select = columns.map { column -> String in
+            switch column.type {
+            case .integer: "\(column.name)::bigint"
+            case .text: column.name
+            case .bool: column.name
+            case .time: isoText(column.name)
+            case .rawText: column.name
+            case .hex: "encode(\(column.name), 'hex')"
+            }
+        }.joined(separator: ", ")
+        // Not retried: rows already handed to `row` would be handed again.
+        return try await transaction(
+            "export \(table.rawValue)",
+            isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            retryingFor: 0
+        ) { connection in
+            var bound = after
+            for try await text in try await connection.send(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text",
+                logger: logger
+            ).decode(String.self) {
+                bound = text
+            }
+            var sql = """
+                SELECT \(select) FROM \(table.rawValue)
+                WHERE stored_xid >= '\(after)'::xid8 AND stored_xid < '\(bound)'::xid8
+                """
+            if let days = selection.days {
+                sql += """
+                     AND received_at >= '\(days.lowerBound.start.iso8601)'::timestamptz
+                     AND received_at < '\(days.upperBound.next.start.iso8601)'::timestamptz
+                    """
+            }
+            sql += " ORDER BY stored_xid, id"
+            let rows = try await connection.send(PostgresQuery(unsafeSQL: sql), logger: logger)
+            for try await stored in rows {
+                let cells = stored.makeRandomAccess()
+                var values: [ExportValue] = []
+                values.reserveCapacity(columns.count)
+                var raw: [UInt8] = []
+                for (index, column) in columns.enumerated() {
+                    let cell = cells[index]
+                    switch column.type {
+                    case .integer:
+                        values.append(try cell.decode(Int64?.self).map { .integer($0) } ?? .null)
+                    case .text, .time:
+                        values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
+                    case .bool:
+                        values.append(try cell.decode(Bool?.self).map { .bool($0) } ?? .null)
+                    case .rawText:
+                        let buffer = try cell.decode(ByteBuffer?.self)
+                        raw = buffer.map { Array($0.readableBytesView) } ?? []
+                        values.append(buffer == nil ? .null : .text(String(decoding: raw, as: UTF8.self)))
+                    case .hex:
+                        values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
+                    }
+                }
+                try row(ExportRow(values: values, raw: raw))
+            }
+            return ExportCursor("postgres:\(bound)")
+        }
+    }
+
+    /// The transaction id in `cursor` (digits only), or 0.
+    static func exportPosition(_ cursor: ExportCursor?) throws -> String {
+        guard let cursor else { return "0" }
+        let digits = cursor.position.dropFirst("postgres:".count)
+        guard cursor.position.hasPrefix("postgres:"), !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else {
+            throw ExportCursorError(
+                description: "the cursor \(cursor) was not made by a PostgreSQL store; export without --consumer, or with a new one"
+            )
+        }
+        return String(digits)
+    }
+
+    package func exportCursor(consumer: String, table: ExportTable) async throws -> ExportCursor? {
+        try await transaction("read the export cursor") { connection in
+            var position: String?
+            for try await text in try await connection.send(
+                "SELECT position FROM export_cursors WHERE consumer = \(consumer) AND table_name = \(table.rawValue)",
+                logger: logger
+            ).decode(String.self) {
+                position = text
+            }
+            return position.map(ExportCursor.init)
+        }
+    }
+
+    package func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) async throws {
+        let now = UTCInstant.now().iso8601
+        try await transaction("record the export cursor") { connection -> Void in
+            try await connection.send(
+                """
+                INSERT INTO export_cursors (consumer, table_name, position, updated_at)
+                VALUES (\(consumer), \(table.rawValue), \(cursor.position), \(now)::timestamptz)
+                ON CONFLICT (consumer, table_name) DO UPDATE SET position = EXCLUDED.position,
+                    updated_at = EXCLUDED.updated_at
+                """,
+                logger: logger
+            )
+        }
+    }
+}

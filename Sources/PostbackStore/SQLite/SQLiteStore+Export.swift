@@ -1,0 +1,85 @@
+import Foundation
+import GRDB
+import PostbackKit
+
+/// `postbackd export` on SQLite: one writer commits row ids in order, so a cursor is the
+/// highest id a snapshot held (`sqlite:ID`).
+extension SQLiteStore {
+    package func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) throws -> ExportCursor {
+        let after = try Self.exportPosition(selection.after)
+        let table = selection.table
+        let columns = table.columns
+        return try queue.read { db in
+            // One read transaction: the snapshot the rows and the bound both come from.
+            let bound = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM \(table.rawValue)") ?? 0
+            var sql = "SELECT \(columns.map(\.name).joined(separator: ", ")) FROM \(table.rawValue) WHERE id > ? AND id <= ?"
+            var arguments: StatementArguments = [after, bound]
+            if let days = selection.days {
+                sql += " AND received_at >= ? AND received_at < ?"
+                arguments += [days.lowerBound.start.iso8601, days.upperBound.next.start.iso8601]
+            }
+            sql += " ORDER BY id"
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let stored = try rows.next() {
+                var values: [ExportValue] = []
+                values.reserveCapacity(columns.count)
+                var raw: [UInt8] = []
+                for (index, column) in columns.enumerated() {
+                    let value = stored[index] as DatabaseValue
+                    if value.isNull {
+                        values.append(.null)
+                        continue
+                    }
+                    switch column.type {
+                    case .integer:
+                        values.append((Int64.fromDatabaseValue(value)).map { .integer($0) } ?? .null)
+                    case .text, .time:
+                        values.append((String.fromDatabaseValue(value)).map { .text($0) } ?? .null)
+                    case .bool:
+                        values.append((Int64.fromDatabaseValue(value)).map { .bool($0 != 0) } ?? .null)
+                    case .rawText:
+                        raw = Data.fromDatabaseValue(value).map { Array($0) } ?? []
+                        values.append(.text(String(decoding: raw, as: UTF8.self)))
+                    case .hex:
+                        values.append((Data.fromDatabaseValue(value)).map { .text(hexString($0)) } ?? .null)
+                    }
+                }
+                try row(ExportRow(values: values, raw: raw))
+            }
+            return ExportCursor("sqlite:\(max(after, bound))")
+        }
+    }
+
+    static func exportPosition(_ cursor: ExportCursor?) throws -> Int64 {
+        guard let cursor else { return 0 }
+        guard cursor.position.hasPrefix("sqlite:"), let id = Int64(cursor.position.dropFirst("sqlite:".count)) else {
+            throw ExportCursorError(
+                description: "the cursor \(cursor) was not made by an SQLite store; export without --consumer, or with a new one"
+            )
+        }
+        return id
+    }
+
+    package func exportCursor(consumer: String, table: ExportTable) throws -> ExportCursor? {
+        try queue.read { db in
+            try String.fetchOne(
+                db,
+                sql: "SELECT position FROM export_cursors WHERE consumer = ? AND table_name = ?",
+                arguments: [consumer, table.rawValue]
+            ).map(ExportCursor.init)
+        }
+    }
+
+    package func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) throws {
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO export_cursors (consumer, table_name, position, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (consumer, table_name) DO UPDATE SET position = excluded.position,
+                        updated_at = excluded.updated_at
+                    """,
+                arguments: [consumer, table.rawValue, cursor.position, UTCInstant.now().iso8601]
+            )
+        }
+    }
+}

@@ -154,6 +154,16 @@ struct ExportTests {
         #expect(next.summary.rows == 3, "the two later rows and the held one")
         #expect(try objects(next.lines).keys.contains("held-row/0"))
         #expect(try await export(store.location, options, name: "last").summary.rows == 0)
+
+        // A transaction open in another database of the cluster never writes these tables: it
+        // holds nothing back.
+        let other = try await TestStore.make(.postgres, in: directory, name: "other")
+        let more = try directory.write("more.jsonl", try signed(9, value: .fine(20)))
+        let meanwhile = try await other.whileTransactionOpen {
+            try await ingest([more], into: store.location)
+            return try await export(store.location, options, name: "other").summary.rows
+        }
+        #expect(meanwhile == 1)
     }
 
     @Test("quarantine: every column, and the raw bytes in base64", arguments: TestEngine.available)

@@ -111,7 +111,7 @@ public struct TestStore: Sendable {
         var tables: [String: [String]] = [:]
         for (table, columns) in try await columnsOfStoredTables() {
             let kept = columns.filter {
-                !["id", "run_id", "postback_id", "sighting_id"].contains($0)
+                !["id", "run_id", "postback_id", "sighting_id", "stored_xid"].contains($0)
                     && (includingTimes || ($0 != "received_at" && $0 != "received_at_source"))
             }
             let select = kept.map { "t.\($0)" }.joined(separator: ", ")

@@ -5,9 +5,9 @@ import PostgresNIO
 /// `postbackd export` on PostgreSQL. Row ids are drawn at insert and transactions commit in
 /// another order, so the cursor is a transaction id (`postgres:XID`): each row records the
 /// transaction that stored it (`stored_xid`), and an export reads, in one snapshot, the rows
-/// of transactions older than the snapshot's oldest one still running. Those have all ended,
-/// so no row can later appear below the cursor; rows of transactions still running then are
-/// read by the next export.
+/// of transactions older than the snapshot's oldest one of this database still running.
+/// Those have all ended, so no row can later appear below the cursor; rows of transactions
+/// still running then are read by the next export.
 extension PostgresStore {
     package func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor {
         let after = try Self.exportPosition(selection.after)
@@ -24,15 +24,41 @@ extension PostgresStore {
             case .hex: "encode(\(column.name), 'hex')"
             }
         }.joined(separator: ", ")
+        // Transaction ids are the cluster's: a transaction running in another database (which
+        // can never write these tables) would hold the bound back. Those running now are
+        // noted before the snapshot is taken, so none of them can be one of ours.
+        let foreign = try await transaction("list other databases' transactions", retryingFor: 0) { connection in
+            var ids: [String] = []
+            for try await id in try await connection.send(
+                """
+                SELECT backend_xid::text FROM pg_stat_activity
+                WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
+                """,
+                logger: logger
+            ).decode(String.self) {
+                if id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { ids.append(id) }
+            }
+            return ids
+        }
+        let excluded = foreign.isEmpty ? "" : " WHERE (x::text::numeric % 4294967296) NOT IN (\(foreign.joined(separator: ",")))"
         // Not retried: rows already handed to `row` would be handed again.
         return try await transaction(
             "export \(table.rawValue)",
             isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY",
             retryingFor: 0
         ) { connection in
+            // The oldest transaction of this database still running when the snapshot was
+            // taken (or, with none, the snapshot's end): every row below it is final.
             var bound = after
             for try await text in try await connection.send(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text",
+                PostgresQuery(
+                    unsafeSQL: """
+                        WITH s AS (SELECT pg_current_snapshot() AS snapshot)
+                        SELECT coalesce(
+                            (SELECT min(x)::text FROM s, pg_snapshot_xip(s.snapshot) AS x\(excluded)),
+                            (SELECT pg_snapshot_xmax(snapshot)::text FROM s))
+                        """
+                ),
                 logger: logger
             ).decode(String.self) {
                 bound = text

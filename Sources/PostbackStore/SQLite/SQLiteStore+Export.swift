@@ -9,6 +9,9 @@ extension SQLiteStore {
         let after = try Self.exportPosition(selection.after)
         let table = selection.table
         let columns = table.columns
+        // One pass over the table: a large page cache would only hold pages never read again,
+        // and make memory grow with the table up to its size.
+        try queue.inDatabase { db in try db.execute(sql: "PRAGMA cache_size = -8192") }
         return try queue.read { db in
             // One read transaction: the snapshot the rows and the bound both come from.
             let bound = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM \(table.rawValue)") ?? 0

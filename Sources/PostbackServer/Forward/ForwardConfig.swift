@@ -1,0 +1,210 @@
+import PostbackKit
+
+/// Where `postbackd forward` delivers, read from its config file:
+/// `{"destinations": [{"name": "network", "url": "https://…", "payload": "raw", …}]}`.
+public struct ForwardConfig: Sendable {
+    public var destinations: [Destination]
+
+    public struct Destination: Sendable {
+        public enum Payload: String, Sendable {
+            /// The postback's bytes exactly as received.
+            case raw
+            /// The export line (`postbackd export`) as JSON.
+            case decoded
+        }
+
+        /// Which postbacks go to a destination; by default production postbacks only.
+        public struct Filter: Sendable {
+            public var appIDs: Set<Int64>?
+            public var adNetworkIDs: Set<String>?
+            public var kinds: Set<String>?
+            public var keySpaces: Set<String> = ["production"]
+        }
+
+        public struct Retry: Sendable {
+            public var baseSeconds: Double = 1
+            public var maxSeconds: Double = 3600
+            public var giveUpHours: Double = 72
+
+            /// The wait before attempt `attempt + 1` after `attempt` failures: exponential from
+            /// ``baseSeconds``, capped at ``maxSeconds``, with full jitter (`unit` in [0, 1)).
+            public func delaySeconds(afterFailures attempt: Int, unit: Double) -> Double {
+                let exponential = baseSeconds * Double(1 << min(max(attempt - 1, 0), 40))
+                let ceiling = min(maxSeconds, exponential)
+                // Half fixed, half random: never zero, never in lockstep with other senders.
+                return ceiling / 2 + ceiling / 2 * unit
+            }
+        }
+
+        public var name: String
+        public var url: String
+        public var payload: Payload
+        public var filter = Filter()
+        public var headers: [(name: String, value: String)] = []
+        /// The environment variable holding the HMAC secret (never the secret itself).
+        public var hmacSecretEnvironment: String?
+        public var timeoutSeconds: Double = 10
+        public var concurrency: Int = 8
+        public var retry = Retry()
+    }
+
+    /// Why a config cannot be used: the JSON path and what is wrong.
+    public struct Problem: Error, CustomStringConvertible {
+        public var path: String
+        public var message: String
+        public var description: String { "\(path): \(message)" }
+    }
+
+    /// Reads and checks a config; every problem is named with its JSON path.
+    public static func parse(_ bytes: [UInt8]) throws(Problem) -> ForwardConfig {
+        let root: JSONValue
+        do {
+            root = try JSONValue.parse(bytes)
+        } catch {
+            throw Problem(path: "$", message: "not valid JSON: \(error.message)")
+        }
+        guard case .object = root else { throw Problem(path: "$", message: "expected an object") }
+        guard case .array(let list)? = root["destinations"], !list.isEmpty else {
+            throw Problem(path: "$.destinations", message: "expected a non-empty array of destinations")
+        }
+        var destinations: [Destination] = []
+        var names = Set<String>()
+        for (index, value) in list.enumerated() {
+            let path = "$.destinations[\(index)]"
+            let destination = try Self.destination(value, path)
+            guard names.insert(destination.name).inserted else {
+                throw Problem(path: path + ".name", message: "\(destination.name) names two destinations")
+            }
+            destinations.append(destination)
+        }
+        return ForwardConfig(destinations: destinations)
+    }
+
+    private static func destination(_ value: JSONValue, _ path: String) throws(Problem) -> Destination {
+        guard case .object = value else { throw Problem(path: path, message: "expected an object") }
+        guard case .string(let name)? = value["name"], !name.isEmpty, name.utf8.count <= 100,
+            name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            throw Problem(path: path + ".name", message: "expected a name of 1 to 100 printable characters, no spaces")
+        }
+        guard case .string(let url)? = value["url"], url.hasPrefix("http://") || url.hasPrefix("https://"),
+            url.utf8.count <= 2048
+        else {
+            throw Problem(path: path + ".url", message: "expected an http:// or https:// URL")
+        }
+        guard case .string(let payloadName)? = value["payload"], let payload = Destination.Payload(rawValue: payloadName) else {
+            throw Problem(path: path + ".payload", message: "expected \"raw\" or \"decoded\"")
+        }
+        var destination = Destination(name: name, url: url, payload: payload)
+        if let filter = value["filter"], filter != .null {
+            guard case .object = filter else { throw Problem(path: path + ".filter", message: "expected an object") }
+            destination.filter.appIDs = try integers(filter["app_ids"], path + ".filter.app_ids")
+            destination.filter.adNetworkIDs = try strings(filter["ad_network_ids"], path + ".filter.ad_network_ids", allowed: nil)
+            destination.filter.kinds = try strings(filter["kinds"], path + ".filter.kinds", allowed: ["skan", "aak"])
+            if let spaces = try strings(filter["key_spaces"], path + ".filter.key_spaces", allowed: ["production", "test", "development"]) {
+                destination.filter.keySpaces = spaces
+            }
+        }
+        if let headers = value["headers"], headers != .null {
+            guard case .object(let members) = headers else {
+                throw Problem(path: path + ".headers", message: "expected an object of header names and values")
+            }
+            for (header, headerValue) in members {
+                guard case .string(let text) = headerValue, isHeaderName(header), isHeaderValue(text) else {
+                    throw Problem(path: path + ".headers.\(header)", message: "expected a header name with a string value")
+                }
+                let lowered = header.lowercased()
+                guard !["content-length", "host", "transfer-encoding", "postbackd-delivery-id", "postbackd-signature"].contains(lowered)
+                else {
+                    throw Problem(path: path + ".headers.\(header)", message: "\(header) is set by postbackd")
+                }
+                destination.headers.append((header, text))
+            }
+        }
+        if let secret = value["hmac_secret_env"], secret != .null {
+            guard case .string(let variable) = secret, !variable.isEmpty,
+                variable.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F })
+            else {
+                throw Problem(path: path + ".hmac_secret_env", message: "expected the name of an environment variable (not the secret)")
+            }
+            destination.hmacSecretEnvironment = variable
+        }
+        destination.timeoutSeconds = try number(value["timeout_seconds"], path + ".timeout_seconds", in: 0.1...600) ?? 10
+        destination.concurrency = Int(try number(value["concurrency"], path + ".concurrency", in: 1...256) ?? 8)
+        if let retry = value["retry"], retry != .null {
+            guard case .object = retry else { throw Problem(path: path + ".retry", message: "expected an object") }
+            destination.retry.baseSeconds = try number(retry["base_seconds"], path + ".retry.base_seconds", in: 0.01...3600) ?? 1
+            destination.retry.maxSeconds = try number(retry["max_seconds"], path + ".retry.max_seconds", in: 0.01...86_400) ?? 3600
+            destination.retry.giveUpHours = try number(retry["give_up_hours"], path + ".retry.give_up_hours", in: 0...8760) ?? 72
+            if destination.retry.maxSeconds < destination.retry.baseSeconds {
+                throw Problem(path: path + ".retry.max_seconds", message: "less than base_seconds")
+            }
+        }
+        return destination
+    }
+
+    private static func number(_ value: JSONValue?, _ path: String, in range: ClosedRange<Double>) throws(Problem) -> Double? {
+        guard let value, value != .null else { return nil }
+        guard case .number(let text) = value, let number = Double(text), range.contains(number) else {
+            throw Problem(path: path, message: "expected a number from \(formatJSONNumber(range.lowerBound)) to \(formatJSONNumber(range.upperBound))")
+        }
+        return number
+    }
+
+    private static func integers(_ value: JSONValue?, _ path: String) throws(Problem) -> Set<Int64>? {
+        guard let value, value != .null else { return nil }
+        guard case .array(let items) = value else { throw Problem(path: path, message: "expected an array of app ids") }
+        var result = Set<Int64>()
+        for (index, item) in items.enumerated() {
+            var id: Int64?
+            switch item {
+            case .number(let text), .string(let text): id = Int64(text)
+            default: id = nil
+            }
+            guard let id else { throw Problem(path: "\(path)[\(index)]", message: "expected an app id") }
+            result.insert(id)
+        }
+        return result
+    }
+
+    private static func strings(_ value: JSONValue?, _ path: String, allowed: Set<String>?) throws(Problem) -> Set<String>? {
+        guard let value, value != .null else { return nil }
+        guard case .array(let items) = value else { throw Problem(path: path, message: "expected an array of strings") }
+        var result = Set<String>()
+        for (index, item) in items.enumerated() {
+            guard case .string(let text) = item, allowed.map({ $0.contains(text) }) ?? true else {
+                let choices = allowed.map { " (" + $0.sorted().joined(separator: ", ") + ")" } ?? ""
+                throw Problem(path: "\(path)[\(index)]", message: "expected a string\(choices)")
+            }
+            result.insert(text)
+        }
+        return result
+    }
+
+    private static func isHeaderName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 100
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == 0x2D || byte == 0x5F
+            }
+    }
+
+    private static func isHeaderValue(_ value: String) -> Bool {
+        value.utf8.count <= 4096 && value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+}
+
+extension ForwardConfig.Destination.Filter {
+    /// Whether a stored postback goes to the destination.
+    public func admits(appID: Int64, adNetworkID: String, kind: String, keySpace: String) -> Bool {
+        keySpaces.contains(keySpace) && (appIDs?.contains(appID) ?? true)
+            && (adNetworkIDs?.contains(adNetworkID) ?? true) && (kinds?.contains(kind) ?? true)
+    }
+}
+
+extension ForwardConfig.Destination {
+    /// `Postbackd-Delivery-Id`: the same on every attempt of one postback to one destination.
+    public static func deliveryID(dedupKey: [UInt8], destination: String) -> String {
+        hexString(SHA256Digest(hashing: dedupKey + Array(destination.utf8)).bytes.prefix(16))
+    }
+}

@@ -1,0 +1,95 @@
+import PostbackKit
+import Testing
+
+@testable import PostbackServer
+
+/// `postbackd forward`'s config, its retry schedule and its signatures.
+@Suite("Forward configuration")
+struct ForwardConfigTests {
+    private func parse(_ text: String) throws(ForwardConfig.Problem) -> ForwardConfig {
+        try ForwardConfig.parse(Array(text.utf8))
+    }
+
+    @Test("defaults: production postbacks only, 10 s, 8 at once, retry 1 s to 1 h, give up after 72 h")
+    func defaults() throws {
+        let config = try parse(#"{"destinations": [{"name": "network", "url": "http://127.0.0.1:9/in", "payload": "raw"}]}"#)
+        let destination = try #require(config.destinations.first)
+        #expect(destination.payload == .raw)
+        #expect(destination.filter.keySpaces == ["production"])
+        #expect(destination.timeoutSeconds == 10 && destination.concurrency == 8)
+        #expect(destination.retry.baseSeconds == 1 && destination.retry.maxSeconds == 3600 && destination.retry.giveUpHours == 72)
+        #expect(destination.filter.admits(appID: 1, adNetworkID: "a", kind: "skan", keySpace: "production"))
+        #expect(!destination.filter.admits(appID: 1, adNetworkID: "a", kind: "skan", keySpace: "test"))
+    }
+
+    @Test("every field read; a filter narrows by app, network, kind and key space")
+    func everything() throws {
+        let config = try parse(
+            #"""
+            {"destinations": [{"name": "bi", "url": "https://bi.example.com/postbacks", "payload": "decoded",
+              "filter": {"app_ids": [525463029, "1254734734"], "ad_network_ids": ["example123.skadnetwork"], "kinds": ["skan"],
+                         "key_spaces": ["production", "test"]},
+              "headers": {"Authorization": "Bearer abc"}, "hmac_secret_env": "BI_SECRET", "timeout_seconds": 2.5,
+              "concurrency": 32, "retry": {"base_seconds": 0.5, "max_seconds": 60, "give_up_hours": 1}}]}
+            """#
+        )
+        let destination = try #require(config.destinations.first)
+        #expect(destination.filter.appIDs == [525_463_029, 1_254_734_734])
+        #expect(destination.headers.map(\.name) == ["Authorization"])
+        #expect(destination.hmacSecretEnvironment == "BI_SECRET")
+        #expect(destination.timeoutSeconds == 2.5 && destination.concurrency == 32)
+        #expect(destination.filter.admits(appID: 525_463_029, adNetworkID: "example123.skadnetwork", kind: "skan", keySpace: "test"))
+        #expect(!destination.filter.admits(appID: 7, adNetworkID: "example123.skadnetwork", kind: "skan", keySpace: "production"))
+        #expect(!destination.filter.admits(appID: 525_463_029, adNetworkID: "other", kind: "skan", keySpace: "production"))
+        #expect(!destination.filter.admits(appID: 525_463_029, adNetworkID: "example123.skadnetwork", kind: "aak", keySpace: "production"))
+    }
+
+    @Test("a bad config names the JSON path", arguments: [
+        (#"{}"#, "$.destinations"),
+        (#"{"destinations": [{"url": "http://x", "payload": "raw"}]}"#, "$.destinations[0].name"),
+        (#"{"destinations": [{"name": "a", "url": "ftp://x", "payload": "raw"}]}"#, "$.destinations[0].url"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "both"}]}"#, "$.destinations[0].payload"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "filter": {"kinds": ["x"]}}]}"#, "$.destinations[0].filter.kinds[0]"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "headers": {"Host": "y"}}]}"#, "$.destinations[0].headers.Host"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "hmac_secret_env": "s3cr3t value"}]}"#, "$.destinations[0].hmac_secret_env"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "concurrency": 0}]}"#, "$.destinations[0].concurrency"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "retry": {"base_seconds": 10, "max_seconds": 1}}]}"#, "$.destinations[0].retry.max_seconds"),
+        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw"}, {"name": "a", "url": "http://y", "payload": "raw"}]}"#, "$.destinations[1].name"),
+    ])
+    func problems(_ text: String, _ path: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.path == path, "\(error)")
+        }
+    }
+
+    @Test("retry waits grow exponentially to the cap, with jitter between half and all of it")
+    func retrySchedule() {
+        let retry = ForwardConfig.Destination.Retry(baseSeconds: 1, maxSeconds: 60, giveUpHours: 72)
+        #expect(retry.delaySeconds(afterFailures: 1, unit: 0) == 0.5)
+        #expect(retry.delaySeconds(afterFailures: 1, unit: 0.999_999) < 1)
+        #expect(retry.delaySeconds(afterFailures: 4, unit: 0) == 4)
+        #expect(retry.delaySeconds(afterFailures: 30, unit: 0) == 30)
+        #expect(retry.delaySeconds(afterFailures: 1000, unit: 0.999_999) < 60)
+    }
+
+    @Test("HMAC-SHA256 as RFC 4231 test case 2 gives it")
+    func hmac() {
+        #expect(
+            HMACSHA256.hex(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        )
+    }
+
+    @Test("a delivery id is the same for one postback and destination, different otherwise")
+    func deliveryIDs() {
+        let key: [UInt8] = [1, 2, 3]
+        let id = ForwardConfig.Destination.deliveryID(dedupKey: key, destination: "bi")
+        #expect(id.count == 32)
+        #expect(id == ForwardConfig.Destination.deliveryID(dedupKey: key, destination: "bi"))
+        #expect(id != ForwardConfig.Destination.deliveryID(dedupKey: key, destination: "network"))
+        #expect(id != ForwardConfig.Destination.deliveryID(dedupKey: [1, 2, 4], destination: "bi"))
+    }
+}

@@ -1,4 +1,4 @@
-# Sourced by scripts/bench.sh, scripts/serve-bench.sh and scripts/conversion-value-bench.sh: PostgreSQL measured beside SQLite in
+# Sourced by scripts/bench.sh, scripts/export-bench.sh and scripts/serve-bench-lib.sh: PostgreSQL measured beside SQLite in
 # the same run, in a throwaway cluster of its own (scripts/postgres-dev.sh, fsync on), one
 # database per measurement.
 

@@ -115,15 +115,7 @@ set -e
 # that aggregate decodes every value into events and revenue as a real nightly job does.
 mkdir -p "$out/models"
 rm -f "$out"/models/*.json
-python3 - "$out/ingest-allcores.sqlite" "$out/models" SamplePostbacks/models/*.json <<'PY'
-import json, sqlite3, sys
-database, folder, templates = sys.argv[1], sys.argv[2], sorted(sys.argv[3:])
-apps = [row[0] for row in sqlite3.connect(database).execute("SELECT DISTINCT app_id FROM postbacks ORDER BY 1")]
-for index, app in enumerate(apps):
-    model = json.load(open(templates[index % len(templates)]))
-    model.get("schema", model)["appId"] = str(app)
-    json.dump(model, open(f"{folder}/app-{app}.json", "w"))
-PY
+python3 scripts/bench-models.py "$out/ingest-allcores.sqlite" "$out/models" SamplePostbacks/models/*.json
 "$bin" models add --db "$out/ingest-allcores.sqlite" "$out"/models/*.json >/dev/null
 
 echo "aggregate, all cores" >&2

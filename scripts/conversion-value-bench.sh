@@ -23,12 +23,6 @@ serve_bench_prepare conversion-value-bench.sh
 keys=()
 serve_args=()
 threads=2
-. scripts/bench-postgres.sh
-cleanup() {
-    stop_server
-    bench_postgres_stop
-}
-trap cleanup EXIT
 
 model=SamplePostbacks/models/app-1254734734-game.json
 bundle=com.example.game

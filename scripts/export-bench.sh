@@ -43,19 +43,11 @@ measure() {
 }
 
 # models SQLITE-DB: a conversion model for each of the corpus's apps (the sample models, each
-# given one of its app ids, as scripts/bench.sh does), so that every postback decodes.
+# given one of its app ids: scripts/bench-models.py), so that every postback decodes.
 models() {
     mkdir -p "$out/export-models"
     rm -f "$out"/export-models/*.json
-    python3 - "$1" "$out/export-models" SamplePostbacks/models/*.json <<'PY'
-import json, sqlite3, sys
-database, folder, templates = sys.argv[1], sys.argv[2], sorted(sys.argv[3:])
-apps = [row[0] for row in sqlite3.connect(database).execute("SELECT DISTINCT app_id FROM postbacks ORDER BY 1")]
-for index, app in enumerate(apps):
-    model = json.load(open(templates[index % len(templates)]))
-    model.get("schema", model)["appId"] = str(app)
-    json.dump(model, open(f"{folder}/app-{app}.json", "w"))
-PY
+    python3 scripts/bench-models.py "$1" "$out/export-models" SamplePostbacks/models/*.json
 }
 
 # engine NAME MAKE-DB: ingests both corpora into fresh stores and measures each.

@@ -1,6 +1,14 @@
 # Shared by scripts/serve-bench.sh and scripts/conversion-value-bench.sh (sourced; not run on
 # its own): start and stop `serve`, load it with wrk, read wrk's RESULT line, and the HTTP floor.
 # Expects $out, $seconds and $threads; `serve` gets "${keys[@]}" and "${serve_args[@]}".
+# Also brings in scripts/bench-postgres.sh, and on exit stops the server and the cluster.
+
+. scripts/bench-postgres.sh
+cleanup() {
+    stop_server
+    bench_postgres_stop
+}
+trap cleanup EXIT
 
 # serve_bench_prepare NAME: checks the tools (exit 2 naming what is missing), builds the
 # release binary and sets $bin.

@@ -27,12 +27,6 @@ fi
 keys=(--keys Keys/test)
 serve_args=()
 threads=2
-. scripts/bench-postgres.sh
-cleanup() {
-    stop_server
-    bench_postgres_stop
-}
-trap cleanup EXIT
 
 # engine NAME DB-MAKER: the three measurements against fresh stores made by DB-MAKER.
 engine() {

@@ -80,22 +80,22 @@ extension PostbackResponder {
         if !apiKeys.isEmpty {
             let given = parameters.getAll("a")
             guard let key = given.first, !key.isEmpty else {
-                return Self.json(.unauthorized, Self.snippetError("a: missing API key"))
+                return Self.json(.unauthorized, Self.problem(status: "error", reason: "a: missing API key"))
             }
             guard given.count == 1, apiKeys.contains(where: { constantTimeEqual($0, String(key)) }) else {
-                return Self.json(.unauthorized, Self.snippetError("a: unknown API key"))
+                return Self.json(.unauthorized, Self.problem(status: "error", reason: "a: unknown API key"))
             }
         }
         let query: SnippetQuery
         do {
             query = try SnippetQuery(parameters, now: arrival)
         } catch let problem {
-            return Self.json(.badRequest, Self.snippetError(problem.description))
+            return Self.json(.badRequest, Self.problem(status: "error", reason: problem.description))
         }
         guard let entry = models.model(for: query.app[...]) else {
             return Self.json(
                 .badRequest,
-                Self.snippetError("i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)")
+                Self.problem(status: "error", reason: "i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)")
             )
         }
         let call = DeviceCall(
@@ -111,7 +111,7 @@ extension PostbackResponder {
         )
         switch await committer.record(call) {
         case .unavailable:
-            var response = Self.json(.serviceUnavailable, Self.snippetError("the call could not be recorded now; retry later"))
+            var response = Self.json(.serviceUnavailable, Self.problem(status: "error", reason: "the call could not be recorded now; retry later"))
             response.headers[.retryAfter] = "5"
             return response
         case .recorded(nil):
@@ -140,13 +140,6 @@ extension PostbackResponder {
             object.add("skan_updated_coarse_value", answer.coarse?.snippetValue)
             object.add("skan_updated_lock_window_value", answer.lock)
         }
-        return object.text
-    }
-
-    static func snippetError(_ reason: String) -> String {
-        var object = JSONObjectWriter()
-        object.add("status", "error")
-        object.add("reason", reason)
         return object.text
     }
 
@@ -323,9 +316,7 @@ struct SnippetQuery {
         guard members.count <= 64 else { throw Problem(name, "more than 64 currencies") }
         var totals: [String: Int64] = [:]
         for (currency, amount) in members {
-            guard currency.utf8.count == 3,
-                currency.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
-            else {
+            guard isCurrencyCode(currency) else {
                 throw Problem(name, "\(jsonQuoted(currency)) is not a three-letter ISO 4217 code such as \"USD\"")
             }
             var number: Double?

@@ -317,9 +317,7 @@ private struct ModelReader {
 
         var currency: String? = nil
         if let code = value["currencyCode"] {
-            if case .string(let text) = code, text.utf8.count == 3,
-                text.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
-            {
+            if case .string(let text) = code, isCurrencyCode(text) {
                 currency = text
             } else if code != .string("") {
                 fail(
@@ -425,4 +423,9 @@ private struct ModelReader {
     private func format(_ micros: Int64) -> String {
         formatJSONNumber(Double(micros) / 1_000_000)
     }
+}
+
+/// Whether `text` has the form of an ISO 4217 currency code: three capital letters (`USD`).
+package func isCurrencyCode(_ text: String) -> Bool {
+    text.utf8.count == 3 && text.utf8.allSatisfy { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
 }

@@ -100,9 +100,7 @@ public enum UserStateParser {
             micros = Int64((revenue * 1_000_000).rounded())
         }
         if let currency = value["currency"], currency != .null {
-            guard case .string(let code) = currency, code.utf8.count == 3,
-                code.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
-            else {
+            guard case .string(let code) = currency, isCurrencyCode(code) else {
                 throw UserStateError(
                     field: path + ".currency",
                     message: "expected a three-letter ISO 4217 code such as \"USD\", found \(currency.text)"

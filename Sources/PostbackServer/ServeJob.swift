@@ -39,6 +39,9 @@ public struct ServeJob: Sendable {
     public var maximumGroup: Int
     /// `--api-key`: when any, the conversion value endpoints take only these (never logged).
     public var apiKeys: [String]
+    /// `--forward`: delivers as `forward --follow` does, beside serving, on a store
+    /// connection of its own; its status is in `/metrics`.
+    public var forward: ForwardJob?
     public var logger: Logger
 
     public static let defaultMaximumBody = 65_536
@@ -59,9 +62,11 @@ public struct ServeJob: Sendable {
         clientAddressHeader: String? = nil,
         maximumGroup: Int = 1_024,
         apiKeys: [String] = [],
+        forward: ForwardJob? = nil,
         logger: Logger = Logger(label: "postbackd.serve")
     ) {
         self.apiKeys = apiKeys
+        self.forward = forward
         self.location = location
         self.keyRing = keyRing
         self.host = host
@@ -83,6 +88,7 @@ public struct ServeJob: Sendable {
     /// - Throws: ``ServeError`` (a certificate that cannot be read, an address that cannot be
     ///   listened on) and ``DatabaseOpenError`` before anything is received.
     public func run(ready: @escaping @Sendable (String) -> Void) async throws -> IngestSummary {
+        if let missing = forward?.missingSecret { throw ServeError(missing.description) }
         let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
         let scheme = tls == nil ? "http" : "https"
         return try await PostbackStores.with(location, access: .receive, logger: logger) { store in
@@ -145,17 +151,21 @@ public struct ServeJob: Sendable {
                 },
                 logger: logger
             )
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: writer)]
+            if let forward {
+                services.append(.init(service: ForwarderService(job: forward, mode: .follow, metrics: metrics)))
+            }
+            services.append(.init(service: app))
             var configuration = ServiceGroupConfiguration(
-                services: [
-                    // Shut down in reverse order: the server first (it stops accepting and
-                    // finishes its requests, which wait for commits), then the writer.
-                    .init(service: writer),
-                    .init(service: app),
-                ],
+                // Shut down in reverse order: the server first (it stops accepting and finishes
+                // its requests, which wait for commits), then the forwarder (it finishes its
+                // requests in flight), then the writer.
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
-            configuration.maximumGracefulShutdownDuration = readTimeout + .seconds(20)
+            configuration.maximumGracefulShutdownDuration =
+                readTimeout + .seconds(20) + .seconds(Int64(forward?.config.destinations.map(\.timeoutSeconds).max() ?? 0))
             do {
                 try await ServiceGroup(configuration: configuration).run()
             } catch {

@@ -23,6 +23,9 @@ final class ServerMetrics: Sendable {
     private let commitDuration: CoreMetrics.Timer
     private let groupSize: CoreMetrics.Recorder
     private let openConnections: CoreMetrics.Gauge
+    /// `serve --forward`, by label and dimensions.
+    private let forwardCounters = Mutex<[[String]: CoreMetrics.Counter]>([:])
+    private let forwardGauges = Mutex<[[String]: CoreMetrics.Gauge]>([:])
 
     private struct RequestKey: Hashable {
         var route: String
@@ -104,6 +107,26 @@ final class ServerMetrics: Sendable {
         openConnections.record(count)
     }
 
+    private func forwardCounter(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Counter {
+        forwardCounters.withLock { counters in
+            let key = [label] + dimensions.flatMap { [$0.0, $0.1] }
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    private func forwardGauge(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Gauge {
+        forwardGauges.withLock { gauges in
+            let key = [label] + dimensions.flatMap { [$0.0, $0.1] }
+            if let gauge = gauges[key] { return gauge }
+            let gauge = CoreMetrics.Gauge(label: label, dimensions: dimensions, factory: factory)
+            gauges[key] = gauge
+            return gauge
+        }
+    }
+
     /// The Prometheus text exposition of everything above.
     func text() -> [UInt8] {
         var buffer: [UInt8] = []
@@ -116,5 +139,27 @@ extension Duration {
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+extension ServerMetrics: ForwardMetrics {
+    func forwardAttempt(destination: String, state: DeliveryState) {
+        let outcome = state == .pending ? "retry" : state.rawValue
+        forwardCounter("postbackd_forward_attempts_total", [("destination", destination), ("outcome", outcome)]).increment()
+    }
+
+    func forwardStatus(_ status: [DeliveryStatus], nowMs: Int64) {
+        for destination in status {
+            let counts = [
+                ("delivered", destination.delivered), ("pending", destination.pending), ("retrying", destination.retrying),
+                ("rejected", destination.rejected), ("failed", destination.failed),
+            ]
+            for (state, count) in counts {
+                forwardGauge("postbackd_forward_deliveries", [("destination", destination.destination), ("state", state)])
+                    .record(count)
+            }
+            let age = destination.oldestPendingMs.map { Double(max(0, nowMs - $0)) / 1000 } ?? 0
+            forwardGauge("postbackd_forward_oldest_pending_seconds", [("destination", destination.destination)]).record(age)
+        }
     }
 }

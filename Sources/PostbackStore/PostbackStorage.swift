@@ -85,6 +85,31 @@ package protocol PostbackStorage: AnyObject {
     /// Records where `consumer`'s export of `table` ended.
     func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) async throws
 
+    // MARK: Forwarding (see ``DeliveryState``)
+
+    /// Adds a pending delivery for every postback `route` admits that was stored since its
+    /// last discovery (its `forward:NAME` export cursor), and moves the cursor, in one
+    /// transaction. Returns how many it added and whether more are waiting (a pass reads a
+    /// bounded number of rows).
+    func discoverDeliveries(_ route: DeliveryRoute, nowMs: Int64) async throws -> (added: Int, more: Bool)
+
+    /// Leases up to `limit` pending deliveries to `destination` that are due and not leased,
+    /// earliest due first, to `holder` until `leaseUntilMs`. Concurrent claims never return one
+    /// delivery twice.
+    func claimDeliveries(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) async throws
+        -> [ClaimedDelivery]
+
+    /// Records outcomes in one transaction, each only if `holder` still holds its lease (a
+    /// lease that expired and was claimed again belongs to the new holder), and releases them.
+    func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) async throws
+
+    /// When the next pending delivery to `destination` can be claimed (its due time, or its
+    /// lease's end); nil when none is pending.
+    func nextDeliveryDue(destination: String) async throws -> Int64?
+
+    /// Each destination's deliveries by state.
+    func deliveryStatus(destinations: [String]) async throws -> [DeliveryStatus]
+
     /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
     /// models, replacing them atomically.
     func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary

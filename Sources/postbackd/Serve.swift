@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import PostbackKit
 import PostbackServer
@@ -115,6 +116,14 @@ extension Postbackd {
         @Option(help: ArgumentHelp("A file of API keys, one per line (# starts a comment).", valueName: "file"))
         var apiKeyFile: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "Also forward stored postbacks to the destinations of this config, as `forward --follow` does (see `postbackd forward --help`); status in /metrics.",
+                valueName: "file"
+            )
+        )
+        var forward: String?
+
         func validate() throws {
             if (tlsCert == nil) != (tlsKey == nil) {
                 throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
@@ -149,6 +158,24 @@ extension Postbackd {
             return keys
         }
 
+        /// The `--forward` job, its config read and checked.
+        func forwardJob() throws -> ForwardJob? {
+            guard let forward else { return nil }
+            guard let bytes = ConversionModelFile.readWholeFile(forward) else {
+                throw failInput("cannot read --forward \(forward)")
+            }
+            do {
+                return ForwardJob(
+                    location: database.location,
+                    config: try ForwardConfig.parse(bytes),
+                    environment: ProcessInfo.processInfo.environment,
+                    logger: Logger(label: "postbackd.forward")
+                )
+            } catch {
+                throw failInput("\(forward): \(error)")
+            }
+        }
+
         func run() async throws {
             let job = ServeJob(
                 location: database.location,
@@ -163,6 +190,7 @@ extension Postbackd {
                 quarantineRowsPerHour: quarantineRowsPerHour,
                 clientAddressHeader: clientAddressHeader,
                 apiKeys: try allAPIKeys(),
+                forward: try forwardJob(),
                 logger: Logger(label: "postbackd.serve")
             )
             let summary: IngestSummary

@@ -1,4 +1,5 @@
 import PostbackKit
+import PostbackStore
 import Testing
 
 @testable import PostbackServer
@@ -91,5 +92,38 @@ struct ForwardConfigTests {
         #expect(id == ForwardConfig.Destination.deliveryID(dedupKey: key, destination: "bi"))
         #expect(id != ForwardConfig.Destination.deliveryID(dedupKey: key, destination: "network"))
         #expect(id != ForwardConfig.Destination.deliveryID(dedupKey: [1, 2, 4], destination: "bi"))
+    }
+
+    @Test("answers: 2xx delivered; 408, 429, 5xx and no answer retried (not before Retry-After, capped) until give_up_hours, then failed; other statuses rejected")
+    func outcomes() {
+        let retry = ForwardConfig.Destination.Retry(baseSeconds: 1, maxSeconds: 60, giveUpHours: 1)
+        func outcome(_ answer: DeliveryAnswer, attempts: Int = 1, firstMs: Int64 = 1_000_000, nowMs: Int64 = 1_000_000)
+            -> DeliveryOutcome
+        {
+            var outcome = DeliveryOutcome(
+                destination: "d", postbackID: 1, state: .pending, attempts: attempts, firstAttemptMs: firstMs,
+                lastAttemptMs: nowMs, nextAttemptMs: nowMs, status: nil, answer: nil
+            )
+            outcome.apply(answer, retry: retry, nowMs: nowMs, unit: 0)
+            return outcome
+        }
+        for code in [200, 202, 204] { #expect(outcome(.status(code, "", retryAfter: nil)).state == .delivered) }
+        for code in [301, 400, 401, 404, 410, 422] {
+            let rejected = outcome(.status(code, "gone", retryAfter: nil))
+            #expect(rejected.state == .rejected && rejected.status == code && rejected.answer == "gone")
+        }
+        for code in [408, 429, 500, 502, 503] {
+            let retried = outcome(.status(code, "", retryAfter: nil), attempts: 3)
+            #expect(retried.state == .pending && retried.nextAttemptMs == 1_000_000 + 2_000, "\(code)")
+        }
+        let timedOut = outcome(.failure("postbackd: no answer within 10 s"))
+        #expect(timedOut.state == .pending && timedOut.status == nil && timedOut.answer == "postbackd: no answer within 10 s")
+        // Retry-After delays further, up to max_seconds.
+        #expect(outcome(.status(503, "", retryAfter: 30)).nextAttemptMs == 1_000_000 + 30_000)
+        #expect(outcome(.status(429, "", retryAfter: 7_200)).nextAttemptMs == 1_000_000 + 60_000)
+        // give_up_hours after the first attempt, a failure is final.
+        let late = outcome(.status(500, "", retryAfter: nil), attempts: 20, firstMs: 0, nowMs: 3_600_000)
+        #expect(late.state == .failed && late.status == 500)
+        #expect(outcome(.status(200, "", retryAfter: nil), attempts: 20, firstMs: 0, nowMs: 3_600_000).state == .delivered)
     }
 }

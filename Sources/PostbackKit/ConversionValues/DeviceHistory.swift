@@ -298,17 +298,3 @@ extension DeviceHistory {
         return totals
     }
 }
-
-private func bytesFromHex(_ text: String) -> [UInt8]? {
-    let utf8 = Array(text.utf8)
-    guard utf8.count % 2 == 0, utf8.count <= 128 else { return nil }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(utf8.count / 2)
-    var index = 0
-    while index < utf8.count {
-        guard let high = hexDigitValue(utf8[index]), let low = hexDigitValue(utf8[index + 1]) else { return nil }
-        bytes.append(high << 4 | low)
-        index += 2
-    }
-    return bytes
-}

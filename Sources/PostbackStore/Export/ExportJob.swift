@@ -177,13 +177,13 @@ final class ExportSink {
 }
 
 /// Export rows as JSON Lines or CSV lines.
-struct ExportWriter {
+package struct ExportWriter: Sendable {
     let options: ExportJob.Options
     let models: ConversionModels
     let columns: [ExportColumn]
     private let index: [String: Int]
 
-    init(options: ExportJob.Options, models: ConversionModels) {
+    package init(options: ExportJob.Options, models: ConversionModels) {
         self.options = options
         self.models = models
         columns = options.table.columns
@@ -233,7 +233,8 @@ struct ExportWriter {
         }
     }
 
-    private func jsonLine(_ row: ExportRow) -> String {
+    /// The row as one JSON object (an export line without its newline).
+    package func jsonLine(_ row: ExportRow) -> String {
         var object = JSONObjectWriter()
         for (column, value) in zip(columns, row.values) {
             switch value {

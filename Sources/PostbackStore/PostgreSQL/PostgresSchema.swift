@@ -304,6 +304,33 @@ enum PostgresSchema {
                 "CREATE INDEX quarantine_stored_xid ON quarantine (stored_xid)",
             ]
         ),
+        // `forward`: each postback's delivery to each destination, claimed under a lease
+        // (`FOR UPDATE SKIP LOCKED`, so that several forward processes share the work).
+        Migration(
+            version: 5,
+            name: "deliveries",
+            statements: [
+                """
+                CREATE TABLE deliveries (
+                    destination text NOT NULL,
+                    postback_id bigint NOT NULL,
+                    state text NOT NULL,
+                    attempts integer NOT NULL DEFAULT 0,
+                    discovered_ms bigint NOT NULL,
+                    next_attempt_ms bigint NOT NULL,
+                    first_attempt_ms bigint,
+                    last_attempt_ms bigint,
+                    last_status integer,
+                    last_answer text,
+                    lease_until_ms bigint NOT NULL DEFAULT 0,
+                    leased_by text,
+                    PRIMARY KEY (destination, postback_id)
+                )
+                """,
+                "CREATE INDEX deliveries_due ON deliveries (destination, next_attempt_ms) WHERE state = 'pending'",
+                "CREATE INDEX deliveries_state ON deliveries (destination, state, attempts)",
+            ]
+        ),
     ]
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the

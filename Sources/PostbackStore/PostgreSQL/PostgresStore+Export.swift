@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import PostbackKit
 import PostgresNIO
@@ -14,55 +15,20 @@ extension PostgresStore {
         let table = selection.table
         let columns = table.columns
         let logger = self.logger
-        let select = columns.map { column -> String in
-            switch column.type {
-            case .integer: "\(column.name)::bigint"
-            case .text: column.name
-            case .bool: column.name
-            case .time: isoText(column.name)
-            case .rawText: column.name
-            case .hex: "encode(\(column.name), 'hex')"
-            }
-        }.joined(separator: ", ")
+        let select = Self.exportSelectList(columns)
         // Transaction ids are the cluster's: a transaction running in another database (which
         // can never write these tables) would hold the bound back. Those running now are
         // noted before the snapshot is taken, so none of them can be one of ours.
         let foreign = try await transaction("list other databases' transactions", retryingFor: 0) { connection in
-            var ids: [String] = []
-            for try await id in try await connection.send(
-                """
-                SELECT backend_xid::text FROM pg_stat_activity
-                WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
-                """,
-                logger: logger
-            ).decode(String.self) {
-                if id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { ids.append(id) }
-            }
-            return ids
+            try await Self.foreignTransactions(connection, logger: logger)
         }
-        let excluded = foreign.isEmpty ? "" : " WHERE (x::text::numeric % 4294967296) NOT IN (\(foreign.joined(separator: ",")))"
         // Not retried: rows already handed to `row` would be handed again.
         return try await transaction(
             "export \(table.rawValue)",
             isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY",
             retryingFor: 0
         ) { connection in
-            // The oldest transaction of this database still running when the snapshot was
-            // taken (or, with none, the snapshot's end): every row below it is final.
-            var bound = after
-            for try await text in try await connection.send(
-                PostgresQuery(
-                    unsafeSQL: """
-                        WITH s AS (SELECT pg_current_snapshot() AS snapshot)
-                        SELECT coalesce(
-                            (SELECT min(x)::text FROM s, pg_snapshot_xip(s.snapshot) AS x\(excluded)),
-                            (SELECT pg_snapshot_xmax(snapshot)::text FROM s))
-                        """
-                ),
-                logger: logger
-            ).decode(String.self) {
-                bound = text
-            }
+            let bound = try await Self.snapshotBound(connection, after: after, excluding: foreign, logger: logger)
             var sql = """
                 SELECT \(select) FROM \(table.rawValue)
                 WHERE stored_xid >= '\(after)'::xid8 AND stored_xid < '\(bound)'::xid8
@@ -76,31 +42,91 @@ extension PostgresStore {
             sql += " ORDER BY stored_xid, id"
             let rows = try await connection.send(PostgresQuery(unsafeSQL: sql), logger: logger)
             for try await stored in rows {
-                let cells = stored.makeRandomAccess()
-                var values: [ExportValue] = []
-                values.reserveCapacity(columns.count)
-                var raw: [UInt8] = []
-                for (index, column) in columns.enumerated() {
-                    let cell = cells[index]
-                    switch column.type {
-                    case .integer:
-                        values.append(try cell.decode(Int64?.self).map { .integer($0) } ?? .null)
-                    case .text, .time:
-                        values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
-                    case .bool:
-                        values.append(try cell.decode(Bool?.self).map { .bool($0) } ?? .null)
-                    case .rawText:
-                        let buffer = try cell.decode(ByteBuffer?.self)
-                        raw = buffer.map { Array($0.readableBytesView) } ?? []
-                        values.append(buffer == nil ? .null : .text(String(decoding: raw, as: UTF8.self)))
-                    case .hex:
-                        values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
-                    }
-                }
-                try row(ExportRow(values: values, raw: raw))
+                try row(try Self.exportRow(stored, columns))
             }
             return ExportCursor("postgres:\(bound)")
         }
+    }
+
+    /// Transaction ids are the cluster's: a transaction running in another database (which can
+    /// never write these tables) would hold the bound back. Those running now are listed before
+    /// the snapshot is taken, so none of them can be one of ours.
+    static func foreignTransactions(_ connection: PostgresConnection, logger: Logger) async throws -> [String] {
+        var ids: [String] = []
+        for try await id in try await connection.send(
+            """
+            SELECT backend_xid::text FROM pg_stat_activity
+            WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
+            """,
+            logger: logger
+        ).decode(String.self) {
+            if id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// The oldest transaction of this database still running in the current snapshot (or,
+    /// with none, the snapshot's end): every row stored by a transaction below it is final.
+    static func snapshotBound(_ connection: PostgresConnection, after: String, excluding foreign: [String], logger: Logger)
+        async throws -> String
+    {
+        let excluded = foreign.isEmpty ? "" : " WHERE (x::text::numeric % 4294967296) NOT IN (\(foreign.joined(separator: ",")))"
+        var bound = after
+        for try await text in try await connection.send(
+            PostgresQuery(
+                unsafeSQL: """
+                    WITH s AS (SELECT pg_current_snapshot() AS snapshot)
+                    SELECT coalesce(
+                        (SELECT min(x)::text FROM s, pg_snapshot_xip(s.snapshot) AS x\(excluded)),
+                        (SELECT pg_snapshot_xmax(snapshot)::text FROM s))
+                    """
+            ),
+            logger: logger
+        ).decode(String.self) {
+            bound = text
+        }
+        return bound
+    }
+
+    /// The select list that reads `columns` for ``exportRow(_:_:)``.
+    static func exportSelectList(_ columns: [ExportColumn], prefix: String = "") -> String {
+        columns.map { column -> String in
+            let name = prefix + column.name
+            return switch column.type {
+            case .integer: "\(name)::bigint"
+            case .text: name
+            case .bool: name
+            case .time: isoText(name)
+            case .rawText: name
+            case .hex: "encode(\(name), 'hex')"
+            }
+        }.joined(separator: ", ")
+    }
+
+    /// A row selected with ``exportSelectList(_:prefix:)``.
+    static func exportRow(_ stored: PostgresRow, _ columns: [ExportColumn]) throws -> ExportRow {
+        let cells = stored.makeRandomAccess()
+        var values: [ExportValue] = []
+        values.reserveCapacity(columns.count)
+        var raw: [UInt8] = []
+        for (index, column) in columns.enumerated() {
+            let cell = cells[index]
+            switch column.type {
+            case .integer:
+                values.append(try cell.decode(Int64?.self).map { .integer($0) } ?? .null)
+            case .text, .time:
+                values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
+            case .bool:
+                values.append(try cell.decode(Bool?.self).map { .bool($0) } ?? .null)
+            case .rawText:
+                let buffer = try cell.decode(ByteBuffer?.self)
+                raw = buffer.map { Array($0.readableBytesView) } ?? []
+                values.append(buffer == nil ? .null : .text(String(decoding: raw, as: UTF8.self)))
+            case .hex:
+                values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
+            }
+        }
+        return ExportRow(values: values, raw: raw)
     }
 
     /// The transaction id in `cursor` (digits only), or 0.

@@ -301,6 +301,30 @@ public enum PostbackSchema {
                     """
             )
         }
+        // `forward`: each postback's delivery to each destination, claimed under a lease.
+        migrator.registerMigration("v9: deliveries") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE deliveries (
+                        destination TEXT NOT NULL,
+                        postback_id INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        discovered_ms INTEGER NOT NULL,
+                        next_attempt_ms INTEGER NOT NULL,
+                        first_attempt_ms INTEGER,
+                        last_attempt_ms INTEGER,
+                        last_status INTEGER,
+                        last_answer TEXT,
+                        lease_until_ms INTEGER NOT NULL DEFAULT 0,
+                        leased_by TEXT,
+                        PRIMARY KEY (destination, postback_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX deliveries_due ON deliveries (destination, next_attempt_ms) WHERE state = 'pending';
+                    CREATE INDEX deliveries_state ON deliveries (destination, state, attempts);
+                    """
+            )
+        }
         return migrator
     }
 }

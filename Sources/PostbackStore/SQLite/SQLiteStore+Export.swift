@@ -24,33 +24,38 @@ extension SQLiteStore {
             sql += " ORDER BY id"
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let stored = try rows.next() {
-                var values: [ExportValue] = []
-                values.reserveCapacity(columns.count)
-                var raw: [UInt8] = []
-                for (index, column) in columns.enumerated() {
-                    let value = stored[index] as DatabaseValue
-                    if value.isNull {
-                        values.append(.null)
-                        continue
-                    }
-                    switch column.type {
-                    case .integer:
-                        values.append((Int64.fromDatabaseValue(value)).map { .integer($0) } ?? .null)
-                    case .text, .time:
-                        values.append((String.fromDatabaseValue(value)).map { .text($0) } ?? .null)
-                    case .bool:
-                        values.append((Int64.fromDatabaseValue(value)).map { .bool($0 != 0) } ?? .null)
-                    case .rawText:
-                        raw = Data.fromDatabaseValue(value).map { Array($0) } ?? []
-                        values.append(.text(String(decoding: raw, as: UTF8.self)))
-                    case .hex:
-                        values.append((Data.fromDatabaseValue(value)).map { .text(hexString($0)) } ?? .null)
-                    }
-                }
-                try row(ExportRow(values: values, raw: raw))
+                try row(Self.exportRow(stored, columns))
             }
             return ExportCursor("sqlite:\(max(after, bound))")
         }
+    }
+
+    /// A row selected with `columns`' names, in order.
+    static func exportRow(_ stored: Row, _ columns: [ExportColumn]) -> ExportRow {
+        var values: [ExportValue] = []
+        values.reserveCapacity(columns.count)
+        var raw: [UInt8] = []
+        for (index, column) in columns.enumerated() {
+            let value = stored[index] as DatabaseValue
+            if value.isNull {
+                values.append(.null)
+                continue
+            }
+            switch column.type {
+            case .integer:
+                values.append((Int64.fromDatabaseValue(value)).map { .integer($0) } ?? .null)
+            case .text, .time:
+                values.append((String.fromDatabaseValue(value)).map { .text($0) } ?? .null)
+            case .bool:
+                values.append((Int64.fromDatabaseValue(value)).map { .bool($0 != 0) } ?? .null)
+            case .rawText:
+                raw = Data.fromDatabaseValue(value).map { Array($0) } ?? []
+                values.append(.text(String(decoding: raw, as: UTF8.self)))
+            case .hex:
+                values.append((Data.fromDatabaseValue(value)).map { .text(hexString($0)) } ?? .null)
+            }
+        }
+        return ExportRow(values: values, raw: raw)
     }
 
     static func exportPosition(_ cursor: ExportCursor?) throws -> Int64 {

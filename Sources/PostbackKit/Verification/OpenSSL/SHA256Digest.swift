@@ -68,3 +68,19 @@ package func hexString<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
     }
     return String(decoding: out, as: UTF8.self)
 }
+
+/// The bytes of lower- or upper-case hex text of at most `maximumCount` bytes; nil for anything
+/// else.
+package func bytesFromHex(_ text: String, maximumCount: Int = 64) -> [UInt8]? {
+    let utf8 = Array(text.utf8)
+    guard utf8.count % 2 == 0, utf8.count <= maximumCount * 2 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(utf8.count / 2)
+    var index = 0
+    while index < utf8.count {
+        guard let high = hexDigitValue(utf8[index]), let low = hexDigitValue(utf8[index + 1]) else { return nil }
+        bytes.append(high << 4 | low)
+        index += 2
+    }
+    return bytes
+}

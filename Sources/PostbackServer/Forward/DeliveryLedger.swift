@@ -1,0 +1,168 @@
+import Logging
+import PostbackKit
+import PostbackStore
+import Synchronization
+
+/// The one task that uses the store for `forward`: claims, outcomes, discovery and status are
+/// requests it serves in order. Outcomes are written in groups: every outcome that arrived while
+/// the last group was being written goes into the next transaction, so a fast destination costs
+/// one commit per group, not one per delivery.
+final class DeliveryLedger: Sendable {
+    enum Request: Sendable {
+        case claim(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, CheckedContinuation<[ClaimedDelivery], any Error>)
+        /// Outcomes wait in ``outcomes``; this only wakes the ledger.
+        case outcomesWaiting
+        case flush(CheckedContinuation<Void, Never>)
+        case discover([DeliveryRoute], CheckedContinuation<Int, any Error>)
+        case nextDue(String, CheckedContinuation<Int64?, any Error>)
+        case status([String], CheckedContinuation<[DeliveryStatus], any Error>)
+        case models(CheckedContinuation<ConversionModels, any Error>)
+    }
+
+    /// Who holds the leases this process takes: unique per process and run.
+    let holder: String
+    private let requests: AsyncStream<Request>
+    private let continuation: AsyncStream<Request>.Continuation
+    private let outcomes = Mutex<[DeliveryOutcome]>([])
+    private let closing = Atomic<Bool>(false)
+    private let logger: Logger
+
+    init(holder: String, logger: Logger) {
+        self.holder = holder
+        self.logger = logger
+        (requests, continuation) = AsyncStream.makeStream(of: Request.self)
+    }
+
+    // MARK: Requests (from any task)
+
+    func claim(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64) async throws -> [ClaimedDelivery] {
+        try await withCheckedThrowingContinuation { reply in
+            send(.claim(destination: destination, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs, reply), orFail: reply)
+        }
+    }
+
+    func record(_ outcome: DeliveryOutcome) {
+        outcomes.withLock { $0.append(outcome) }
+        continuation.yield(.outcomesWaiting)
+    }
+
+    /// Returns once every outcome recorded before the call is written (or the ledger closed).
+    func flush() async {
+        await withCheckedContinuation { reply in
+            if case .terminated = continuation.yield(.flush(reply)) { reply.resume() }
+        }
+    }
+
+    /// Discovers new deliveries for every route; returns how many were added.
+    func discover(_ routes: [DeliveryRoute]) async throws -> Int {
+        try await withCheckedThrowingContinuation { reply in send(.discover(routes, reply), orFail: reply) }
+    }
+
+    func nextDue(_ destination: String) async throws -> Int64? {
+        try await withCheckedThrowingContinuation { reply in send(.nextDue(destination, reply), orFail: reply) }
+    }
+
+    func status(_ destinations: [String]) async throws -> [DeliveryStatus] {
+        try await withCheckedThrowingContinuation { reply in send(.status(destinations, reply), orFail: reply) }
+    }
+
+    func models() async throws -> ConversionModels {
+        try await withCheckedThrowingContinuation { reply in send(.models(reply), orFail: reply) }
+    }
+
+    /// Ends ``run(store:)`` once the requests already made are served.
+    func close() {
+        closing.store(true, ordering: .relaxed)
+        continuation.finish()
+    }
+
+    private func send<Value>(_ request: Request, orFail reply: CheckedContinuation<Value, any Error>) {
+        if case .terminated = continuation.yield(request) {
+            reply.resume(throwing: ForwardError("the forwarder is stopping"))
+        }
+    }
+
+    // MARK: The ledger task
+
+    /// Serves requests with `store` until ``close()``, writing the outcomes left at the end.
+    func run(store: any PostbackStorage) async {
+        for await request in requests {
+            switch request {
+            case .claim(let destination, let limit, let nowMs, let leaseUntilMs, let reply):
+                await writeOutcomes(store)
+                do {
+                    reply.resume(
+                        returning: try await store.claimDeliveries(
+                            destination: destination, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs, holder: holder
+                        )
+                    )
+                } catch {
+                    reply.resume(throwing: error)
+                }
+            case .outcomesWaiting:
+                await writeOutcomes(store)
+            case .flush(let reply):
+                await writeOutcomes(store)
+                reply.resume()
+            case .discover(let routes, let reply):
+                do {
+                    var added = 0
+                    let now = UTCInstant.now().milliseconds
+                    for route in routes {
+                        while true {
+                            let pass = try await store.discoverDeliveries(route, nowMs: now)
+                            added += pass.added
+                            if !pass.more { break }
+                        }
+                    }
+                    reply.resume(returning: added)
+                } catch {
+                    reply.resume(throwing: error)
+                }
+            case .nextDue(let destination, let reply):
+                do { reply.resume(returning: try await store.nextDeliveryDue(destination: destination)) } catch {
+                    reply.resume(throwing: error)
+                }
+            case .status(let destinations, let reply):
+                do { reply.resume(returning: try await store.deliveryStatus(destinations: destinations)) } catch {
+                    reply.resume(throwing: error)
+                }
+            case .models(let reply):
+                do { reply.resume(returning: ConversionModels(try await store.currentModels().map(\.model))) } catch {
+                    reply.resume(throwing: error)
+                }
+            }
+        }
+        await writeOutcomes(store, untilWritten: false)
+    }
+
+    /// Writes every outcome waiting, in one transaction. A failure (the database unreachable
+    /// for the store's whole retry time) keeps them and tries again, unless this is the end.
+    private func writeOutcomes(_ store: any PostbackStorage, untilWritten: Bool = true) async {
+        while true {
+            let batch = outcomes.withLock { waiting in
+                defer { waiting.removeAll(keepingCapacity: true) }
+                return waiting
+            }
+            guard !batch.isEmpty else { return }
+            do {
+                try await store.recordDeliveries(batch, holder: holder)
+                return
+            } catch {
+                logger.error(
+                    "cannot record delivery outcomes; the deliveries will be attempted again",
+                    metadata: ["forward.outcomes": "\(batch.count)", "forward.error": "\(error)"]
+                )
+                guard untilWritten, !closing.load(ordering: .relaxed) else { return }
+                outcomes.withLock { $0.insert(contentsOf: batch, at: 0) }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}
+
+/// Why `forward` cannot go on.
+public struct ForwardError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

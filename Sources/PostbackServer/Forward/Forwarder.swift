@@ -1,0 +1,395 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import NIOHTTP1
+import PostbackKit
+import PostbackStore
+import Synchronization
+
+/// Delivers to every destination of a config: one loop per destination, each with its own
+/// HTTP client (its own connections) and at most `concurrency` requests in flight, so a slow
+/// or broken destination never delays another. The store is reached through the
+/// ``DeliveryLedger``.
+final class Forwarder: Sendable {
+    enum Mode: Sendable {
+        /// Until stopped, picking up newly stored postbacks.
+        case follow
+        /// Until nothing is pending.
+        case drain
+    }
+
+    struct Destination: Sendable {
+        let config: ForwardConfig.Destination
+        let secret: [UInt8]?
+        let client: HTTPClient
+        var name: String { config.name }
+    }
+
+    /// How often an idle destination looks for due deliveries, and `--follow` for new postbacks.
+    static let pollInterval: Duration = .milliseconds(200)
+    static let discoveryInterval: Duration = .milliseconds(500)
+    /// How long a claimed delivery stays leased beyond its timeout: the time to record its
+    /// outcome. A process killed mid-request holds its deliveries this long after the timeout.
+    static let leaseMargin: Double = 10
+
+    let destinations: [Destination]
+    let ledger: DeliveryLedger
+    let mode: Mode
+    let policy: RevenueEstimatePolicy
+    let metrics: (any ForwardMetrics)?
+    let logger: Logger
+    private let stopping = Atomic<Bool>(false)
+    private let writer: Mutex<ExportWriter>
+    private let counts: Mutex<[String: ForwardSummary.Counts]>
+
+    init(
+        destinations: [Destination],
+        ledger: DeliveryLedger,
+        mode: Mode,
+        policy: RevenueEstimatePolicy,
+        metrics: (any ForwardMetrics)?,
+        logger: Logger
+    ) {
+        self.destinations = destinations
+        self.ledger = ledger
+        self.mode = mode
+        self.policy = policy
+        self.metrics = metrics
+        self.logger = logger
+        writer = Mutex(ExportWriter(options: ExportJob.Options(policy: policy), models: ConversionModels([])))
+        counts = Mutex([:])
+    }
+
+    /// What this run's attempts ended with, by destination.
+    var summary: [String: ForwardSummary.Counts] { counts.withLock { $0 } }
+
+    /// Stops claiming; ``run()`` returns once the requests in flight are answered or time out.
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    /// Discovers, then delivers until drained (``Mode/drain``) or stopped.
+    ///
+    /// - Throws: when the first discovery fails (the store cannot be used).
+    func run() async throws {
+        let routes = ForwardJob.routes(destinations.map(\.config))
+        _ = try await ledger.discover(routes)
+        try await reloadModels()
+        await withTaskGroup(of: Void.self) { group in
+            if mode == .follow {
+                group.addTask { await self.follow(routes) }
+            }
+            for destination in destinations {
+                group.addTask { await self.deliver(to: destination) }
+            }
+        }
+        await ledger.flush()
+    }
+
+    private func reloadModels() async throws {
+        let models = try await ledger.models()
+        let policy = self.policy
+        writer.withLock { $0 = ExportWriter(options: ExportJob.Options(policy: policy), models: models) }
+    }
+
+    /// `--follow`: discovers newly stored postbacks twice a second, reads models every 10 s,
+    /// and refreshes the status metrics every 5 s, until stopped.
+    private func follow(_ routes: [DeliveryRoute]) async {
+        var lastModels = ContinuousClock.now
+        var lastStatus = ContinuousClock.now - .seconds(10)
+        while !isStopping {
+            try? await Task.sleep(for: Self.discoveryInterval)
+            if isStopping { break }
+            do {
+                _ = try await ledger.discover(routes)
+                if ContinuousClock.now - lastModels >= ModelDirectory.reloadInterval {
+                    lastModels = .now
+                    try await reloadModels()
+                }
+                if let metrics, ContinuousClock.now - lastStatus >= .seconds(5) {
+                    lastStatus = .now
+                    metrics.forwardStatus(try await ledger.status(destinations.map(\.name)), nowMs: UTCInstant.now().milliseconds)
+                }
+            } catch {
+                logger.warning("cannot discover new deliveries; trying again", metadata: ["forward.error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    // MARK: One destination
+
+    /// Claims due deliveries while there is room under the destination's concurrency, sends
+    /// each in a child task, and hands each outcome to the ledger as it comes.
+    private func deliver(to destination: Destination) async {
+        let concurrency = destination.config.concurrency
+        // Claims are transactions: with many slots, wait for a few to free before claiming.
+        let claimAtLeast = max(1, concurrency / 4)
+        let leaseMs = Int64((destination.config.timeoutSeconds + Self.leaseMargin) * 1000)
+        await withTaskGroup(of: DeliveryOutcome?.self) { group in
+            var inFlight = 0
+            var timerArmed = false
+            var idle = false
+            while true {
+                let stopping = isStopping
+                let free = concurrency - inFlight
+                if !stopping, !idle, free > 0, inFlight == 0 || free >= claimAtLeast {
+                    let now = UTCInstant.now().milliseconds
+                    do {
+                        let claimed = try await ledger.claim(
+                            destination: destination.name,
+                            limit: free,
+                            nowMs: now,
+                            leaseUntilMs: now + leaseMs
+                        )
+                        for delivery in claimed {
+                            inFlight += 1
+                            group.addTask { await self.send(delivery, to: destination) }
+                        }
+                        idle = claimed.count < free
+                    } catch {
+                        logger.warning(
+                            "cannot claim deliveries; trying again",
+                            metadata: ["forward.destination": "\(destination.name)", "forward.error": "\(error)"]
+                        )
+                        idle = true
+                        try? await Task.sleep(for: .seconds(1))
+                    }
+                }
+                if inFlight == 0 && idle {
+                    if stopping { break }
+                    if mode == .drain {
+                        // Everything claimable is done: wait for the next retry, or end.
+                        await ledger.flush()
+                        let due: Int64?
+                        do {
+                            due = try await ledger.nextDue(destination.name)
+                        } catch {
+                            logger.warning("cannot read pending deliveries", metadata: ["forward.error": "\(error)"])
+                            try? await Task.sleep(for: .seconds(1))
+                            continue
+                        }
+                        guard let due else { break }
+                        let wait = min(max(due - UTCInstant.now().milliseconds, 10), 1_000)
+                        try? await Task.sleep(for: .milliseconds(wait))
+                    } else {
+                        try? await Task.sleep(for: Self.pollInterval)
+                    }
+                    idle = false
+                    continue
+                }
+                if inFlight == 0 {
+                    if stopping { break }
+                    continue
+                }
+                // Wait for an answer, or (with room to claim) for the next poll.
+                if !timerArmed && !stopping && inFlight < concurrency {
+                    timerArmed = true
+                    group.addTask {
+                        try? await Task.sleep(for: Self.pollInterval)
+                        return nil
+                    }
+                }
+                switch await group.next() {
+                case let outcome??:
+                    inFlight -= 1
+                    ledger.record(outcome)
+                    count(outcome)
+                    idle = false
+                case .some(nil):
+                    timerArmed = false
+                    idle = false
+                case nil:
+                    inFlight = 0
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    private func count(_ outcome: DeliveryOutcome) {
+        counts.withLock { counts in
+            var entry = counts[outcome.destination] ?? ForwardSummary.Counts()
+            switch outcome.state {
+            case .delivered: entry.delivered += 1
+            case .rejected: entry.rejected += 1
+            case .failed: entry.failed += 1
+            case .pending: entry.retried += 1
+            }
+            counts[outcome.destination] = entry
+        }
+        metrics?.forwardAttempt(destination: outcome.destination, state: outcome.state)
+    }
+
+    // MARK: One attempt
+
+    /// Sends one delivery and says what it ended with.
+    private func send(_ delivery: ClaimedDelivery, to destination: Destination) async -> DeliveryOutcome {
+        let started = UTCInstant.now().milliseconds
+        var outcome = DeliveryOutcome(
+            destination: destination.name,
+            postbackID: delivery.postbackID,
+            state: .pending,
+            attempts: delivery.attempts + 1,
+            firstAttemptMs: delivery.firstAttemptMs ?? started,
+            lastAttemptMs: started,
+            nextAttemptMs: started,
+            status: nil,
+            answer: nil
+        )
+        guard let row = delivery.row, case .text(let keyHex)? = row.postbackValue("dedup_key"),
+            let dedupKey = bytesFromHex(keyHex, maximumCount: 4096)
+        else {
+            outcome.state = .rejected
+            outcome.answer = "postbackd: the postback is no longer stored"
+            return outcome
+        }
+        let config = destination.config
+        let body: [UInt8] =
+            switch config.payload {
+            case .raw: row.raw
+            case .decoded: Array(writer.withLock { $0 }.jsonLine(row).utf8)
+            }
+        let deliveryID = ForwardConfig.Destination.deliveryID(dedupKey: dedupKey, destination: config.name)
+        var request = HTTPClientRequest(url: config.url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "postbackd/\(PostbackdVersion.current)")
+        request.headers.add(name: "Postbackd-Delivery-Id", value: deliveryID)
+        request.headers.add(name: "Postbackd-Attempt", value: String(outcome.attempts))
+        if let secret = destination.secret {
+            request.headers.add(name: "Postbackd-Signature", value: "sha256=" + HMACSHA256.hex(key: secret, message: body))
+        }
+        for (name, value) in config.headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+
+        let answer: DeliveryAnswer
+        do {
+            let response = try await destination.client.execute(
+                request,
+                deadline: .now() + .nanoseconds(Int64(config.timeoutSeconds * 1e9)),
+                logger: nil
+            )
+            let text = try await Self.answerStart(response.body)
+            answer = .status(
+                Int(response.status.code),
+                text,
+                retryAfter: response.headers.first(name: "Retry-After").flatMap { Double($0) }
+            )
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
+            || error == .writeTimeout
+        {
+            answer = .failure("postbackd: no answer within \(formatJSONNumber(config.timeoutSeconds)) s")
+        } catch {
+            answer = .failure("postbackd: \(String(describing: error).prefix(512))")
+        }
+        let finished = UTCInstant.now().milliseconds
+        outcome.apply(answer, retry: config.retry, nowMs: finished, unit: Double.random(in: 0..<1))
+        switch outcome.state {
+        case .rejected, .failed:
+            logger.warning(
+                "delivery \(outcome.state.rawValue)",
+                metadata: [
+                    "forward.destination": "\(config.name)", "forward.delivery_id": "\(deliveryID)",
+                    "forward.status": "\(outcome.status.map(String.init) ?? "none")", "forward.attempts": "\(outcome.attempts)",
+                ]
+            )
+        case .pending:
+            logger.debug(
+                "delivery to retry",
+                metadata: [
+                    "forward.destination": "\(config.name)", "forward.delivery_id": "\(deliveryID)",
+                    "forward.status": "\(outcome.status.map(String.init) ?? "none")", "forward.attempts": "\(outcome.attempts)",
+                    "forward.answer": "\(outcome.answer?.prefix(200) ?? "")",
+                ]
+            )
+        case .delivered:
+            break
+        }
+        return outcome
+    }
+
+    /// The first KiB of an answer. Reads at most 64 KiB more (so the connection can be used
+    /// again); past that the connection is dropped.
+    private static func answerStart(_ body: HTTPClientResponse.Body) async throws -> String {
+        var kept: [UInt8] = []
+        var total = 0
+        for try await chunk in body {
+            if kept.count < 1024 { kept += chunk.readableBytesView.prefix(1024 - kept.count) }
+            total += chunk.readableBytes
+            if total > 65_536 { break }
+        }
+        return String(decoding: kept, as: UTF8.self)
+    }
+}
+
+/// What an attempt got.
+enum DeliveryAnswer: Sendable {
+    /// An HTTP answer: its status, the start of its body, its `Retry-After` in seconds.
+    case status(Int, String, retryAfter: Double?)
+    /// No answer: a timeout, a refused or broken connection.
+    case failure(String)
+}
+
+extension DeliveryOutcome {
+    /// Records `answer`: 2xx delivered; 408, 429, 5xx and no answer retried on `retry`'s
+    /// schedule (no sooner than a `Retry-After`, capped by `max_seconds`) until `give_up_hours`
+    /// after the first attempt, then failed; anything else rejected.
+    mutating func apply(_ got: DeliveryAnswer, retry: ForwardConfig.Destination.Retry, nowMs: Int64, unit: Double) {
+        lastAttemptMs = min(lastAttemptMs, nowMs)
+        var retryAfter: Double?
+        switch got {
+        case .status(let code, let text, let after):
+            status = code
+            answer = text.isEmpty ? nil : text
+            switch code {
+            case 200..<300:
+                state = .delivered
+                return
+            case 408, 429, 500..<600:
+                retryAfter = after
+            default:
+                state = .rejected
+                return
+            }
+        case .failure(let reason):
+            status = nil
+            answer = reason
+        }
+        if Double(nowMs - firstAttemptMs) >= retry.giveUpHours * 3_600_000 {
+            state = .failed
+            return
+        }
+        var delay = retry.delaySeconds(afterFailures: attempts, unit: unit)
+        if let retryAfter, retryAfter > delay { delay = min(retryAfter, retry.maxSeconds) }
+        state = .pending
+        nextAttemptMs = nowMs + Int64(delay * 1000)
+    }
+}
+
+/// Where `serve --forward` reports: attempts as they end, and the status now and then.
+protocol ForwardMetrics: Sendable {
+    func forwardAttempt(destination: String, state: DeliveryState)
+    func forwardStatus(_ status: [DeliveryStatus], nowMs: Int64)
+}
+
+/// What a forward run did, and the state after it.
+public struct ForwardSummary: Sendable {
+    public struct Counts: Sendable, Hashable {
+        public var delivered = 0
+        public var rejected = 0
+        public var failed = 0
+        /// Attempts that failed and will be retried.
+        public var retried = 0
+
+        public init() {}
+    }
+
+    /// This run's attempts by destination.
+    public var attempts: [String: Counts]
+    /// Every destination's deliveries after the run.
+    public var status: [DeliveryStatus]
+}

@@ -1,0 +1,115 @@
+import PostbackKit
+
+/// `postbackd forward`: the durable state of each postback's delivery to each destination,
+/// kept in the `deliveries` table of either engine.
+///
+/// A delivery is discovered (a row per destination and admitted postback, found through the
+/// export cursor `forward:NAME`, so that on PostgreSQL rows committed out of id order are
+/// never skipped), then claimed under a lease by one forward process at a time, attempted, and
+/// its outcome recorded only while that lease is still held. A process killed mid-request
+/// leaves a lease that expires, and the delivery is attempted again: at-least-once.
+public enum DeliveryState: String, Sendable, CaseIterable {
+    /// Not yet delivered: waiting for its first attempt, or for a retry.
+    case pending
+    /// A 2xx answer.
+    case delivered
+    /// A 4xx answer other than 408 and 429 (or a 1xx or 3xx): not retried.
+    case rejected
+    /// Still failing `give_up_hours` after the first attempt.
+    case failed
+}
+
+/// Which postbacks a destination takes, as the store selects them.
+public struct DeliveryRoute: Sendable {
+    public var destination: String
+    public var appIDs: [Int64]?
+    public var adNetworkIDs: [String]?
+    public var kinds: [String]?
+    public var keySpaces: [String]
+
+    public init(destination: String, appIDs: [Int64]?, adNetworkIDs: [String]?, kinds: [String]?, keySpaces: [String]) {
+        self.destination = destination
+        self.appIDs = appIDs
+        self.adNetworkIDs = adNetworkIDs
+        self.kinds = kinds
+        self.keySpaces = keySpaces
+    }
+
+    /// The export consumer whose cursor records how far discovery has read.
+    var consumer: String { "forward:" + destination }
+}
+
+/// A delivery claimed for an attempt: its history and the stored postback (nil when the
+/// postback is no longer stored).
+public struct ClaimedDelivery: Sendable {
+    public var postbackID: Int64
+    /// Attempts made before this one.
+    public var attempts: Int
+    public var firstAttemptMs: Int64?
+    /// The postback's columns, in ``ExportTable/postbacks`` order.
+    public var row: ExportRow?
+}
+
+/// What an attempt ended with, to record.
+public struct DeliveryOutcome: Sendable {
+    public var destination: String
+    public var postbackID: Int64
+    public var state: DeliveryState
+    /// Attempts made, this one included.
+    public var attempts: Int
+    public var firstAttemptMs: Int64
+    public var lastAttemptMs: Int64
+    /// When a pending delivery is next due.
+    public var nextAttemptMs: Int64
+    /// The HTTP status, or nil (a timeout, a connection error).
+    public var status: Int?
+    /// The first 1 KiB of the answer, or what went wrong.
+    public var answer: String?
+
+    public init(
+        destination: String, postbackID: Int64, state: DeliveryState, attempts: Int, firstAttemptMs: Int64,
+        lastAttemptMs: Int64, nextAttemptMs: Int64, status: Int?, answer: String?
+    ) {
+        self.destination = destination
+        self.postbackID = postbackID
+        self.state = state
+        self.attempts = attempts
+        self.firstAttemptMs = firstAttemptMs
+        self.lastAttemptMs = lastAttemptMs
+        self.nextAttemptMs = nextAttemptMs
+        self.status = status
+        self.answer = answer
+    }
+}
+
+/// One destination's deliveries by state (`forward --status`).
+public struct DeliveryStatus: Sendable, Hashable {
+    public var destination: String
+    public var delivered = 0
+    /// Pending, never attempted.
+    public var pending = 0
+    /// Pending after at least one failed attempt.
+    public var retrying = 0
+    public var rejected = 0
+    public var failed = 0
+    /// When the oldest delivery still pending was discovered.
+    public var oldestPendingMs: Int64?
+
+    public init(destination: String) { self.destination = destination }
+}
+
+extension ExportRow {
+    /// The value of a ``ExportTable/postbacks`` column.
+    package func postbackValue(_ name: String) -> ExportValue? {
+        guard let position = ExportTable.postbackColumnIndex[name], position < values.count else { return nil }
+        return values[position]
+    }
+}
+
+extension ExportTable {
+    static let postbackColumnIndex: [String: Int] = {
+        var index: [String: Int] = [:]
+        for (position, column) in ExportTable.postbacks.columns.enumerated() { index[column.name] = position }
+        return index
+    }()
+}

@@ -1,0 +1,173 @@
+import Logging
+import PostbackKit
+import PostgresNIO
+
+/// `postbackd forward` on PostgreSQL. Discovery reads through the export cursor (transaction
+/// ids, so rows committed out of id order are never skipped); claims take rows with `FOR
+/// UPDATE SKIP LOCKED`, so several forward processes share the work without waiting on each
+/// other or leasing one delivery twice.
+extension PostgresStore {
+    package func discoverDeliveries(_ route: DeliveryRoute, nowMs: Int64) async throws -> (added: Int, more: Bool) {
+        let logger = self.logger
+        // READ COMMITTED: each statement sees what committed before it, so the bound is taken
+        // after the list of other databases' transactions, and the insert sees every row below
+        // the bound (their transactions had all ended when the bound was taken).
+        return try await transaction("discover deliveries to \(route.destination)") { connection in
+            // One discoverer per destination at a time; the others wait, then read its cursor.
+            try await connection.send(
+                "SELECT pg_advisory_xact_lock(hashtextextended(\("postbackd " + route.consumer), 0))",
+                logger: logger
+            )
+            var position: String?
+            for try await text in try await connection.send(
+                "SELECT position FROM export_cursors WHERE consumer = \(route.consumer) AND table_name = 'postbacks'",
+                logger: logger
+            ).decode(String.self) {
+                position = text
+            }
+            let after = try Self.exportPosition(position.map(ExportCursor.init))
+            let foreign = try await Self.foreignTransactions(connection, logger: logger)
+            let bound = try await Self.snapshotBound(connection, after: after, excluding: foreign, logger: logger)
+            var added = 0
+            let rows = try await connection.send(
+                """
+                WITH added AS (
+                    INSERT INTO deliveries (destination, postback_id, state, attempts, discovered_ms, next_attempt_ms)
+                    SELECT \(route.destination), id, 'pending', 0, \(nowMs), \(nowMs) FROM postbacks
+                    WHERE stored_xid >= \(after)::xid8 AND stored_xid < \(bound)::xid8
+                        AND (\(route.appIDs)::bigint[] IS NULL OR app_id = ANY(\(route.appIDs)::bigint[]))
+                        AND (\(route.adNetworkIDs)::text[] IS NULL OR ad_network_id = ANY(\(route.adNetworkIDs)::text[]))
+                        AND (\(route.kinds)::text[] IS NULL OR kind = ANY(\(route.kinds)::text[]))
+                        AND key_space = ANY(\(route.keySpaces)::text[])
+                    ON CONFLICT DO NOTHING
+                    RETURNING 1)
+                SELECT count(*) FROM added
+                """,
+                logger: logger
+            )
+            for try await count in rows.decode(Int64.self) { added = Int(count) }
+            try await connection.send(
+                """
+                INSERT INTO export_cursors (consumer, table_name, position, updated_at)
+                VALUES (\(route.consumer), 'postbacks', \("postgres:" + bound), now())
+                ON CONFLICT (consumer, table_name) DO UPDATE SET position = EXCLUDED.position,
+                    updated_at = EXCLUDED.updated_at
+                """,
+                logger: logger
+            )
+            return (added, false)
+        }
+    }
+
+    package func claimDeliveries(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String)
+        async throws -> [ClaimedDelivery]
+    {
+        let logger = self.logger
+        let columns = ExportTable.postbacks.columns
+        let select = Self.exportSelectList(columns)
+        return try await transaction("claim deliveries to \(destination)") { connection in
+            // A claim lost in a crash of the server only lets its deliveries be claimed again.
+            try await connection.send("SET LOCAL synchronous_commit = off", logger: logger)
+            var claimed: [ClaimedDelivery] = []
+            let rows = try await connection.send(
+                """
+                UPDATE deliveries SET leased_by = \(holder), lease_until_ms = \(leaseUntilMs)
+                WHERE destination = \(destination) AND postback_id IN (
+                    SELECT postback_id FROM deliveries
+                    WHERE destination = \(destination) AND state = 'pending' AND next_attempt_ms <= \(nowMs)
+                        AND lease_until_ms <= \(nowMs)
+                    ORDER BY next_attempt_ms LIMIT \(Int64(limit))
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING postback_id, attempts::bigint, first_attempt_ms
+                """,
+                logger: logger
+            )
+            for try await (id, attempts, first) in rows.decode((Int64, Int64, Int64?).self) {
+                claimed.append(ClaimedDelivery(postbackID: id, attempts: Int(attempts), firstAttemptMs: first, row: nil))
+            }
+            guard !claimed.isEmpty else { return [] }
+            var position: [Int64: Int] = [:]
+            for (index, delivery) in claimed.enumerated() { position[delivery.postbackID] = index }
+            let ids = claimed.map(\.postbackID)
+            for try await row in try await connection.send(
+                PostgresQuery(
+                    unsafeSQL: "SELECT \(select) FROM postbacks WHERE id = ANY($1::bigint[])",
+                    binds: {
+                        var binds = PostgresBindings()
+                        binds.append(ids)
+                        return binds
+                    }()
+                ),
+                logger: logger
+            ) {
+                let exported = try Self.exportRow(row, columns)
+                if case .integer(let id)? = exported.values.first, let index = position[id] {
+                    claimed[index].row = exported
+                }
+            }
+            return claimed
+        }
+    }
+
+    package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) async throws {
+        guard !outcomes.isEmpty else { return }
+        let logger = self.logger
+        try await transaction("record deliveries") { connection -> Void in
+            try await connection.send(
+                """
+                UPDATE deliveries d SET state = o.state, attempts = o.attempts, first_attempt_ms = o.first_attempt_ms,
+                    last_attempt_ms = o.last_attempt_ms, next_attempt_ms = o.next_attempt_ms,
+                    last_status = NULLIF(o.last_status, 0), last_answer = NULLIF(o.last_answer, ''),
+                    leased_by = NULL, lease_until_ms = 0
+                FROM unnest(\(outcomes.map(\.destination))::text[], \(outcomes.map(\.postbackID))::bigint[],
+                    \(outcomes.map(\.state.rawValue))::text[], \(outcomes.map { Int64($0.attempts) })::bigint[],
+                    \(outcomes.map(\.firstAttemptMs))::bigint[], \(outcomes.map(\.lastAttemptMs))::bigint[],
+                    \(outcomes.map(\.nextAttemptMs))::bigint[], \(outcomes.map { Int64($0.status ?? 0) })::bigint[],
+                    \(outcomes.map { $0.answer ?? "" })::text[])
+                    AS o(destination, postback_id, state, attempts, first_attempt_ms, last_attempt_ms, next_attempt_ms,
+                        last_status, last_answer)
+                WHERE d.destination = o.destination AND d.postback_id = o.postback_id AND d.leased_by = \(holder)
+                    AND d.state = 'pending'
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    package func nextDeliveryDue(destination: String) async throws -> Int64? {
+        let logger = self.logger
+        return try await transaction("read the next delivery due") { connection in
+            var due: Int64?
+            for try await value in try await connection.send(
+                """
+                SELECT min(greatest(next_attempt_ms, lease_until_ms)) FROM deliveries
+                WHERE destination = \(destination) AND state = 'pending'
+                """,
+                logger: logger
+            ).decode(Int64?.self) {
+                due = value
+            }
+            return due
+        }
+    }
+
+    package func deliveryStatus(destinations: [String]) async throws -> [DeliveryStatus] {
+        let logger = self.logger
+        return try await transaction("read the delivery status") { connection in
+            var byName: [String: DeliveryStatus] = [:]
+            for try await (name, state, attempted, count, oldest) in try await connection.send(
+                """
+                SELECT destination, state, attempts > 0, count(*), min(discovered_ms) FROM deliveries
+                WHERE destination = ANY(\(destinations)::text[])
+                GROUP BY destination, state, attempts > 0
+                """,
+                logger: logger
+            ).decode((String, String, Bool, Int64, Int64?).self) {
+                var status = byName[name] ?? DeliveryStatus(destination: name)
+                status.add(state: state, attempted: attempted, count: Int(count), oldestDiscoveredMs: oldest)
+                byName[name] = status
+            }
+            return destinations.map { byName[$0] ?? DeliveryStatus(destination: $0) }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import GRDB
+import PostbackKit
+
+/// `postbackd forward` on SQLite. Its one writer makes every claim atomic: two forward
+/// processes never lease one delivery at once.
+extension SQLiteStore {
+    /// Rows read per discovery pass, so that the write lock is never held long.
+    static let discoveryBatch = 20_000
+
+    package func discoverDeliveries(_ route: DeliveryRoute, nowMs: Int64) throws -> (added: Int, more: Bool) {
+        try queue.write { db in
+            let position = try String.fetchOne(
+                db,
+                sql: "SELECT position FROM export_cursors WHERE consumer = ? AND table_name = 'postbacks'",
+                arguments: [route.consumer]
+            )
+            let after = try Self.exportPosition(position.map(ExportCursor.init))
+            let last = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM postbacks") ?? 0
+            // At most a batch of rows: ids are dense enough that this bounds the work.
+            let batchEnd = try Int64.fetchOne(
+                db,
+                sql: "SELECT id FROM postbacks WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
+                arguments: [after, Self.discoveryBatch - 1]
+            )
+            let bound = min(last, batchEnd ?? last)
+            guard bound > after else { return (0, false) }
+            var sql = """
+                INSERT INTO deliveries (destination, postback_id, state, attempts, discovered_ms, next_attempt_ms)
+                SELECT ?, id, 'pending', 0, ?, ? FROM postbacks WHERE id > ? AND id <= ?
+                """
+            var arguments: StatementArguments = [route.destination, nowMs, nowMs, after, bound]
+            func restrict<Value: DatabaseValueConvertible>(_ column: String, _ values: [Value]?) {
+                guard let values else { return }
+                sql += " AND \(column) IN (\(values.isEmpty ? "NULL" : Array(repeating: "?", count: values.count).joined(separator: ",")))"
+                arguments += StatementArguments(values)
+            }
+            restrict("app_id", route.appIDs)
+            restrict("ad_network_id", route.adNetworkIDs)
+            restrict("kind", route.kinds)
+            restrict("key_space", route.keySpaces)
+            sql += " ON CONFLICT DO NOTHING"
+            try db.execute(sql: sql, arguments: arguments)
+            let added = db.changesCount
+            try db.execute(
+                sql: """
+                    INSERT INTO export_cursors (consumer, table_name, position, updated_at) VALUES (?, 'postbacks', ?, ?)
+                    ON CONFLICT (consumer, table_name) DO UPDATE SET position = excluded.position,
+                        updated_at = excluded.updated_at
+                    """,
+                arguments: [route.consumer, "sqlite:\(bound)", UTCInstant.now().iso8601]
+            )
+            return (added, bound < last)
+        }
+    }
+
+    package func claimDeliveries(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) throws
+        -> [ClaimedDelivery]
+    {
+        let columns = ExportTable.postbacks.columns
+        return try queue.write { db in
+            var claimed: [ClaimedDelivery] = []
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE deliveries SET leased_by = ?, lease_until_ms = ?
+                    WHERE destination = ? AND postback_id IN (
+                        SELECT postback_id FROM deliveries
+                        WHERE destination = ? AND state = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ?
+                        ORDER BY next_attempt_ms LIMIT ?)
+                    RETURNING postback_id, attempts, first_attempt_ms
+                    """,
+                arguments: [holder, leaseUntilMs, destination, destination, nowMs, nowMs, limit]
+            )
+            for row in rows {
+                claimed.append(
+                    ClaimedDelivery(postbackID: row[0], attempts: row[1], firstAttemptMs: row[2], row: nil)
+                )
+            }
+            guard !claimed.isEmpty else { return [] }
+            var position: [Int64: Int] = [:]
+            for (index, delivery) in claimed.enumerated() { position[delivery.postbackID] = index }
+            let stored = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT \(columns.map(\.name).joined(separator: ", ")) FROM postbacks
+                    WHERE id IN (\(claimed.map { String($0.postbackID) }.joined(separator: ",")))
+                    """
+            )
+            while let row = try stored.next() {
+                let exported = Self.exportRow(row, columns)
+                if case .integer(let id)? = exported.values.first, let index = position[id] {
+                    claimed[index].row = exported
+                }
+            }
+            return claimed
+        }
+    }
+
+    package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) throws {
+        guard !outcomes.isEmpty else { return }
+        try queue.write { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    UPDATE deliveries SET state = ?, attempts = ?, first_attempt_ms = ?, last_attempt_ms = ?,
+                        next_attempt_ms = ?, last_status = ?, last_answer = ?, leased_by = NULL, lease_until_ms = 0
+                    WHERE destination = ? AND postback_id = ? AND leased_by = ? AND state = 'pending'
+                    """
+            )
+            for outcome in outcomes {
+                try statement.execute(arguments: [
+                    outcome.state.rawValue, outcome.attempts, outcome.firstAttemptMs, outcome.lastAttemptMs,
+                    outcome.nextAttemptMs, outcome.status, outcome.answer, outcome.destination, outcome.postbackID, holder,
+                ])
+            }
+        }
+    }
+
+    package func nextDeliveryDue(destination: String) throws -> Int64? {
+        try queue.read { db in
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT min(max(next_attempt_ms, lease_until_ms)) FROM deliveries WHERE destination = ? AND state = 'pending'",
+                arguments: [destination]
+            )
+        }
+    }
+
+    package func deliveryStatus(destinations: [String]) throws -> [DeliveryStatus] {
+        try queue.read { db in
+            var byName: [String: DeliveryStatus] = [:]
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT destination, state, attempts > 0, count(*), min(discovered_ms) FROM deliveries
+                    WHERE destination IN (\(destinations.map { _ in "?" }.joined(separator: ",")))
+                    GROUP BY destination, state, attempts > 0
+                    """,
+                arguments: StatementArguments(destinations)
+            )
+            for row in rows {
+                let name: String = row[0]
+                var status = byName[name] ?? DeliveryStatus(destination: name)
+                status.add(state: row[1], attempted: row[2], count: row[3], oldestDiscoveredMs: row[4])
+                byName[name] = status
+            }
+            return destinations.map { byName[$0] ?? DeliveryStatus(destination: $0) }
+        }
+    }
+}
+
+extension DeliveryStatus {
+    /// Adds one group of the status query: `count` deliveries in `state`.
+    mutating func add(state: String, attempted: Bool, count: Int, oldestDiscoveredMs: Int64?) {
+        switch DeliveryState(rawValue: state) {
+        case .pending?:
+            if attempted { retrying += count } else { pending += count }
+            if let oldest = oldestDiscoveredMs { oldestPendingMs = min(oldestPendingMs ?? oldest, oldest) }
+        case .delivered?: delivered += count
+        case .rejected?: rejected += count
+        case .failed?: failed += count
+        case nil: break
+        }
+    }
+}

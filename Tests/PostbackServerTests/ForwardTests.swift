@@ -1,0 +1,354 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PostbackTestSupport
+import Synchronization
+import Testing
+
+@testable import PostbackKit
+@testable import PostbackServer
+@testable import PostbackStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `postbackd forward` against a real HTTP receiver in the test process that fails a share of
+/// requests, times out on some and rejects one postback; on both engines.
+@Suite("Forward", .serialized)
+struct ForwardTests {
+    let directory: TemporaryDirectory
+    static let secret = "forward-test-secret"
+    static let modelApp: Int64 = 1_694_955_804
+
+    init() throws {
+        directory = try TemporaryDirectory("forward")
+    }
+
+    // MARK: The receiver
+
+    /// What the receiver did with each request.
+    struct Received: Sendable {
+        var destination: String
+        var deliveryID: String
+        var attempt: Int
+        var body: [UInt8]
+        var signature: String?
+        var status: Int
+    }
+
+    /// A Hummingbird server on a loopback port: `POST /DESTINATION`, answering by rule, and
+    /// recording every request (and the most requests for one delivery at once).
+    final class Receiver: Sendable {
+        struct State {
+            var received: [Received] = []
+            var inFlight: [String: Int] = [:]
+            var mostAtOnce = 0
+        }
+
+        final class Log: Sendable {
+            let state = Mutex(State())
+        }
+
+        private let log = Log()
+        let port: Int
+        private let task: Task<Void, any Error>
+
+        /// `rule(deliveryID, attempt)` gives the status to answer and a delay before answering.
+        init(rule: @escaping @Sendable (String, Int) -> (status: Int, delay: Duration)) async throws {
+            let log = self.log
+            let router = Router()
+            router.post("/{destination}") { request, context -> Response in
+                let body = try await request.body.collect(upTo: 1 << 20)
+                let destination = context.parameters.get("destination") ?? ""
+                let id = request.headers[HTTPField.Name("Postbackd-Delivery-Id")!] ?? ""
+                let attempt = Int(request.headers[HTTPField.Name("Postbackd-Attempt")!] ?? "") ?? 0
+                let signature = request.headers[HTTPField.Name("Postbackd-Signature")!]
+                let key = destination + "/" + id
+                log.state.withLock { state in
+                    state.inFlight[key, default: 0] += 1
+                    state.mostAtOnce = max(state.mostAtOnce, state.inFlight[key] ?? 0)
+                }
+                let (status, delay) = rule(id, attempt)
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                log.state.withLock { state in
+                    state.inFlight[key, default: 1] -= 1
+                    state.received.append(
+                        Received(
+                            destination: destination, deliveryID: id, attempt: attempt,
+                            body: Array(body.readableBytesView), signature: signature, status: status
+                        )
+                    )
+                }
+                return Response(
+                    status: HTTPResponse.Status(code: status),
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: status == 410 ? "gone: this postback is not ours" : "ok"))
+                )
+            }
+            let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+            let app = Application(
+                router: router,
+                configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { channel in
+                    portContinuation.yield(channel.localAddress?.port ?? 0)
+                    portContinuation.finish()
+                },
+                logger: Logger(label: "receiver", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+            task = Task { try await app.runService(gracefulShutdownSignals: []) }
+            var iterator = ports.makeAsyncIterator()
+            port = await iterator.next() ?? 0
+        }
+
+        func stop() async {
+            task.cancel()
+            _ = try? await task.value
+        }
+
+        var received: [Received] { log.state.withLock { $0.received } }
+        var mostAtOnce: Int { log.state.withLock { $0.mostAtOnce } }
+
+        /// The 2xx answers by destination and delivery id.
+        func delivered(_ destination: String) -> [String: [Received]] {
+            Dictionary(grouping: received.filter { $0.destination == destination && (200..<300).contains($0.status) }, by: \.deliveryID)
+        }
+    }
+
+    // MARK: Data
+
+    /// 300 generated postbacks (about 1% in test mode) stored, and a model for one app.
+    private func store(_ engine: TestEngine) async throws -> TestStore {
+        let store = try await TestStore.make(engine, in: directory)
+        let file = try directory.write("generated.jsonl", try Postbackd.generated(count: 300, seed: 7, duplicates: 0, invalid: 0))
+        let ingest = try await Self.forward(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file])
+        #expect(ingest.status == 0, "\(ingest.standardError)")
+        let model = try String(contentsOfFile: Repository.path("SamplePostbacks/models/app-525463029-apple-examples.json"), encoding: .utf8)
+            .replacingOccurrences(of: "\"525463029\"", with: "\"\(Self.modelApp)\"")
+        let modelFile = try directory.write("model.json", model)
+        let added = try await Self.forward(["models", "add", "--db", store.argument, modelFile])
+        #expect(added.status == 0, "\(added.standardError)")
+        return store
+    }
+
+    /// Every stored postback as `export` writes it, by delivery id to `destination`.
+    private func exported(_ store: TestStore, destination: String) async throws -> [String: [String: Any]] {
+        let path = directory.path + "/export-\(destination).jsonl"
+        _ = try await ExportJob.run(ExportJob.Options(output: path), location: store.location)
+        var rows: [String: [String: Any]] = [:]
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let hex = try #require(object["dedup_key"] as? String)
+            let key = try #require(bytesFromHex(hex, maximumCount: 4096))
+            rows[ForwardConfig.Destination.deliveryID(dedupKey: key, destination: destination)] = object
+        }
+        return rows
+    }
+
+    private func config(_ port: Int, concurrency: Int = 4, timeout: Double = 0.5) throws -> String {
+        try directory.write(
+            "forward.json",
+            """
+            {"destinations": [
+              {"name": "network", "url": "http://127.0.0.1:\(port)/network", "payload": "raw",
+               "hmac_secret_env": "NETWORK_SECRET", "timeout_seconds": \(timeout), "concurrency": \(concurrency),
+               "retry": {"base_seconds": 0.05, "max_seconds": 0.2}},
+              {"name": "bi", "url": "http://127.0.0.1:\(port)/bi", "payload": "decoded",
+               "filter": {"app_ids": [\(Self.modelApp)], "kinds": ["skan"]},
+               "timeout_seconds": \(timeout), "concurrency": 2, "retry": {"base_seconds": 0.05, "max_seconds": 0.2}}
+            ]}
+            """
+        )
+    }
+
+    private var environment: [String: String] { ["NETWORK_SECRET": Self.secret] }
+
+    /// Runs `postbackd arguments…` on a thread of its own: waiting for it on the cooperative
+    /// pool would take a thread from the receiver, which answers in this process.
+    private static func forward(_ arguments: [String], environment: [String: String] = [:]) async throws -> Postbackd.Run {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try Postbackd.run(arguments, environment: environment) })
+            }
+        }
+    }
+
+    /// A stable share of delivery ids.
+    private static func bucket(_ id: String, _ modulus: Int) -> Int {
+        Int(id.utf8.reduce(UInt32(7)) { $0 &* 31 &+ UInt32($1) } % UInt32(modulus))
+    }
+
+    // MARK: Tests
+
+    @Test("--drain delivers every matching postback: raw byte for byte and signed, decoded with its events; 500s and timeouts retried, a 410 rejected once, filtered ones never sent", arguments: TestEngine.available)
+    func drain(_ engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let rows = try await exported(store, destination: "network")
+        let production = rows.filter { $0.value["key_space"] as? String == "production" }
+        #expect(production.count < rows.count, "the data holds test-mode postbacks, which the default filter excludes")
+        let gone = try #require(production.keys.sorted().first)
+        let receiver = try await Receiver { id, attempt in
+            if id == gone { return (410, .zero) }
+            if attempt == 1 && Self.bucket(id, 4) == 0 { return (500, .zero) }
+            if attempt == 1 && Self.bucket(id, 9) == 1 { return (200, .milliseconds(1_500)) }  // past the timeout
+            return (200, .zero)
+        }
+        let config = try config(receiver.port)
+
+        let run = try await Self.forward(
+            ["forward", "--db", store.argument, "--config", config, "--drain", "--status"],
+            environment: environment
+        )
+        await receiver.stop()
+        #expect(run.status == 1, "one delivery rejected: \(run.standardError)")
+
+        // The network: every production postback but the rejected one, byte for byte, signed.
+        let network = receiver.delivered("network")
+        #expect(Set(network.keys) == Set(production.keys).subtracting([gone]))
+        for (id, answers) in network {
+            let body = try #require(answers.first?.body)
+            #expect(body == Array((production[id]?["raw"] as? String ?? "").utf8), "raw body of \(id)")
+            #expect(answers.first?.signature == "sha256=" + HMACSHA256.hex(key: Array(Self.secret.utf8), message: body))
+        }
+        let all = receiver.received.filter { $0.destination == "network" }
+        #expect(all.filter { $0.deliveryID == gone }.count == 1, "the 410 is attempted once")
+        #expect(all.contains { $0.status == 500 } && all.contains { $0.attempt > 1 }, "some deliveries were retried")
+        #expect(!all.contains { rows[$0.deliveryID]?["key_space"] as? String != "production" })
+
+        // BI: decoded lines of the one app's SKAdNetwork postbacks, with their events.
+        let biRows = try await exported(store, destination: "bi").filter {
+            ($0.value["app_id"] as? Int).map(Int64.init) == Self.modelApp && $0.value["kind"] as? String == "skan"
+                && $0.value["key_space"] as? String == "production"
+        }
+        let bi = receiver.delivered("bi")
+        #expect(!biRows.isEmpty && Set(bi.keys) == Set(biRows.keys))
+        var mapped = 0
+        for (id, answers) in bi {
+            let body = try #require(answers.first?.body)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+            let expected = try #require(biRows[id])
+            #expect(object["raw"] as? String == expected["raw"] as? String)
+            #expect(object["conversion"] as? String == expected["conversion"] as? String)
+            #expect((object["events"] as? NSArray) == (expected["events"] as? NSArray), "events of \(id)")
+            if object["conversion"] as? String == "mapped" { mapped += 1 }
+            #expect(answers.first?.signature == nil, "bi has no secret")
+        }
+        #expect(mapped > 0, "some decoded postbacks carry events")
+        #expect(!receiver.received.contains { $0.destination == "bi" && biRows[$0.deliveryID] == nil })
+
+        // --status: the rejected one is shown with the rest delivered.
+        let lines = run.outputLines
+        #expect(lines.first?.hasPrefix("destination") == true)
+        let networkLine = try #require(lines.first { $0.hasPrefix("network ") }).split(separator: " ").map(String.init)
+        #expect(networkLine == ["network", String(production.count - 1), "0", "0", "1", "0", "-"])
+        let biLine = try #require(lines.first { $0.hasPrefix("bi ") }).split(separator: " ").map(String.init)
+        #expect(biLine == ["bi", String(biRows.count), "0", "0", "0", "0", "-"])
+        #expect(!run.standardError.contains(Self.secret) && !run.standardOutput.contains(Self.secret))
+
+        // A second run sends nothing: everything delivered stays delivered.
+        let before = receiver.received.count
+        let again = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"], environment: environment)
+        #expect(again.status == 0, "\(again.standardError)")
+        #expect(receiver.received.count == before)
+        #expect(again.standardError.contains("forwarded: 0 delivered, 0 rejected"))
+    }
+
+    @Test("kill -9 during delivery, then --drain: everything delivered, repeats only for deliveries in flight", arguments: TestEngine.available)
+    func killed(_ engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let production = try await exported(store, destination: "network").filter { $0.value["key_space"] as? String == "production" }
+        let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
+        let config = try config(receiver.port, concurrency: 4, timeout: 1)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        process.arguments = ["forward", "--db", store.argument, "--config", config, "--follow"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while receiver.delivered("network").count < 20 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let atKill = receiver.delivered("network").count
+        #expect(atKill >= 20 && atKill < production.count, "killed mid-way (\(atKill) of \(production.count))")
+
+        let run = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"], environment: environment)
+        await receiver.stop()
+        #expect(run.status == 0, "\(run.standardError)")
+        let network = receiver.delivered("network")
+        #expect(Set(network.keys) == Set(production.keys), "every production postback delivered")
+        // Sent twice only if in flight at the kill, or answered but not yet recorded: at most
+        // the concurrency of each destination.
+        let repeated = network.values.filter { $0.count > 1 }.count
+        #expect(repeated <= 4, "\(repeated) repeats: \(network.values.filter { $0.count > 1 }.map { $0.map(\.attempt) })")
+        #expect(receiver.mostAtOnce == 1)
+    }
+
+    @Test("two forward processes on one database share the work: no delivery sent twice", arguments: TestEngine.available)
+    func shared(_ engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let production = try await exported(store, destination: "network").filter { $0.value["key_space"] as? String == "production" }
+        let receiver = try await Receiver { _, _ in (200, .milliseconds(5)) }
+        let config = try config(receiver.port, concurrency: 8, timeout: 5)
+        let arguments = ["forward", "--db", store.argument, "--config", config, "--drain"]
+        let environment = self.environment
+        async let first = Self.forward(arguments, environment: environment)
+        async let second = Self.forward(arguments, environment: environment)
+        let runs = try await [first, second]
+        await receiver.stop()
+        for run in runs { #expect(run.status == 0, "\(run.standardError)") }
+        let network = receiver.delivered("network")
+        #expect(Set(network.keys) == Set(production.keys))
+        #expect(network.values.allSatisfy { $0.count == 1 }, "no delivery sent twice")
+        #expect(receiver.mostAtOnce == 1)
+    }
+
+    @Test("serve --forward delivers what it stores, and shows the deliveries in /metrics")
+    func serveForward() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let receiver = try await Receiver { _, _ in (200, .zero) }
+        let config = try config(receiver.port)
+        let server = try ServerProcess.start(
+            ["--db", store.argument, "--keys", TestKeys.directory, "--forward", config],
+            directory: directory.path,
+            environment: environment
+        )
+        let client = try HTTPClient.forTests()
+        let body = try SamplePostback.signedJSON(.v4_0, transactionID: "00000000-0000-4000-8000-000000000099")
+        let response = try await client.send(.POST, server.base + "/.well-known/skadnetwork/report-attribution/", body: Array(body.utf8))
+        #expect(response.status == 200)
+        let deadline = Date().addingTimeInterval(10)
+        while receiver.delivered("network").isEmpty && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(receiver.delivered("network").first?.value.first?.body == Array(body.utf8))
+        var metrics = ""
+        while Date() < deadline {
+            metrics = try await client.send(.GET, server.base + "/metrics").body
+            if metrics.contains("postbackd_forward_deliveries{destination=\"network\",state=\"delivered\"} 1") { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(metrics.contains("postbackd_forward_attempts_total{destination=\"network\",outcome=\"delivered\"} 1"))
+        #expect(metrics.contains("postbackd_forward_deliveries{destination=\"network\",state=\"delivered\"} 1"))
+        let status = server.stop()
+        await receiver.stop()
+        #expect(status == 0)
+    }
+
+    @Test("a missing HMAC secret stops forward before anything is sent, naming the variable, not a value")
+    func missingSecret() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let config = try config(9)
+        let run = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"])
+        #expect(run.status == 2)
+        #expect(run.standardError.contains("NETWORK_SECRET (hmac_secret_env) is not set"))
+        let status = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--status"])
+        #expect(status.status == 0, "--status needs no secret: \(status.standardError)")
+    }
+}

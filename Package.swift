@@ -95,6 +95,15 @@ let package = Package(
             name: "postbackd-store-bench",
             dependencies: ["PostbackKit", "PostbackStore"]
         ),
+        // scripts/forward-bench.sh: a fast local receiver to forward to.
+        .executableTarget(
+            name: "postbackd-bench-receiver",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Helpers shared by both test targets: repository paths, test keys, a postback
         // factory, temporary folders, running the built binary.
         .target(

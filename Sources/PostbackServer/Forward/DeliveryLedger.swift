@@ -153,7 +153,7 @@ final class DeliveryLedger: Sendable {
                     "cannot record delivery outcomes; the deliveries will be attempted again",
                     metadata: ["forward.outcomes": "\(batch.count)", "forward.error": "\(error)"]
                 )
-                guard untilWritten, !closing.load(ordering: .relaxed) else { return }
+                guard untilWritten, !closing.load(ordering: .relaxed), !Task.isCancelled else { return }
                 outcomes.withLock { $0.insert(contentsOf: batch, at: 0) }
                 try? await Task.sleep(for: .seconds(1))
             }

@@ -28,8 +28,9 @@ final class Forwarder: Sendable {
     /// How often an idle destination looks for due deliveries, and `--follow` for new postbacks.
     static let pollInterval: Duration = .milliseconds(200)
     static let discoveryInterval: Duration = .milliseconds(500)
-    /// How long a claimed delivery stays leased beyond its timeout: the time to record its
-    /// outcome. A process killed mid-request holds its deliveries this long after the timeout.
+    /// How long a claimed delivery stays leased beyond twice its timeout (a wait in the queue,
+    /// then the request): the time to record its outcome. A process killed mid-request holds
+    /// its deliveries this long after that.
     static let leaseMargin: Double = 10
 
     let destinations: [Destination]
@@ -121,34 +122,45 @@ final class Forwarder: Sendable {
 
     // MARK: One destination
 
-    /// Claims due deliveries while there is room under the destination's concurrency, sends
-    /// each in a child task, and hands each outcome to the ledger as it comes.
+    /// Keeps up to `concurrency` requests in flight, each in a child task, from a local queue
+    /// of claimed deliveries refilled before it runs dry (so that a claim, a transaction, is
+    /// made once per several deliveries); hands each outcome to the ledger as it comes.
     private func deliver(to destination: Destination) async {
         let concurrency = destination.config.concurrency
-        // Claims are transactions: with many slots, wait for a few to free before claiming.
-        let claimAtLeast = max(1, concurrency / 4)
-        let leaseMs = Int64((destination.config.timeoutSeconds + Self.leaseMargin) * 1000)
+        // A claimed delivery may wait in the queue for as long as one request, then take one.
+        let leaseMs = Int64((2 * destination.config.timeoutSeconds + Self.leaseMargin) * 1000)
         await withTaskGroup(of: DeliveryOutcome?.self) { group in
+            var queue: [ClaimedDelivery] = []
+            var next = 0
             var inFlight = 0
             var timerArmed = false
             var idle = false
             while true {
                 let stopping = isStopping
-                let free = concurrency - inFlight
-                if !stopping, !idle, free > 0, inFlight == 0 || free >= claimAtLeast {
+                // Start what is queued (on a stop too: those are claimed already).
+                while inFlight < concurrency && next < queue.count {
+                    let delivery = queue[next]
+                    next += 1
+                    inFlight += 1
+                    group.addTask { await self.send(delivery, to: destination) }
+                }
+                if next > 0 {
+                    queue.removeFirst(next)
+                    next = 0
+                }
+                let queued = queue.count - next
+                let room = 2 * concurrency - inFlight - queued
+                if !stopping, !idle, room > 0, queued < (concurrency + 1) / 2 {
                     let now = UTCInstant.now().milliseconds
                     do {
                         let claimed = try await ledger.claim(
                             destination: destination.name,
-                            limit: free,
+                            limit: room,
                             nowMs: now,
                             leaseUntilMs: now + leaseMs
                         )
-                        for delivery in claimed {
-                            inFlight += 1
-                            group.addTask { await self.send(delivery, to: destination) }
-                        }
-                        idle = claimed.count < free
+                        queue += claimed
+                        idle = claimed.count < room
                     } catch {
                         logger.warning(
                             "cannot claim deliveries; trying again",
@@ -157,9 +169,11 @@ final class Forwarder: Sendable {
                         idle = true
                         try? await Task.sleep(for: .seconds(1))
                     }
+                    if !queue.isEmpty { continue }
                 }
-                if inFlight == 0 && idle {
+                if inFlight == 0 && queue.isEmpty {
                     if stopping { break }
+                    guard idle else { continue }
                     if mode == .drain {
                         // Everything claimable is done: wait for the next retry, or end.
                         await ledger.flush()
@@ -180,12 +194,8 @@ final class Forwarder: Sendable {
                     idle = false
                     continue
                 }
-                if inFlight == 0 {
-                    if stopping { break }
-                    continue
-                }
-                // Wait for an answer, or (with room to claim) for the next poll.
-                if !timerArmed && !stopping && inFlight < concurrency {
+                // Wait for an answer, or (when nothing was claimable) for the next poll.
+                if !timerArmed && !stopping && idle {
                     timerArmed = true
                     group.addTask {
                         try? await Task.sleep(for: Self.pollInterval)
@@ -197,7 +207,6 @@ final class Forwarder: Sendable {
                     inFlight -= 1
                     ledger.record(outcome)
                     count(outcome)
-                    idle = false
                 case .some(nil):
                     timerArmed = false
                     idle = false

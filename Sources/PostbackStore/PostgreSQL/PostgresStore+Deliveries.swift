@@ -28,6 +28,8 @@ extension PostgresStore {
             let after = try Self.exportPosition(position.map(ExportCursor.init))
             let foreign = try await Self.foreignTransactions(connection, logger: logger)
             let bound = try await Self.snapshotBound(connection, after: after, excluding: foreign, logger: logger)
+            // Nothing committed since: no write (this runs twice a second under --follow).
+            if bound == after && position != nil { return (0, false) }
             var added = 0
             let rows = try await connection.send(
                 """
@@ -64,46 +66,54 @@ extension PostgresStore {
     {
         let logger = self.logger
         let columns = ExportTable.postbacks.columns
-        let select = Self.exportSelectList(columns)
+        let select = Self.exportSelectList(columns, prefix: "p.")
         return try await transaction("claim deliveries to \(destination)") { connection in
             // A claim lost in a crash of the server only lets its deliveries be claimed again.
             try await connection.send("SET LOCAL synchronous_commit = off", logger: logger)
             var claimed: [ClaimedDelivery] = []
+            // One statement: the lease, and the postbacks' columns (nil for one no longer stored).
+            // The rows are picked once, in a materialized CTE: as `IN (subquery)` the planner
+            // may run the locking subquery again and again, locking thousands of rows.
             let rows = try await connection.send(
-                """
-                UPDATE deliveries SET leased_by = \(holder), lease_until_ms = \(leaseUntilMs)
-                WHERE destination = \(destination) AND postback_id IN (
-                    SELECT postback_id FROM deliveries
-                    WHERE destination = \(destination) AND state = 'pending' AND next_attempt_ms <= \(nowMs)
-                        AND lease_until_ms <= \(nowMs)
-                    ORDER BY next_attempt_ms LIMIT \(Int64(limit))
-                    FOR UPDATE SKIP LOCKED)
-                RETURNING postback_id, attempts::bigint, first_attempt_ms
-                """,
-                logger: logger
-            )
-            for try await (id, attempts, first) in rows.decode((Int64, Int64, Int64?).self) {
-                claimed.append(ClaimedDelivery(postbackID: id, attempts: Int(attempts), firstAttemptMs: first, row: nil))
-            }
-            guard !claimed.isEmpty else { return [] }
-            var position: [Int64: Int] = [:]
-            for (index, delivery) in claimed.enumerated() { position[delivery.postbackID] = index }
-            let ids = claimed.map(\.postbackID)
-            for try await row in try await connection.send(
                 PostgresQuery(
-                    unsafeSQL: "SELECT \(select) FROM postbacks WHERE id = ANY($1::bigint[])",
+                    unsafeSQL: """
+                        WITH picked AS MATERIALIZED (
+                            SELECT postback_id FROM deliveries
+                            WHERE destination = $3 AND state = 'pending' AND next_attempt_ms <= $4
+                                AND lease_until_ms <= $4
+                            ORDER BY next_attempt_ms LIMIT $5
+                            FOR UPDATE SKIP LOCKED),
+                        c AS (
+                            UPDATE deliveries d SET leased_by = $1, lease_until_ms = $2
+                            FROM picked WHERE d.destination = $3 AND d.postback_id = picked.postback_id
+                            RETURNING d.postback_id, d.attempts, d.first_attempt_ms)
+                        SELECT c.postback_id, c.attempts::bigint, c.first_attempt_ms, p.id IS NOT NULL, \(select)
+                        FROM c LEFT JOIN postbacks p ON p.id = c.postback_id
+                        ORDER BY c.postback_id
+                        """,
                     binds: {
                         var binds = PostgresBindings()
-                        binds.append(ids)
+                        binds.append(holder)
+                        binds.append(leaseUntilMs)
+                        binds.append(destination)
+                        binds.append(nowMs)
+                        binds.append(Int64(limit))
                         return binds
                     }()
                 ),
                 logger: logger
-            ) {
-                let exported = try Self.exportRow(row, columns)
-                if case .integer(let id)? = exported.values.first, let index = position[id] {
-                    claimed[index].row = exported
-                }
+            )
+            for try await row in rows {
+                let cells = row.makeRandomAccess()
+                let stored = try cells[3].decode(Bool.self)
+                claimed.append(
+                    ClaimedDelivery(
+                        postbackID: try cells[0].decode(Int64.self),
+                        attempts: Int(try cells[1].decode(Int64.self)),
+                        firstAttemptMs: try cells[2].decode(Int64?.self),
+                        row: stored ? try Self.exportRow(row, columns, from: 4) : nil
+                    )
+                )
             }
             return claimed
         }
@@ -112,6 +122,9 @@ extension PostgresStore {
     package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) async throws {
         guard !outcomes.isEmpty else { return }
         let logger = self.logger
+        // Only the lease's holder records: a recorded delivery has no holder, so the lease
+        // alone says it is still pending. (With `state = 'pending'` here too, the planner
+        // scans the partial index of every pending delivery instead of the primary key.)
         try await transaction("record deliveries") { connection -> Void in
             try await connection.send(
                 """
@@ -127,7 +140,6 @@ extension PostgresStore {
                     AS o(destination, postback_id, state, attempts, first_attempt_ms, last_attempt_ms, next_attempt_ms,
                         last_status, last_answer)
                 WHERE d.destination = o.destination AND d.postback_id = o.postback_id AND d.leased_by = \(holder)
-                    AND d.state = 'pending'
                 """,
                 logger: logger
             )

@@ -103,14 +103,14 @@ extension PostgresStore {
         }.joined(separator: ", ")
     }
 
-    /// A row selected with ``exportSelectList(_:prefix:)``.
-    static func exportRow(_ stored: PostgresRow, _ columns: [ExportColumn]) throws -> ExportRow {
+    /// A row selected with ``exportSelectList(_:prefix:)``, its columns from `first` on.
+    static func exportRow(_ stored: PostgresRow, _ columns: [ExportColumn], from first: Int = 0) throws -> ExportRow {
         let cells = stored.makeRandomAccess()
         var values: [ExportValue] = []
         values.reserveCapacity(columns.count)
         var raw: [UInt8] = []
         for (index, column) in columns.enumerated() {
-            let cell = cells[index]
+            let cell = cells[first + index]
             switch column.type {
             case .integer:
                 values.append(try cell.decode(Int64?.self).map { .integer($0) } ?? .null)

@@ -57,43 +57,59 @@ extension SQLiteStore {
         -> [ClaimedDelivery]
     {
         let columns = ExportTable.postbacks.columns
-        return try queue.write { db in
+        // A claim lost in a power cut only lets its deliveries be claimed again: committed
+        // without a flush to disk (the next flushed commit, an outcome's, flushes it too).
+        return try queue.inDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
             var claimed: [ClaimedDelivery] = []
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    UPDATE deliveries SET leased_by = ?, lease_until_ms = ?
-                    WHERE destination = ? AND postback_id IN (
-                        SELECT postback_id FROM deliveries
-                        WHERE destination = ? AND state = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ?
-                        ORDER BY next_attempt_ms LIMIT ?)
-                    RETURNING postback_id, attempts, first_attempt_ms
-                    """,
-                arguments: [holder, leaseUntilMs, destination, destination, nowMs, nowMs, limit]
-            )
-            for row in rows {
-                claimed.append(
-                    ClaimedDelivery(postbackID: row[0], attempts: row[1], firstAttemptMs: row[2], row: nil)
-                )
-            }
-            guard !claimed.isEmpty else { return [] }
-            var position: [Int64: Int] = [:]
-            for (index, delivery) in claimed.enumerated() { position[delivery.postbackID] = index }
-            let stored = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT \(columns.map(\.name).joined(separator: ", ")) FROM postbacks
-                    WHERE id IN (\(claimed.map { String($0.postbackID) }.joined(separator: ",")))
-                    """
-            )
-            while let row = try stored.next() {
-                let exported = Self.exportRow(row, columns)
-                if case .integer(let id)? = exported.values.first, let index = position[id] {
-                    claimed[index].row = exported
-                }
+            try db.inTransaction(.immediate) {
+                claimed = try Self.claim(db, destination, limit, nowMs, leaseUntilMs, holder, columns)
+                return .commit
             }
             return claimed
         }
+    }
+
+    private static func claim(
+        _ db: Database, _ destination: String, _ limit: Int, _ nowMs: Int64, _ leaseUntilMs: Int64, _ holder: String,
+        _ columns: [ExportColumn]
+    ) throws -> [ClaimedDelivery] {
+        var claimed: [ClaimedDelivery] = []
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                UPDATE deliveries SET leased_by = ?, lease_until_ms = ?
+                WHERE destination = ? AND postback_id IN (
+                    SELECT postback_id FROM deliveries
+                    WHERE destination = ? AND state = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ?
+                    ORDER BY next_attempt_ms LIMIT ?)
+                RETURNING postback_id, attempts, first_attempt_ms
+                """,
+            arguments: [holder, leaseUntilMs, destination, destination, nowMs, nowMs, limit]
+        )
+        for row in rows {
+            claimed.append(
+                ClaimedDelivery(postbackID: row[0], attempts: row[1], firstAttemptMs: row[2], row: nil)
+            )
+        }
+        guard !claimed.isEmpty else { return [] }
+        var position: [Int64: Int] = [:]
+        for (index, delivery) in claimed.enumerated() { position[delivery.postbackID] = index }
+        let stored = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT \(columns.map(\.name).joined(separator: ", ")) FROM postbacks
+                WHERE id IN (\(claimed.map { String($0.postbackID) }.joined(separator: ",")))
+                """
+        )
+        while let row = try stored.next() {
+            let exported = Self.exportRow(row, columns)
+            if case .integer(let id)? = exported.values.first, let index = position[id] {
+                claimed[index].row = exported
+            }
+        }
+        return claimed
     }
 
     package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) throws {

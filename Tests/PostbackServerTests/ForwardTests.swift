@@ -296,6 +296,42 @@ struct ForwardTests {
         #expect(receiver.mostAtOnce == 1)
     }
 
+    @Test("SIGTERM stops --follow at once: the requests in flight finish and every outcome is recorded", arguments: TestEngine.available)
+    func terminated(_ engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
+        let config = try config(receiver.port, concurrency: 4, timeout: 5)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        process.arguments = ["forward", "--db", store.argument, "--config", config, "--follow"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while receiver.delivered("network").count < 20 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let signalled = Date()
+        kill(process.processIdentifier, SIGTERM)
+        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let stopping = Date().timeIntervalSince(signalled)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(stderr)")
+        // The requests in flight take 40 ms; the graceful-shutdown limit would be 35 s.
+        #expect(stopping < 5, "stopped \(stopping) s after SIGTERM")
+        #expect(!stderr.contains("cannot record"), "\(stderr)")
+        // Every answer received was recorded: a --drain now sends only what was never sent.
+        let sent = Set(receiver.delivered("network").keys)
+        let run = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"], environment: environment)
+        await receiver.stop()
+        #expect(run.status == 0, "\(run.standardError)")
+        let again = receiver.received.filter { $0.destination == "network" && $0.attempt > 0 }
+        let repeated = Dictionary(grouping: again, by: \.deliveryID).filter { sent.contains($0.key) && $0.value.count > 1 }
+        #expect(repeated.isEmpty, "\(repeated.count) deliveries sent again after a graceful stop")
+    }
+
     @Test("two forward processes on one database share the work: no delivery sent twice", arguments: TestEngine.available)
     func shared(_ engine: TestEngine) async throws {
         let store = try await store(engine)

@@ -84,8 +84,11 @@ package final class PostgresStore: PostbackStorage {
         configuration.options.maximumConnections = 8
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         // The pool runs from the start: by the time the probe and the migrations are done,
-        // `run()` has been entered and the first lease finds the pool ready.
-        let runner = Task { await client.run() }
+        // `run()` has been entered and the first lease finds the pool ready. Detached: a
+        // store opened inside a ServiceLifecycle service (`forward`) must not inherit its
+        // graceful shutdown, on which `run()` would close the pool at once, before the
+        // service has recorded its last outcomes.
+        let runner = Task.detached { await client.run() }
         do {
             try await probeAndMigrate(connectionConfiguration, url: url, logger: logger)
         } catch {

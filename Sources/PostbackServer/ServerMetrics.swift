@@ -23,9 +23,6 @@ final class ServerMetrics: Sendable {
     private let commitDuration: CoreMetrics.Timer
     private let groupSize: CoreMetrics.Recorder
     private let openConnections: CoreMetrics.Gauge
-    /// `serve --forward`, by label and dimensions.
-    private let forwardCounters = Mutex<[[String]: CoreMetrics.Counter]>([:])
-    private let forwardGauges = Mutex<[[String]: CoreMetrics.Gauge]>([:])
 
     private struct RequestKey: Hashable {
         var route: String
@@ -107,26 +104,6 @@ final class ServerMetrics: Sendable {
         openConnections.record(count)
     }
 
-    private func forwardCounter(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Counter {
-        forwardCounters.withLock { counters in
-            let key = [label] + dimensions.flatMap { [$0.0, $0.1] }
-            if let counter = counters[key] { return counter }
-            let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
-            counters[key] = counter
-            return counter
-        }
-    }
-
-    private func forwardGauge(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Gauge {
-        forwardGauges.withLock { gauges in
-            let key = [label] + dimensions.flatMap { [$0.0, $0.1] }
-            if let gauge = gauges[key] { return gauge }
-            let gauge = CoreMetrics.Gauge(label: label, dimensions: dimensions, factory: factory)
-            gauges[key] = gauge
-            return gauge
-        }
-    }
-
     /// The Prometheus text exposition of everything above.
     func text() -> [UInt8] {
         var buffer: [UInt8] = []
@@ -145,7 +122,12 @@ extension Duration {
 extension ServerMetrics: ForwardMetrics {
     func forwardAttempt(destination: String, state: DeliveryState) {
         let outcome = state == .pending ? "retry" : state.rawValue
-        forwardCounter("postbackd_forward_attempts_total", [("destination", destination), ("outcome", outcome)]).increment()
+        // The registry hands back the collector already made for a name and labels.
+        CoreMetrics.Counter(
+            label: "postbackd_forward_attempts_total",
+            dimensions: [("destination", destination), ("outcome", outcome)],
+            factory: factory
+        ).increment()
     }
 
     func forwardStatus(_ status: [DeliveryStatus], nowMs: Int64) {
@@ -155,11 +137,18 @@ extension ServerMetrics: ForwardMetrics {
                 ("rejected", destination.rejected), ("failed", destination.failed),
             ]
             for (state, count) in counts {
-                forwardGauge("postbackd_forward_deliveries", [("destination", destination.destination), ("state", state)])
-                    .record(count)
+                CoreMetrics.Gauge(
+                    label: "postbackd_forward_deliveries",
+                    dimensions: [("destination", destination.destination), ("state", state)],
+                    factory: factory
+                ).record(count)
             }
             let age = destination.oldestPendingMs.map { Double(max(0, nowMs - $0)) / 1000 } ?? 0
-            forwardGauge("postbackd_forward_oldest_pending_seconds", [("destination", destination.destination)]).record(age)
+            CoreMetrics.Gauge(
+                label: "postbackd_forward_oldest_pending_seconds",
+                dimensions: [("destination", destination.destination)],
+                factory: factory
+            ).record(age)
         }
     }
 }

@@ -181,6 +181,24 @@ struct ForwardTests {
         }
     }
 
+    /// Starts `forward --follow` and returns once the receiver has 20 deliveries to the network.
+    private func following(_ store: TestStore, _ config: String, until receiver: Receiver, errors: Any) async throws
+        -> Process
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        process.arguments = ["forward", "--db", store.argument, "--config", config, "--follow"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while receiver.delivered("network").count < 20 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return process
+    }
+
     /// A stable share of delivery ids.
     private static func bucket(_ id: String, _ modulus: Int) -> Int {
         Int(id.utf8.reduce(UInt32(7)) { $0 &* 31 &+ UInt32($1) } % UInt32(modulus))
@@ -268,17 +286,7 @@ struct ForwardTests {
         let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
         let config = try config(receiver.port, concurrency: 4, timeout: 1)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
-        process.arguments = ["forward", "--db", store.argument, "--config", config, "--follow"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while receiver.delivered("network").count < 20 && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let process = try await following(store, config, until: receiver, errors: FileHandle.nullDevice)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let atKill = receiver.delivered("network").count
@@ -301,18 +309,9 @@ struct ForwardTests {
         let store = try await store(engine)
         let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
         let config = try config(receiver.port, concurrency: 4, timeout: 5)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
-        process.arguments = ["forward", "--db", store.argument, "--config", config, "--follow"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
+        let process = try await following(store, config, until: receiver, errors: errors)
         let deadline = Date().addingTimeInterval(60)
-        while receiver.delivered("network").count < 20 && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
         let signalled = Date()
         kill(process.processIdentifier, SIGTERM)
         while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }

@@ -106,16 +106,7 @@ final class DeliveryLedger: Sendable {
                 reply.resume()
             case .discover(let routes, let reply):
                 do {
-                    var added = 0
-                    let now = UTCInstant.now().milliseconds
-                    for route in routes {
-                        while true {
-                            let pass = try await store.discoverDeliveries(route, nowMs: now)
-                            added += pass.added
-                            if !pass.more { break }
-                        }
-                    }
-                    reply.resume(returning: added)
+                    reply.resume(returning: try await store.discoverAllDeliveries(routes, nowMs: UTCInstant.now().milliseconds))
                 } catch {
                     reply.resume(throwing: error)
                 }

@@ -87,10 +87,7 @@ public struct ForwardJob: Sendable {
     /// Discovers what is new, then reads each destination's deliveries by state.
     public func status() async throws -> [DeliveryStatus] {
         try await PostbackStores.with(location, logger: logger) { store in
-            let now = UTCInstant.now().milliseconds
-            for route in Self.routes(config.destinations) {
-                while try await store.discoverDeliveries(route, nowMs: now).more {}
-            }
+            _ = try await store.discoverAllDeliveries(Self.routes(config.destinations), nowMs: UTCInstant.now().milliseconds)
             return try await store.deliveryStatus(destinations: config.destinations.map(\.name))
         }
     }

@@ -98,6 +98,37 @@ public struct DeliveryStatus: Sendable, Hashable {
     public init(destination: String) { self.destination = destination }
 }
 
+extension DeliveryStatus {
+    /// Adds one group of the status query: `count` deliveries in `state`.
+    mutating func add(state: String, attempted: Bool, count: Int, oldestDiscoveredMs: Int64?) {
+        switch DeliveryState(rawValue: state) {
+        case .pending?:
+            if attempted { retrying += count } else { pending += count }
+            if let oldest = oldestDiscoveredMs { oldestPendingMs = min(oldestPendingMs ?? oldest, oldest) }
+        case .delivered?: delivered += count
+        case .rejected?: rejected += count
+        case .failed?: failed += count
+        case nil: break
+        }
+    }
+}
+
+extension PostbackStorage {
+    /// ``discoverDeliveries(_:nowMs:)`` for every route, pass after pass until none has more;
+    /// returns how many deliveries were added.
+    package func discoverAllDeliveries(_ routes: [DeliveryRoute], nowMs: Int64) async throws -> Int {
+        var added = 0
+        for route in routes {
+            while true {
+                let pass = try await discoverDeliveries(route, nowMs: nowMs)
+                added += pass.added
+                if !pass.more { break }
+            }
+        }
+        return added
+    }
+}
+
 extension ExportRow {
     /// The value of a ``ExportTable/postbacks`` column.
     package func postbackValue(_ name: String) -> ExportValue? {

@@ -163,18 +163,3 @@ extension SQLiteStore {
         }
     }
 }
-
-extension DeliveryStatus {
-    /// Adds one group of the status query: `count` deliveries in `state`.
-    mutating func add(state: String, attempted: Bool, count: Int, oldestDiscoveredMs: Int64?) {
-        switch DeliveryState(rawValue: state) {
-        case .pending?:
-            if attempted { retrying += count } else { pending += count }
-            if let oldest = oldestDiscoveredMs { oldestPendingMs = min(oldestPendingMs ?? oldest, oldest) }
-        case .delivered?: delivered += count
-        case .rejected?: rejected += count
-        case .failed?: failed += count
-        case nil: break
-        }
-    }
-}

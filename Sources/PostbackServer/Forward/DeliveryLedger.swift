@@ -4,14 +4,17 @@ import PostbackStore
 import Synchronization
 
 /// The one task that uses the store for `forward`: claims, outcomes, discovery and status are
-/// requests it serves in order. Outcomes are written in groups: every outcome that arrived while
-/// the last group was being written goes into the next transaction, so a fast destination costs
-/// one commit per group, not one per delivery.
+/// requests it serves in order. Outcomes are written in groups, one transaction each: a group is
+/// written when it holds ``groupSize`` outcomes or ``groupWindow`` after its first one arrived,
+/// so a fast destination costs one commit per group, not one per delivery (on PostgreSQL a
+/// commit per one or two deliveries held `forward` to a few hundred a second).
 final class DeliveryLedger: Sendable {
     enum Request: Sendable {
         case claim(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, CheckedContinuation<[ClaimedDelivery], any Error>)
-        /// Outcomes wait in ``outcomes``; this only wakes the ledger.
+        /// Outcomes wait in ``outcomes``; these only wake the ledger. `outcomesWaiting`: the first
+        /// of a group arrived (the ledger sets a timer); `outcomesDue`: write them now.
         case outcomesWaiting
+        case outcomesDue
         case flush(CheckedContinuation<Void, Never>)
         case discover([DeliveryRoute], CheckedContinuation<Int, any Error>)
         case nextDue(String, CheckedContinuation<Int64?, any Error>)
@@ -19,11 +22,17 @@ final class DeliveryLedger: Sendable {
         case models(CheckedContinuation<ConversionModels, any Error>)
     }
 
+    /// The most outcomes in one transaction, and the longest the first of them waits for it.
+    static let groupSize = 128
+    static let groupWindow: Duration = .milliseconds(10)
+
     /// Who holds the leases this process takes: unique per process and run.
     let holder: String
     private let requests: AsyncStream<Request>
     private let continuation: AsyncStream<Request>.Continuation
     private let outcomes = Mutex<[DeliveryOutcome]>([])
+    /// Per destination, the outcomes recorded and not yet committed (waiting or being written).
+    private let uncommitted = Mutex<[String: Int]>([:])
     private let closing = Atomic<Bool>(false)
     private let logger: Logger
 
@@ -42,8 +51,22 @@ final class DeliveryLedger: Sendable {
     }
 
     func record(_ outcome: DeliveryOutcome) {
-        outcomes.withLock { $0.append(outcome) }
-        continuation.yield(.outcomesWaiting)
+        uncommitted.withLock { $0[outcome.destination, default: 0] += 1 }
+        let waiting = outcomes.withLock { waiting in
+            waiting.append(outcome)
+            return waiting.count
+        }
+        if waiting == 1 {
+            continuation.yield(.outcomesWaiting)
+        } else if waiting == Self.groupSize {
+            continuation.yield(.outcomesDue)
+        }
+    }
+
+    /// How many of `destination`'s outcomes are recorded and not yet committed: deliveries that
+    /// would be sent again after a crash, like those in flight.
+    func uncommitted(_ destination: String) -> Int {
+        uncommitted.withLock { $0[destination] ?? 0 }
     }
 
     /// Returns once every outcome recorded before the call is written (or the ledger closed).
@@ -89,7 +112,6 @@ final class DeliveryLedger: Sendable {
         for await request in requests {
             switch request {
             case .claim(let destination, let limit, let nowMs, let leaseUntilMs, let reply):
-                await writeOutcomes(store)
                 do {
                     reply.resume(
                         returning: try await store.claimDeliveries(
@@ -100,6 +122,12 @@ final class DeliveryLedger: Sendable {
                     reply.resume(throwing: error)
                 }
             case .outcomesWaiting:
+                let continuation = self.continuation
+                Task {
+                    try? await Task.sleep(for: Self.groupWindow)
+                    continuation.yield(.outcomesDue)
+                }
+            case .outcomesDue:
                 await writeOutcomes(store)
             case .flush(let reply):
                 await writeOutcomes(store)
@@ -138,6 +166,9 @@ final class DeliveryLedger: Sendable {
             guard !batch.isEmpty else { return }
             do {
                 try await store.recordDeliveries(batch, holder: holder)
+                uncommitted.withLock { counts in
+                    for outcome in batch { counts[outcome.destination, default: 0] -= 1 }
+                }
                 return
             } catch {
                 logger.error(

@@ -28,9 +28,14 @@ final class Forwarder: Sendable {
     /// How often an idle destination looks for due deliveries, and `--follow` for new postbacks.
     static let pollInterval: Duration = .milliseconds(200)
     static let discoveryInterval: Duration = .milliseconds(500)
-    /// How long a claimed delivery stays leased beyond twice its timeout (a wait in the queue,
-    /// then the request): the time to record its outcome. A process killed mid-request holds
-    /// its deliveries this long after that.
+    /// A destination holds up to this many times its concurrency in flight and waiting in its
+    /// local queue, and at most that plus ``DeliveryLedger/groupSize`` claimed and not committed
+    /// (with the answers whose outcomes wait for their commit); the queue is refilled, with one
+    /// claim, when fewer than its concurrency wait.
+    static let queueDepth = 4
+    /// How long a claimed delivery stays leased beyond `queueDepth` times its timeout (a wait in
+    /// the queue, then the request): the time to record its outcome. A process killed
+    /// mid-request holds its deliveries this long after that.
     static let leaseMargin: Double = 10
 
     let destinations: [Destination]
@@ -122,17 +127,29 @@ final class Forwarder: Sendable {
 
     // MARK: One destination
 
+    /// What a destination's loop waits for: an answer, a claim, or the poll timer.
+    private enum Event: Sendable {
+        case answered(DeliveryOutcome)
+        /// A claim of up to `room` deliveries; nil if it failed (after a second's pause).
+        case claimed([ClaimedDelivery]?, room: Int)
+        case tick
+    }
+
     /// Keeps up to `concurrency` requests in flight, each in a child task, from a local queue
     /// of claimed deliveries refilled before it runs dry (so that a claim, a transaction, is
-    /// made once per several deliveries); hands each outcome to the ledger as it comes.
+    /// made once per several deliveries); hands each outcome to the ledger as it comes. The
+    /// claim is a child task too: answers are taken and requests started while it runs (awaited
+    /// in the loop, a claim left the slots it freed empty for a round trip to the database).
     private func deliver(to destination: Destination) async {
         let concurrency = destination.config.concurrency
-        // A claimed delivery may wait in the queue for as long as one request, then take one.
-        let leaseMs = Int64((2 * destination.config.timeoutSeconds + Self.leaseMargin) * 1000)
-        await withTaskGroup(of: DeliveryOutcome?.self) { group in
+        // A claimed delivery may wait in the queue for as long as `queueDepth - 1` requests,
+        // then take one.
+        let leaseMs = Int64((Double(Self.queueDepth) * destination.config.timeoutSeconds + Self.leaseMargin) * 1000)
+        await withTaskGroup(of: Event.self) { group in
             var queue: [ClaimedDelivery] = []
             var next = 0
             var inFlight = 0
+            var claiming = false
             var timerArmed = false
             var idle = false
             while true {
@@ -142,37 +159,32 @@ final class Forwarder: Sendable {
                     let delivery = queue[next]
                     next += 1
                     inFlight += 1
-                    group.addTask { await self.send(delivery, to: destination) }
+                    group.addTask { .answered(await self.send(delivery, to: destination)) }
                 }
                 if next > 0 {
                     queue.removeFirst(next)
                     next = 0
                 }
-                let queued = queue.count - next
-                let room = 2 * concurrency - inFlight - queued
-                if !stopping, !idle, room > 0, queued < (concurrency + 1) / 2 {
-                    let now = UTCInstant.now().milliseconds
-                    do {
-                        let claimed = try await ledger.claim(
-                            destination: destination.name,
-                            limit: room,
-                            nowMs: now,
-                            leaseUntilMs: now + leaseMs
-                        )
-                        queue += claimed
-                        idle = claimed.count < room
-                    } catch {
-                        logger.warning(
-                            "cannot claim deliveries; trying again",
-                            metadata: ["forward.destination": "\(destination.name)", "forward.error": "\(error)"]
-                        )
-                        idle = true
-                        try? await Task.sleep(for: .seconds(1))
-                    }
-                    if !queue.isEmpty { continue }
+                let queued = queue.count
+                // In flight and queued, at most `queueDepth` times the concurrency (what the
+                // lease covers); with the answers whose outcomes wait for their commit, at most
+                // that plus a group of outcomes (which bounds the repeats after a crash, and the
+                // outcomes held while the database cannot take them).
+                let uncommitted = ledger.uncommitted(destination.name)
+                let room =
+                    Self.queueDepth * concurrency - inFlight - queued
+                    - max(0, uncommitted - DeliveryLedger.groupSize)
+                if !stopping, !idle, !claiming, room > 0, queued < concurrency {
+                    claiming = true
+                    group.addTask { .claimed(await self.claim(room, for: destination, leaseMs: leaseMs), room: room) }
                 }
-                if inFlight == 0 && queue.isEmpty {
+                if inFlight == 0 && queue.isEmpty && !claiming {
                     if stopping { break }
+                    if uncommitted > 0 && room <= 0 {
+                        // Nothing to wait for but the commit.
+                        await ledger.flush()
+                        continue
+                    }
                     guard idle else { continue }
                     if mode == .drain {
                         // Everything claimable is done: wait for the next retry, or end.
@@ -194,27 +206,48 @@ final class Forwarder: Sendable {
                     idle = false
                     continue
                 }
-                // Wait for an answer, or (when nothing was claimable) for the next poll.
+                // Wait for an answer or a claim, or (when nothing was claimable) the next poll.
                 if !timerArmed && !stopping && idle {
                     timerArmed = true
                     group.addTask {
                         try? await Task.sleep(for: Self.pollInterval)
-                        return nil
+                        return .tick
                     }
                 }
                 switch await group.next() {
-                case let outcome??:
+                case .answered(let outcome)?:
                     inFlight -= 1
                     ledger.record(outcome)
                     count(outcome)
-                case .some(nil):
+                case .claimed(let claimed, let room)?:
+                    claiming = false
+                    queue += claimed ?? []
+                    idle = (claimed?.count ?? 0) < room
+                case .tick?:
                     timerArmed = false
                     idle = false
                 case nil:
                     inFlight = 0
+                    claiming = false
                 }
             }
             group.cancelAll()
+        }
+    }
+
+    /// Claims up to `limit` due deliveries to `destination`; nil, after a second, if the
+    /// database cannot be reached.
+    private func claim(_ limit: Int, for destination: Destination, leaseMs: Int64) async -> [ClaimedDelivery]? {
+        let now = UTCInstant.now().milliseconds
+        do {
+            return try await ledger.claim(destination: destination.name, limit: limit, nowMs: now, leaseUntilMs: now + leaseMs)
+        } catch {
+            logger.warning(
+                "cannot claim deliveries; trying again",
+                metadata: ["forward.destination": "\(destination.name)", "forward.error": "\(error)"]
+            )
+            try? await Task.sleep(for: .seconds(1))
+            return nil
         }
     }
 

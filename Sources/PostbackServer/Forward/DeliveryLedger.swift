@@ -30,9 +30,14 @@ final class DeliveryLedger: Sendable {
     let holder: String
     private let requests: AsyncStream<Request>
     private let continuation: AsyncStream<Request>.Continuation
-    private let outcomes = Mutex<[DeliveryOutcome]>([])
-    /// Per destination, the outcomes recorded and not yet committed (waiting or being written).
-    private let uncommitted = Mutex<[String: Int]>([:])
+    /// Outcomes recorded and not yet committed.
+    private struct Outcomes {
+        /// Those waiting for the next write.
+        var waiting: [DeliveryOutcome] = []
+        /// Per destination, those waiting or being written.
+        var uncommitted: [String: Int] = [:]
+    }
+    private let outcomes = Mutex(Outcomes())
     private let closing = Atomic<Bool>(false)
     private let logger: Logger
 
@@ -51,10 +56,10 @@ final class DeliveryLedger: Sendable {
     }
 
     func record(_ outcome: DeliveryOutcome) {
-        uncommitted.withLock { $0[outcome.destination, default: 0] += 1 }
-        let waiting = outcomes.withLock { waiting in
-            waiting.append(outcome)
-            return waiting.count
+        let waiting = outcomes.withLock { outcomes in
+            outcomes.waiting.append(outcome)
+            outcomes.uncommitted[outcome.destination, default: 0] += 1
+            return outcomes.waiting.count
         }
         if waiting == 1 {
             continuation.yield(.outcomesWaiting)
@@ -66,7 +71,7 @@ final class DeliveryLedger: Sendable {
     /// How many of `destination`'s outcomes are recorded and not yet committed: deliveries that
     /// would be sent again after a crash, like those in flight.
     func uncommitted(_ destination: String) -> Int {
-        uncommitted.withLock { $0[destination] ?? 0 }
+        outcomes.withLock { $0.uncommitted[destination] ?? 0 }
     }
 
     /// Returns once every outcome recorded before the call is written (or the ledger closed).
@@ -159,15 +164,15 @@ final class DeliveryLedger: Sendable {
     /// for the store's whole retry time) keeps them and tries again, unless this is the end.
     private func writeOutcomes(_ store: any PostbackStorage, untilWritten: Bool = true) async {
         while true {
-            let batch = outcomes.withLock { waiting in
-                defer { waiting.removeAll(keepingCapacity: true) }
-                return waiting
+            let batch = outcomes.withLock { outcomes in
+                defer { outcomes.waiting.removeAll(keepingCapacity: true) }
+                return outcomes.waiting
             }
             guard !batch.isEmpty else { return }
             do {
                 try await store.recordDeliveries(batch, holder: holder)
-                uncommitted.withLock { counts in
-                    for outcome in batch { counts[outcome.destination, default: 0] -= 1 }
+                outcomes.withLock { outcomes in
+                    for outcome in batch { outcomes.uncommitted[outcome.destination, default: 0] -= 1 }
                 }
                 return
             } catch {
@@ -176,7 +181,7 @@ final class DeliveryLedger: Sendable {
                     metadata: ["forward.outcomes": "\(batch.count)", "forward.error": "\(error)"]
                 )
                 guard untilWritten, !closing.load(ordering: .relaxed), !Task.isCancelled else { return }
-                outcomes.withLock { $0.insert(contentsOf: batch, at: 0) }
+                outcomes.withLock { $0.waiting.insert(contentsOf: batch, at: 0) }
                 try? await Task.sleep(for: .seconds(1))
             }
         }

@@ -147,7 +147,6 @@ final class Forwarder: Sendable {
         let leaseMs = Int64((Double(Self.queueDepth) * destination.config.timeoutSeconds + Self.leaseMargin) * 1000)
         await withTaskGroup(of: Event.self) { group in
             var queue: [ClaimedDelivery] = []
-            var next = 0
             var inFlight = 0
             var claiming = false
             var timerArmed = false
@@ -155,16 +154,12 @@ final class Forwarder: Sendable {
             while true {
                 let stopping = isStopping
                 // Start what is queued (on a stop too: those are claimed already).
-                while inFlight < concurrency && next < queue.count {
-                    let delivery = queue[next]
-                    next += 1
-                    inFlight += 1
+                let starting = min(concurrency - inFlight, queue.count)
+                for delivery in queue.prefix(starting) {
                     group.addTask { .answered(await self.send(delivery, to: destination)) }
                 }
-                if next > 0 {
-                    queue.removeFirst(next)
-                    next = 0
-                }
+                queue.removeFirst(starting)
+                inFlight += starting
                 let queued = queue.count
                 // In flight and queued, at most `queueDepth` times the concurrency (what the
                 // lease covers); with the answers whose outcomes wait for their commit, at most

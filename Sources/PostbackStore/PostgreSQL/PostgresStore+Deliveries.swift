@@ -75,12 +75,12 @@ extension PostgresStore {
             // finds them by the locked versions' `ctid`s, one TID scan each, a plan that does not
             // depend on the statistics: joined by key (or by `ctid = ANY(…)` with the key beside
             // it), a destination discovered in bulk since the last ANALYZE, estimated at one row,
-            // was scanned whole for every claim, 30 to 250 ms each. A row
-            // updated by another transaction since the statement's snapshot is not updated (its
-            // new version is not visible here) and so not claimed: it is not lost, only left for
-            // the next claim. A claim lost in a crash of the server only lets its deliveries be
-            // claimed again, so it commits without waiting for the flush (`set_config` local to
-            // the statement's own transaction).
+            // was scanned whole for every claim, 30 to 250 ms each. A row updated by another
+            // transaction since the statement's snapshot is not updated (its new version is not
+            // visible here) and so not claimed: it is not lost, only left for the next claim.
+            // A claim lost in a crash of the server only lets its deliveries be claimed again, so
+            // it commits without waiting for the flush (`set_config` local to the statement's
+            // own transaction).
             let rows = try await connection.send(
                 PostgresQuery(
                     unsafeSQL: """

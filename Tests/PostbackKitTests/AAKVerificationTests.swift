@@ -150,6 +150,34 @@ struct AAKVerificationTests {
         #expect(result.reason?.contains("JWS payload") == true)
     }
 
+    @Test("conversion-type \"reengagement\", Apple's other spelling, verifies as re-engagement with a warning")
+    func reengagementSpelling() throws {
+        let spelled = Self.payload.replacingOccurrences(of: "\"conversion-type\":\"download\"", with: "\"conversion-type\":\"reengagement\"")
+        #expect(spelled != Self.payload)
+        let result = try check(try Self.envelope(payload: spelled))
+        #expect(result.verdict == .valid, "\(result.reason ?? "")")
+        guard case .aak(let postback)? = result.postback else {
+            Issue.record("not AAK")
+            return
+        }
+        #expect(postback.conversionType == .reengagement)
+        #expect(result.warnings.count == 1)
+        #expect(result.warnings.first?.contains("\"reengagement\" read as \"re-engagement\"") == true)
+
+        // The spelling Apple signs in its example gives no warning.
+        let hyphenated = Self.payload.replacingOccurrences(of: "\"download\"", with: "\"re-engagement\"")
+        let plain = try check(try Self.envelope(payload: hyphenated))
+        #expect(plain.verdict == .valid)
+        #expect(plain.warnings.isEmpty)
+
+        // Any other value is still malformed, and named.
+        let other = Self.payload.replacingOccurrences(of: "\"download\"", with: "\"re_engagement\"")
+        let refused = try check(try Self.envelope(payload: other))
+        #expect(refused.verdict == .malformed)
+        #expect(refused.field == "conversion-type")
+        #expect(refused.reason?.contains("found string (\"re_engagement\")") == true, "\(refused.reason ?? "")")
+    }
+
     @Test("unsigned envelope fields can change without breaking the signature")
     func unsignedEnvelope() throws {
         let original = try Self.envelope()

@@ -35,6 +35,17 @@ public struct AAKPostback: Sendable, Hashable {
     public var forwarderTimestamp: Double?
     /// The compact JWS exactly as received.
     public var jws: String
+    /// The `conversion-type` as signed, when it is another spelling of ``conversionType``'s
+    /// (Apple's pages write the re-engagement type both `re-engagement` and `reengagement`).
+    public var conversionTypeSpelling: String? = nil
+
+    /// Oddities worth a warning.
+    public var warnings: [String] {
+        guard let conversionTypeSpelling else { return [] }
+        return [
+            "conversion-type \"\(conversionTypeSpelling)\" read as \"\(conversionType.rawValue)\" (Apple's pages spell it both ways)"
+        ]
+    }
 
     /// The JWS signing input: the header and payload segments and the '.' between them,
     /// exactly as received.
@@ -60,4 +71,12 @@ public enum AAKConversionType: String, Sendable, Hashable, CaseIterable {
     case download
     case redownload
     case reengagement = "re-engagement"
+
+    /// The type a signed `conversion-type` stands for, and whether it was another spelling:
+    /// `reengagement` is read as `re-engagement`, so that a genuine postback is not quarantined
+    /// over Apple's two spellings.
+    static func reading(_ text: String) -> (AAKConversionType, otherSpelling: Bool)? {
+        if let type = AAKConversionType(rawValue: text) { return (type, false) }
+        return text == "reengagement" ? (.reengagement, true) : nil
+    }
 }

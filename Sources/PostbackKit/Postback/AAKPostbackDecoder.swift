@@ -78,6 +78,11 @@ struct AAKPostbackDecoder {
         let adInteractionType = try envelope.optionalString(.adInteractionType, maximumLength: 64)
         return try payload.withUnsafeBufferPointer { bytes throws(PostbackProblem) in
             let reader = try Self.reader(AAKPayloadKey.self, bytes, "JWS payload", requirement: "AdAttributionKit")
+            let conversionTypeText = try reader.requiredString(.conversionType, maximumLength: 64)
+            guard let (conversionType, otherSpelling) = AAKConversionType.reading(conversionTypeText) else {
+                let expected = AAKConversionType.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                throw reader.problem(.conversionType, "expected \(expected), found string (\"\(conversionTypeText)\")")
+            }
             return AAKPostback(
                 keyID: keyID,
                 algorithm: algorithm,
@@ -85,7 +90,7 @@ struct AAKPostbackDecoder {
                 adNetworkID: try reader.requiredString(.adNetworkIdentifier, maximumLength: 255),
                 sourceIdentifier: try reader.requiredSourceIdentifier(.sourceIdentifier),
                 advertisedItemID: try reader.requiredInteger(.advertisedItemIdentifier, in: 0...Int64.max),
-                conversionType: try reader.requiredEnumeration(.conversionType, AAKConversionType.self),
+                conversionType: conversionType,
                 postbackID: try reader.requiredString(.postbackIdentifier, maximumLength: 255),
                 didWin: try reader.requiredBoolean(.didWin),
                 postbackSequenceIndex: Int(try reader.requiredInteger(.postbackSequenceIndex, in: 0...2)),
@@ -95,7 +100,8 @@ struct AAKPostbackDecoder {
                 adInteractionType: adInteractionType,
                 countryCode: countryCode,
                 forwarderTimestamp: envelope.forwarderTimestamp(),
-                jws: jws
+                jws: jws,
+                conversionTypeSpelling: otherSpelling ? conversionTypeText : nil
             )
         }
     }

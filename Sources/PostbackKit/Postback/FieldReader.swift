@@ -97,23 +97,6 @@ struct FieldReader<Key: JSONFieldKey> {
         return value
     }
 
-    /// A field holding one of `values`' raw values.
-    func requiredEnumeration<Value: RawRepresentable<String> & CaseIterable>(
-        _ key: Key,
-        _: Value.Type
-    )
-        throws(PostbackProblem) -> Value
-    {
-        let slice = try required(key)
-        guard slice.kind == .string, let value = Value(rawValue: JSONText.string(bytes, slice)) else {
-            throw problem(
-                key,
-                "expected \(Value.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), found \(found(slice))"
-            )
-        }
-        return value
-    }
-
     /// A string read leniently (for identifying a malformed postback in reports).
     func lenientString(_ key: Key) -> String? {
         guard let slice = fields[key], slice.kind == .string, slice.end - slice.start <= 255 else { return nil }

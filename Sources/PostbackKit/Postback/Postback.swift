@@ -77,7 +77,7 @@ public enum Postback: Sendable, Hashable {
     public var warnings: [String] {
         switch self {
         case .skan(let postback): postback.warnings
-        case .aak: []
+        case .aak(let postback): postback.warnings
         }
     }
 }

@@ -154,7 +154,7 @@ extension PostbackResponder {
     // MARK: API keys
 
     /// 401 when keys are configured and none of `given` is one of them; nil when it may go on.
-    private func refuseKey(_ given: [String?]) -> Response? {
+    func refuseKey(_ given: [String?]) -> Response? {
         guard !apiKeys.isEmpty else { return nil }
         let keys = given.compactMap { $0 }
         guard !keys.isEmpty else {
@@ -166,7 +166,7 @@ extension PostbackResponder {
         return nil
     }
 
-    private func bearerToken(_ request: Request) -> String? {
+    func bearerToken(_ request: Request) -> String? {
         guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
         return String(value.dropFirst(7)).trimmingSpaces
     }

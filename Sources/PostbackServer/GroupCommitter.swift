@@ -45,26 +45,43 @@ final class GroupCommitter: Sendable {
         var continuation: CheckedContinuation<DeviceReceipt, Never>
     }
 
+    /// What a request of `POST /v1/apple-ads/token` learns.
+    enum TokenReceipt: Sendable, Equatable {
+        case stored(AppleAdsAddOutcome)
+        /// The store could not commit; nothing of this request was stored.
+        case unavailable(String)
+    }
+
+    private struct WaitingToken: Sendable {
+        var token: AppleAdsToken
+        var receivedAtMs: Int64
+        var continuation: CheckedContinuation<TokenReceipt, Never>
+    }
+
     private struct State: Sendable {
         var pending: [Waiting] = []
         var calls: [WaitingCall] = []
+        var tokens: [WaitingToken] = []
         var probes: [CheckedContinuation<String?, Never>] = []
         var reloadModels = false
         var writerIdle: CheckedContinuation<Void, Never>?
         var closing = false
 
-        var idle: Bool { pending.isEmpty && calls.isEmpty && probes.isEmpty && !reloadModels && !closing }
+        var idle: Bool {
+            pending.isEmpty && calls.isEmpty && tokens.isEmpty && probes.isEmpty && !reloadModels && !closing
+        }
     }
 
     /// One turn's work for the writer.
     private struct Work {
         var group: [Waiting]
         var calls: [WaitingCall]
+        var tokens: [WaitingToken]
         var probes: [CheckedContinuation<String?, Never>]
         var reloadModels: Bool
         var closing: Bool
 
-        var isEmpty: Bool { group.isEmpty && calls.isEmpty && probes.isEmpty && !reloadModels }
+        var isEmpty: Bool { group.isEmpty && calls.isEmpty && tokens.isEmpty && probes.isEmpty && !reloadModels }
     }
 
     private let state = Mutex(State())
@@ -113,6 +130,17 @@ final class GroupCommitter: Sendable {
     func record(_ call: DeviceCall) async -> DeviceReceipt {
         await withCheckedContinuation { continuation in
             let accepted = handToWriter { $0.calls.append(WaitingCall(call: call, continuation: continuation)) }
+            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
+        }
+    }
+
+    /// Waits until `token` is stored durably (or the store failed) and returns what storing it
+    /// did.
+    func store(_ token: AppleAdsToken, receivedAtMs: Int64) async -> TokenReceipt {
+        await withCheckedContinuation { continuation in
+            let accepted = handToWriter {
+                $0.tokens.append(WaitingToken(token: token, receivedAtMs: receivedAtMs, continuation: continuation))
+            }
             if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
         }
     }
@@ -168,6 +196,9 @@ final class GroupCommitter: Sendable {
             if !work.calls.isEmpty {
                 await record(work.calls, store: store)
             }
+            if !work.tokens.isEmpty {
+                await storeTokens(work.tokens, store: store)
+            }
             if work.reloadModels {
                 do {
                     models.replace(with: try await store.currentModels())
@@ -193,11 +224,15 @@ final class GroupCommitter: Sendable {
                     let callCount = min(state.calls.count, maximumGroup)
                     let calls = Array(state.calls.prefix(callCount))
                     state.calls.removeFirst(callCount)
+                    let tokenCount = min(state.tokens.count, maximumGroup)
+                    let tokens = Array(state.tokens.prefix(tokenCount))
+                    state.tokens.removeFirst(tokenCount)
                     let probes = state.probes
                     state.probes = []
                     let reload = state.reloadModels
                     state.reloadModels = false
-                    return Work(group: group, calls: calls, probes: probes, reloadModels: reload, closing: state.closing)
+                    return Work(
+                        group: group, calls: calls, tokens: tokens, probes: probes, reloadModels: reload, closing: state.closing)
                 }
                 return nil
             }
@@ -230,6 +265,28 @@ final class GroupCommitter: Sendable {
         }
         for (call, history) in zip(waiting, histories) {
             call.continuation.resume(returning: .recorded(history))
+        }
+    }
+
+    private func storeTokens(_ waiting: [WaitingToken], store: any PostbackStorage) async {
+        // One transaction; the time of each token's own request decides whether it expired.
+        let outcomes: [AppleAdsAddOutcome]
+        do {
+            outcomes = try await store.addAppleAdsTokens(
+                waiting.map(\.token),
+                receivedAtMs: waiting.map(\.receivedAtMs).min() ?? UTCInstant.now().milliseconds
+            )
+        } catch {
+            let reason = describeStoreError(error)
+            logger.error(
+                "storing Apple Ads tokens failed; answering 503",
+                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(reason)"]
+            )
+            for token in waiting { token.continuation.resume(returning: .unavailable(reason)) }
+            return
+        }
+        for (token, outcome) in zip(waiting, outcomes) {
+            token.continuation.resume(returning: .stored(outcome))
         }
     }
 

@@ -46,6 +46,7 @@ struct PostbackResponder: HTTPResponder {
         case appattribution = "/.well-known/appattribution/report-attribution"
         case conversionValue = "/v1/conversion-value"
         case snippet = "/api/v2/conversion_value"
+        case appleAdsToken = "/v1/apple-ads/token"
         case health = "/healthz"
         case ready = "/readyz"
         case metrics = "/metrics"
@@ -58,7 +59,7 @@ struct PostbackResponder: HTTPResponder {
 
         var method: HTTPRequest.Method {
             switch self {
-            case .skadnetwork, .appattribution, .conversionValue: .post
+            case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: .post
             case .health, .ready, .metrics, .snippet: .get
             }
         }
@@ -79,6 +80,8 @@ struct PostbackResponder: HTTPResponder {
                     response = await conversionValue(request, arrival: arrival)
                 case .snippet:
                     response = await snippetConversionValue(request, arrival: arrival)
+                case .appleAdsToken:
+                    response = await appleAdsToken(request, arrival: arrival)
                 case .health:
                     response = Self.json(.ok, #"{"status":"up"}"#)
                 case .ready:

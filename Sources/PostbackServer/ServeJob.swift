@@ -42,6 +42,9 @@ public struct ServeJob: Sendable {
     /// `--forward`: delivers as `forward --follow` does, beside serving, on a store
     /// connection of its own; its status is in `/metrics`.
     public var forward: ForwardJob?
+    /// `--apple-ads`: exchanges the tokens received at `POST /v1/apple-ads/token` (and any
+    /// other pending ones) as `apple-ads fetch --follow` does, on a store connection of its own.
+    public var appleAds: AppleAdsFetchJob?
     public var logger: Logger
 
     public static let defaultMaximumBody = 65_536
@@ -63,8 +66,10 @@ public struct ServeJob: Sendable {
         maximumGroup: Int = 1_024,
         apiKeys: [String] = [],
         forward: ForwardJob? = nil,
+        appleAds: AppleAdsFetchJob? = nil,
         logger: Logger = Logger(label: "postbackd.serve")
     ) {
+        self.appleAds = appleAds
         self.apiKeys = apiKeys
         self.forward = forward
         self.location = location
@@ -155,6 +160,9 @@ public struct ServeJob: Sendable {
             if let forward {
                 services.append(.init(service: ForwarderService(job: forward, mode: .follow, metrics: metrics)))
             }
+            if let appleAds {
+                services.append(.init(service: AppleAdsFetchService(job: appleAds, mode: .follow)))
+            }
             services.append(.init(service: app))
             var configuration = ServiceGroupConfiguration(
                 // Shut down in reverse order: the server first (it stops accepting and finishes
@@ -166,6 +174,7 @@ public struct ServeJob: Sendable {
             )
             configuration.maximumGracefulShutdownDuration =
                 readTimeout + .seconds(20) + .seconds(Int64(forward?.config.destinations.map(\.timeoutSeconds).max() ?? 0))
+                + (appleAds?.timeout ?? .zero)
             do {
                 try await ServiceGroup(configuration: configuration).run()
             } catch {

@@ -110,6 +110,35 @@ package protocol PostbackStorage: AnyObject {
     /// Each destination's deliveries by state.
     func deliveryStatus(destinations: [String]) async throws -> [DeliveryStatus]
 
+    // MARK: Apple Ads (AdServices tokens; see ``AppleAdsExchangeRules``)
+
+    /// Stores tokens in one transaction, durable when this returns; a token stored before
+    /// (pending, or resolved: its SHA-256 is kept) is left as it is. A token obtained more
+    /// than 24 hours before `receivedAtMs` is stored as expired, without the token.
+    func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: Int64) async throws -> [AppleAdsAddOutcome]
+
+    /// Closes every pending token past its 24 hours as `expired` (deleting the token) unless a
+    /// request for it is in flight, then leases up to `limit` due tokens, earliest due first,
+    /// to `holder` until `leaseUntilMs`. Concurrent claims never return one token twice.
+    /// Returns the leased tokens and how many expired.
+    func claimAppleAdsTokens(limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) async throws
+        -> (claimed: [AppleAdsClaim], expired: Int)
+
+    /// Records exchange outcomes in one transaction, durable when this returns, each only if
+    /// `holder` still holds its lease; a resolved token is deleted (its SHA-256 is kept) and
+    /// its record stored.
+    func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws
+
+    /// When the next pending token can be claimed (its due time, or its lease's end); nil
+    /// when none is pending.
+    func nextAppleAdsTokenDue() async throws -> Int64?
+
+    /// Tokens by state, and what waits.
+    func appleAdsStatus() async throws -> AppleAdsStatus
+
+    /// Counts the stored attribution records, as one consistent snapshot.
+    func appleAdsReport(_ query: AppleAdsReportQuery) async throws -> AppleAdsReport
+
     /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
     /// models, replacing them atomically.
     func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary

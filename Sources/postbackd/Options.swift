@@ -98,3 +98,22 @@ func day(_ text: String, option: String) throws -> UTCDay {
     guard let day = UTCDay(text) else { throw ValidationError("\(option) \(text) is not a date (YYYY-MM-DD)") }
     return day
 }
+
+/// `--from` and `--to`: a period of UTC days, either end open.
+struct PeriodOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("First day (UTC) to include.", valueName: "YYYY-MM-DD"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("Last day (UTC) to include.", valueName: "YYYY-MM-DD"))
+    var to: String?
+
+    func validate() throws {
+        if let from { _ = try day(from, option: "--from") }
+        if let to { _ = try day(to, option: "--to") }
+    }
+
+    /// The first day; validated before `run()`.
+    var first: UTCDay? { from.flatMap(UTCDay.init) }
+    /// The last day; validated before `run()`.
+    var last: UTCDay? { to.flatMap(UTCDay.init) }
+}

@@ -9,15 +9,21 @@ extension Postbackd {
             discussion: """
                 Dimensions: date, app_id, ad_network_id, source_identifier, source_app_id, \
                 source_domain, version, fidelity_type, redownload, did_win, postback_sequence_index, \
-                country_code, marketplace_id. Metrics: postbacks, installs, redownloads, \
+                country_code, marketplace_id, placement (Apple Ads' App Store placement of a \
+                postback from com.apple.ads: campaign id 10 Search results, 20 Search tab, 30 Today \
+                tab, 40 Product pages; empty for other networks). Metrics: postbacks, installs, redownloads, \
                 reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, \
                 unmodelled, and revenue per currency (min, max, estimate). --events gives one row \
-                per group and event instead. The same on SQLite and PostgreSQL.
+                per group and event instead. --with-apple-ads (by date and/or app_id) adds \
+                apple_ads_skan_installs (the SKAN installs from com.apple.ads), and \
+                apple_ads_installs and apple_ads_redownloads (from AdServices tokens, `apple-ads \
+                fetch`): two measurements of Apple Ads, beside each other, never added together. The same on SQLite and PostgreSQL.
 
                 Examples:
                   postbackd report
                   postbackd report --from 2026-11-15 --to 2026-11-21 --by app_id,ad_network_id
                   postbackd report --by date --events --format csv > events.csv
+                  postbackd report --by date,app_id --with-apple-ads
 
                 Exit status: 0 done; 2 usage error or a database that cannot be used.
                 """
@@ -25,17 +31,16 @@ extension Postbackd {
 
         @OptionGroup var database: DatabaseOptions
 
-        @Option(help: ArgumentHelp("First day (UTC) to include.", valueName: "YYYY-MM-DD"))
-        var from: String?
-
-        @Option(help: ArgumentHelp("Last day (UTC) to include.", valueName: "YYYY-MM-DD"))
-        var to: String?
+        @OptionGroup var period: PeriodOptions
 
         @Option(help: ArgumentHelp("Dimensions to group by, comma-separated.", valueName: "dim,dim"))
         var by: String = "date,ad_network_id"
 
         @Flag(help: "One row per group and event name: occurrences, postbacks with the event, revenue.")
         var events = false
+
+        @Flag(help: "Add Apple Ads' SKAN installs and its AdServices installs and redownloads beside each row (--by date,app_id at most).")
+        var withAppleAds = false
 
         @Option(help: "table (aligned, 100 columns), csv or json.")
         var format: ReportFormat = .table
@@ -46,20 +51,27 @@ extension Postbackd {
             } catch {
                 throw ValidationError("--by: \(error)")
             }
-            if let from { _ = try day(from, option: "--from") }
-            if let to { _ = try day(to, option: "--to") }
+            if withAppleAds {
+                let dimensions = (try? AggregateDimension.list(by)) ?? []
+                guard !events, dimensions.allSatisfy(PostbackStore.Report.sideBySideDimensions.contains) else {
+                    throw ValidationError("--with-apple-ads groups by date and app_id only (and not with --events)")
+                }
+            }
         }
 
         func run() async throws {
             let result: (report: PostbackStore.Report, warning: String?)
             let query = ReportQuery(
-                from: try from.map { try day($0, option: "--from") },
-                to: try to.map { try day($0, option: "--to") },
+                from: period.first,
+                to: period.last,
                 by: try AggregateDimension.list(by),
                 events: events
             )
             do {
-                result = try await PostbackStore.Report.read(database.location, query)
+                result =
+                    withAppleAds
+                    ? try await PostbackStore.Report.readSideBySide(database.location, query)
+                    : try await PostbackStore.Report.read(database.location, query)
             } catch {
                 throw failStore(error, database.location)
             }

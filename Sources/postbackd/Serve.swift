@@ -124,7 +124,20 @@ extension Postbackd {
         )
         var forward: String?
 
+        @Flag(
+            help: "Also exchange the Apple Ads tokens received at POST /v1/apple-ads/token with Apple, as `apple-ads fetch --follow` does."
+        )
+        var appleAds = false
+
+        @Option(help: ArgumentHelp("With --apple-ads: Apple's attribution endpoint (a stand-in in tests).", valueName: "url"))
+        var appleAdsEndpoint: String = AppleAdsFetchJob.appleEndpoint
+
+        @Option(help: ArgumentHelp("With --apple-ads: seconds before retrying after a 5xx or a timeout.", valueName: "seconds"))
+        var appleAdsRetryAfter: Int = 60
+
         func validate() throws {
+            try AppleAdsExchangeOptions.check(endpoint: appleAdsEndpoint, option: "--apple-ads-endpoint")
+            guard appleAdsRetryAfter >= 1 else { throw ValidationError("--apple-ads-retry-after must be at least 1") }
             if (tlsCert == nil) != (tlsKey == nil) {
                 throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
             }
@@ -191,6 +204,13 @@ extension Postbackd {
                 clientAddressHeader: clientAddressHeader,
                 apiKeys: try allAPIKeys(),
                 forward: try forwardJob(),
+                appleAds: appleAds
+                    ? AppleAdsFetchJob(
+                        location: database.location,
+                        endpoint: appleAdsEndpoint,
+                        rules: AppleAdsExchangeRules(retryAfterMs: Int64(appleAdsRetryAfter) * 1000),
+                        logger: Logger(label: "postbackd.apple-ads")
+                    ) : nil,
                 logger: Logger(label: "postbackd.serve")
             )
             let summary: IngestSummary

@@ -88,25 +88,7 @@ struct ForwardTests {
                     body: ResponseBody(byteBuffer: ByteBuffer(string: status == 410 ? "gone: this postback is not ours" : "ok"))
                 )
             }
-            let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-            let app = Application(
-                router: router,
-                configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-                onServerRunning: { channel in
-                    portContinuation.yield(channel.localAddress?.port ?? 0)
-                    portContinuation.finish()
-                },
-                logger: Logger(label: "receiver", factory: { _ in SwiftLogNoOpLogHandler() })
-            )
-            // Off the cooperative pool: other suites' tests block its threads while they wait
-            // for processes, and a receiver starved of threads would time out at random.
-            task = Task {
-                try await withTaskExecutorPreference(ReceiverExecutor()) {
-                    try await app.runService(gracefulShutdownSignals: [])
-                }
-            }
-            var iterator = ports.makeAsyncIterator()
-            port = await iterator.next() ?? 0
+            (port, task) = await runOnLoopback(router, label: "receiver")
         }
 
         func stop() async {
@@ -409,4 +391,28 @@ final class ReceiverExecutor: TaskExecutor, @unchecked Sendable {
         let job = UnownedJob(job)
         queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
+}
+
+/// Runs `router` on a loopback port chosen at run time, on ``ReceiverExecutor`` (off the
+/// cooperative pool: other suites' tests block its threads while they wait for processes, and
+/// a server starved of threads would time out at random). Returns the port and the server's
+/// task (cancel it to stop).
+func runOnLoopback(_ router: Router<BasicRequestContext>, label: String) async -> (port: Int, task: Task<Void, any Error>) {
+    let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+    let app = Application(
+        router: router,
+        configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in
+            portContinuation.yield(channel.localAddress?.port ?? 0)
+            portContinuation.finish()
+        },
+        logger: Logger(label: label, factory: { _ in SwiftLogNoOpLogHandler() })
+    )
+    let task = Task {
+        try await withTaskExecutorPreference(ReceiverExecutor()) {
+            try await app.runService(gracefulShutdownSignals: [])
+        }
+    }
+    var iterator = ports.makeAsyncIterator()
+    return (await iterator.next() ?? 0, task)
 }

@@ -29,45 +29,31 @@ public enum EncodeJob {
         output: TextOutput,
         errors: TextOutput
     ) throws(EncodeInputError) -> Summary {
-        let file: UnsafeMutablePointer<FILE>
-        if input == "-" {
-            // A stream of its own over a copy of the descriptor: closing it leaves stdin open.
-            guard let standardInput = fdopen(dup(STDIN_FILENO), "rb") else {
-                throw EncodeInputError(description: "cannot read standard input")
-            }
-            file = standardInput
-        } else {
-            guard let opened = fopen(input, "rb") else {
-                throw EncodeInputError(description: "cannot read \(input): \(String(cString: strerror(errno)))")
-            }
-            file = opened
+        let lines: TextLines
+        do {
+            lines = try TextLines(input)
+        } catch {
+            throw EncodeInputError(description: error.description)
         }
-        defer { fclose(file) }
-        let name = input == "-" ? "standard input" : input
-
         var summary = Summary()
-        var line = 0
-        var buffer: UnsafeMutablePointer<CChar>? = nil
-        var capacity = 0
-        defer { free(buffer) }
         while true {
-            let length = getline(&buffer, &capacity, file)
-            guard length >= 0, let buffer else { break }
-            line += 1
-            var bytes = UnsafeRawBufferPointer(start: buffer, count: length)
-            while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
-                bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast())
+            let bytes: [UInt8]
+            do {
+                guard let next = try lines.next() else { break }
+                bytes = next
+            } catch {
+                throw EncodeInputError(description: error.description)
             }
-            if bytes.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+            let line = lines.number
             let state: UserState
             do throws(UserStateError) {
                 guard bytes.count <= maximumLineBytes else {
                     throw UserStateError(field: "", message: "longer than \(maximumLineBytes) bytes")
                 }
-                state = try UserStateParser.parse(Array(bytes))
+                state = try UserStateParser.parse(bytes)
             } catch {
                 summary.refused += 1
-                errors.line("postbackd encode: \(name):\(line): \(error)")
+                errors.line("postbackd encode: \(lines.name):\(line): \(error)")
                 var object = JSONObjectWriter()
                 object.add("line", line)
                 object.add("error", error.description)
@@ -76,9 +62,6 @@ public enum EncodeJob {
             }
             output.line(model.encode(state, explain: explain).json)
             summary.answered += 1
-        }
-        if ferror(file) != 0 {
-            throw EncodeInputError(description: "cannot read \(name) after line \(line)")
         }
         return summary
     }

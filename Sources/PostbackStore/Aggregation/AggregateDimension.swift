@@ -18,6 +18,11 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// AdAttributionKit `marketplace-identifier` (`com.apple.AppStore` or an alternative
     /// marketplace); NULL for SKAdNetwork postbacks and when absent.
     case marketplaceID = "marketplace_id"
+    /// Apple Ads' App Store placement (`Search results`, `Search tab`, `Today tab`, `Product
+    /// pages`) of a postback from `com.apple.ads`, from its campaign id (source identifier)
+    /// 10, 20, 30 or 40; NULL for other networks and other ids. Derived when reporting, not
+    /// stored.
+    case placement
 
     /// The column name, which is also the name in reports.
     public var column: String { rawValue }
@@ -25,7 +30,8 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// The SQL type of the column.
     var sqlType: String {
         switch self {
-        case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID: "TEXT"
+        case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement:
+            "TEXT"
         case .appID, .sourceAppID, .fidelityType, .redownload, .didWin, .postbackSequenceIndex: "INTEGER"
         }
     }
@@ -58,10 +64,24 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
         dimensions.map { "\($0.column) \($0.sqlType)" }.joined(separator: ", ")
     }
 
-    /// `date, app_id, …`.
+    /// The dimensions stored as columns of the aggregate tables, in order.
+    static let stored: [AggregateDimension] = allCases.filter { $0.derivation == nil }
+
+    /// `date, app_id, …`: the stored columns.
     static var columnList: String {
-        allCases.map(\.column).joined(separator: ", ")
+        stored.map(\.column).joined(separator: ", ")
     }
+
+    /// The SQL expression over the stored columns of a dimension derived when reporting.
+    var derivation: String? {
+        guard self == .placement else { return nil }
+        let names = ApplePlacement.allCases.map { "WHEN '\($0.campaignID)' THEN '\($0.rawValue)'" }
+        return "CASE WHEN ad_network_id = '\(ApplePlacement.adNetworkID)' THEN CASE source_identifier "
+            + names.joined(separator: " ") + " END END"
+    }
+
+    /// How a report selects the dimension: its column, or its derivation.
+    var selectExpression: String { derivation ?? column }
 }
 
 /// An unknown dimension name in `--by`.
@@ -69,5 +89,26 @@ public struct AggregateDimensionError: Error, Hashable, CustomStringConvertible 
     public var name: String
     public var description: String {
         "\"\(name)\" is not a dimension; use \(AggregateDimension.allCases.map(\.rawValue).joined(separator: ", "))"
+    }
+}
+
+/// The App Store placements Apple Ads stands for with the campaign ids of its SKAdNetwork (and
+/// AdAttributionKit) postbacks.
+public enum ApplePlacement: String, Sendable, CaseIterable {
+    case searchResults = "Search results"
+    case searchTab = "Search tab"
+    case todayTab = "Today tab"
+    case productPages = "Product pages"
+
+    /// Apple Ads' ad network id.
+    public static let adNetworkID = "com.apple.ads"
+
+    public var campaignID: Int {
+        switch self {
+        case .searchResults: 10
+        case .searchTab: 20
+        case .todayTab: 30
+        case .productPages: 40
+        }
     }
 }

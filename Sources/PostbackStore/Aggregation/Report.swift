@@ -53,6 +53,8 @@ public struct ReportRow: Sendable {
     public var eventPostbacks: Int = 0
     /// Revenue by currency code.
     public var revenue: [String: RevenueTotal] = [:]
+    /// Columns from other measurements (``Report/extraColumns``), by name.
+    public var extras: [String: Int] = [:]
 }
 
 /// A dimension value as stored: text, integer, or NULL.
@@ -71,6 +73,8 @@ public struct Report: Sendable {
     public var currencies: [String]
     /// The revenue estimate policy of the aggregate runs the rows come from.
     public var policy: String?
+    /// Count columns from other measurements shown after the metrics (`--with-apple-ads`).
+    public var extraColumns: [String] = []
 
     public init(
         dimensions: [AggregateDimension],
@@ -95,6 +99,61 @@ extension Report {
     ) async throws -> (report: Report, warning: String?) {
         try await PostbackStores.with(location) { store in
             (try await store.report(query), try await store.stalenessWarning())
+        }
+    }
+
+    /// The dimensions `--with-apple-ads` can group by: those both measurements have.
+    public static let sideBySideDimensions: [AggregateDimension] = [.date, .appID]
+
+    /// `postbackd report --with-apple-ads`: the SKAN report (by date and/or app id) with three
+    /// columns beside it, never added into its counts: `apple_ads_skan_installs`, the SKAN
+    /// installs of postbacks from `com.apple.ads`; `apple_ads_installs` and
+    /// `apple_ads_redownloads`, from the AdServices attribution records. A group only Apple Ads
+    /// has gets a row with zero SKAN counts.
+    public static func readSideBySide(
+        _ location: StoreLocation,
+        _ query: ReportQuery
+    ) async throws -> (report: Report, warning: String?) {
+        precondition(query.dimensions.allSatisfy(sideBySideDimensions.contains) && !query.events)
+        return try await PostbackStores.with(location) { store in
+            var report = try await store.report(query)
+            var byNetwork = query
+            byNetwork.dimensions.append(.adNetworkID)
+            let skan = try await store.report(byNetwork)
+            let appleAds = try await store.appleAdsReport(
+                AppleAdsReportQuery(
+                    from: query.from,
+                    to: query.to,
+                    by: query.dimensions.map { $0 == .date ? AppleAdsDimension.date : AppleAdsDimension.appID }
+                )
+            )
+            var extras: [[DimensionValue]: [String: Int]] = [:]
+            for row in skan.rows where row.dimensions.last == .text(ApplePlacement.adNetworkID) {
+                extras[Array(row.dimensions.dropLast()), default: [:]]["apple_ads_skan_installs", default: 0] +=
+                    row.counts[.installs] ?? 0
+            }
+            for row in appleAds.rows {
+                extras[row.dimensions, default: [:]]["apple_ads_installs", default: 0] += row.counts[.installs] ?? 0
+                extras[row.dimensions, default: [:]]["apple_ads_redownloads", default: 0] +=
+                    row.counts[.redownloads] ?? 0
+            }
+            report.extraColumns = ["apple_ads_skan_installs", "apple_ads_installs", "apple_ads_redownloads"]
+            var known = Set<[DimensionValue]>()
+            for index in report.rows.indices {
+                known.insert(report.rows[index].dimensions)
+                report.rows[index].extras = extras[report.rows[index].dimensions] ?? [:]
+            }
+            let added = extras.filter { !known.contains($0.key) }
+            if !added.isEmpty {
+                for (key, values) in added {
+                    var row = ReportRow(dimensions: key)
+                    for metric in ReportMetric.allCases { row.counts[metric] = 0 }
+                    row.extras = values
+                    report.rows.append(row)
+                }
+                report.rows.sort { $0.dimensions.lexicographicallyPrecedes($1.dimensions) }
+            }
+            return (report, try await store.stalenessWarning())
         }
     }
 }

@@ -33,6 +33,7 @@ extension Report {
                 object.add("postbacks", row.eventPostbacks)
             } else {
                 for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
+                for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
             }
             let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
                 var money = JSONObjectWriter()
@@ -66,6 +67,7 @@ extension Report {
         header +=
             events
             ? ["event", "occurrences_min", "occurrences_max", "postbacks"] : ReportMetric.allCases.map(\.rawValue)
+        header += extraColumns
         for currency in currencies {
             header += ["revenue_\(currency)_min", "revenue_\(currency)_max", "revenue_\(currency)"]
         }
@@ -78,6 +80,7 @@ extension Report {
                 ]
             } else {
                 fields += ReportMetric.allCases.map { String(row.counts[$0] ?? 0) }
+                fields += extraColumns.map { String(row.extras[$0] ?? 0) }
             }
             for currency in currencies {
                 let total = row.revenue[currency] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
@@ -168,6 +171,17 @@ extension Report {
                 )
             }
         }
+        for column in extraColumns {
+            columns.append(
+                TableColumn(
+                    header: column,
+                    rightAligned: true,
+                    cells: rows.map { formatCount($0.extras[column] ?? 0) },
+                    total: rows.count > 1 ? formatCount(rows.reduce(0) { $0 + ($1.extras[column] ?? 0) }) : nil,
+                    priority: 97
+                )
+            )
+        }
         for currency in currencies {
             let total = rows.reduce(0.0) { $0 + ($1.revenue[currency]?.estimate ?? 0) }
             columns.append(
@@ -231,7 +245,7 @@ extension Report {
 }
 
 /// One column of the table format.
-private struct TableColumn {
+struct TableColumn {
     var header: String
     var rightAligned: Bool
     var cells: [String]
@@ -297,7 +311,7 @@ extension String {
         return out
     }
 
-    fileprivate var trailingSpacesRemoved: String {
+    var trailingSpacesRemoved: String {
         var text = self
         while text.last == " " { text.removeLast() }
         return text

@@ -34,7 +34,7 @@ enum PostgresSchema {
         case .appID, .sourceAppID: "bigint"
         case .fidelityType, .postbackSequenceIndex: "integer"
         case .redownload, .didWin: "boolean"
-        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID: "text"
+        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement: "text"
         }
     }
 
@@ -329,6 +329,57 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX deliveries_due ON deliveries (destination, next_attempt_ms) WHERE state = 'pending'",
                 "CREATE INDEX deliveries_state ON deliveries (destination, state, attempts)",
+            ]
+        ),
+        // `apple-ads`: AdServices tokens (deleted once resolved; the SHA-256 stays) and the
+        // attribution records Apple answered with.
+        Migration(
+            version: 6,
+            name: "Apple Ads tokens and attribution records",
+            statements: [
+                """
+                CREATE TABLE apple_ads_tokens (
+                    id bigserial PRIMARY KEY,
+                    token_sha256 text NOT NULL UNIQUE,
+                    token text,
+                    app_id bigint NOT NULL,
+                    obtained_ms bigint NOT NULL,
+                    received_ms bigint NOT NULL,
+                    state text NOT NULL,
+                    attempts integer NOT NULL DEFAULT 0,
+                    not_found integer NOT NULL DEFAULT 0,
+                    due_ms bigint NOT NULL,
+                    lease_until_ms bigint NOT NULL DEFAULT 0,
+                    leased_by text,
+                    last_status text,
+                    last_attempt_ms bigint,
+                    resolved_ms bigint
+                )
+                """,
+                "CREATE INDEX apple_ads_tokens_due ON apple_ads_tokens (due_ms) WHERE state = 'pending'",
+                "CREATE INDEX apple_ads_tokens_state ON apple_ads_tokens (state)",
+                """
+                CREATE TABLE apple_ads_attributions (
+                    token_id bigint PRIMARY KEY REFERENCES apple_ads_tokens (id),
+                    app_id bigint NOT NULL,
+                    date text NOT NULL,
+                    attribution smallint NOT NULL,
+                    org_id bigint,
+                    campaign_id bigint,
+                    ad_group_id bigint,
+                    keyword_id bigint,
+                    ad_id bigint,
+                    country_or_region text,
+                    conversion_type text,
+                    claim_type text,
+                    click_date text,
+                    impression_date text,
+                    supply_placement text,
+                    raw text NOT NULL,
+                    received_ms bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX apple_ads_attributions_date ON apple_ads_attributions (date)",
             ]
         ),
     ]

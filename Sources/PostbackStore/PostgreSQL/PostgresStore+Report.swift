@@ -74,6 +74,7 @@ extension PostgresStore {
         case .redownload, .didWin: "\(dimension.column)::integer::bigint"
         case .appID, .sourceAppID, .fidelityType, .postbackSequenceIndex: "\(dimension.column)::bigint"
         case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID: dimension.column
+        case .placement: dimension.selectExpression
         }
     }
 

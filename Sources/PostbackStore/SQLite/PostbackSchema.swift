@@ -325,6 +325,51 @@ public enum PostbackSchema {
                     """
             )
         }
+        migrator.registerMigration("v10: Apple Ads tokens and attribution records") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE apple_ads_tokens (
+                        id INTEGER PRIMARY KEY,
+                        token_sha256 TEXT NOT NULL UNIQUE,
+                        token TEXT,
+                        app_id INTEGER NOT NULL,
+                        obtained_ms INTEGER NOT NULL,
+                        received_ms INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        not_found INTEGER NOT NULL DEFAULT 0,
+                        due_ms INTEGER NOT NULL,
+                        lease_until_ms INTEGER NOT NULL DEFAULT 0,
+                        leased_by TEXT,
+                        last_status TEXT,
+                        last_attempt_ms INTEGER,
+                        resolved_ms INTEGER
+                    );
+                    CREATE INDEX apple_ads_tokens_due ON apple_ads_tokens (due_ms) WHERE state = 'pending';
+                    CREATE INDEX apple_ads_tokens_state ON apple_ads_tokens (state);
+                    CREATE TABLE apple_ads_attributions (
+                        token_id INTEGER PRIMARY KEY REFERENCES apple_ads_tokens (id),
+                        app_id INTEGER NOT NULL,
+                        date TEXT NOT NULL,
+                        attribution INTEGER NOT NULL,
+                        org_id INTEGER,
+                        campaign_id INTEGER,
+                        ad_group_id INTEGER,
+                        keyword_id INTEGER,
+                        ad_id INTEGER,
+                        country_or_region TEXT,
+                        conversion_type TEXT,
+                        claim_type TEXT,
+                        click_date TEXT,
+                        impression_date TEXT,
+                        supply_placement TEXT,
+                        raw TEXT NOT NULL,
+                        received_ms INTEGER NOT NULL
+                    );
+                    CREATE INDEX apple_ads_attributions_date ON apple_ads_attributions (date);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -82,7 +82,7 @@ extension SQLiteStore {
 
     private static func write(_ db: Database, _ aggregation: DayAggregation, policy: RevenueEstimatePolicy) throws {
         let dimensions = AggregateDimension.columnList
-        let placeholders = Array(repeating: "?", count: AggregateDimension.allCases.count).joined(separator: ", ")
+        let placeholders = Array(repeating: "?", count: AggregateDimension.stored.count).joined(separator: ", ")
         let daily = try db.cachedStatement(
             sql:
                 "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -5,7 +5,7 @@ extension SQLiteStore {
     package func report(_ query: ReportQuery) throws -> Report {
         let sql = ReportSQL(
             query: query,
-            dimension: { $0.column },
+            dimension: { $0.selectExpression },
             integerSum: { "SUM(\($0))" },
             parameter: { _ in "?" },
             orderTerm: { expression, _ in expression }

@@ -1,0 +1,138 @@
+/// Apple Ads attribution through the AdServices framework: the token an app obtains
+/// (`AAAttribution.attributionToken()`), and what postbackd keeps of it.
+///
+/// The app sends `{"app_id": …, "token": "…", "obtained_at": "ISO 8601"}` to `serve`
+/// (`POST /v1/apple-ads/token`) or a batch job collects the same objects as JSON Lines
+/// (`apple-ads add`). A token is valid for 24 hours from when the app obtained it.
+public struct AppleAdsToken: Sendable, Hashable {
+    /// The app's App Store id.
+    public var appID: Int64
+    /// The token as the app sent it (base64 text, a few hundred characters).
+    public var token: String
+    /// When the app obtained it; the time it arrived when the app did not say.
+    public var obtainedAt: UTCInstant
+
+    public init(appID: Int64, token: String, obtainedAt: UTCInstant) {
+        self.appID = appID
+        self.token = token
+        self.obtainedAt = obtainedAt
+    }
+
+    /// How long Apple accepts a token after the app obtained it.
+    public static let validityMs: Int64 = 24 * 3_600_000
+    /// The longest token accepted. Apple's are a few hundred characters.
+    public static let maximumLength = 4_096
+    /// How far in the future `obtained_at` may be (a phone's clock runs fast).
+    public static let clockSkewMs: Int64 = 3_600_000
+
+    /// When Apple stops accepting the token.
+    public var expiresAt: UTCInstant { UTCInstant(milliseconds: obtainedAt.milliseconds + Self.validityMs) }
+
+    /// SHA-256 of the token's bytes, in hex: what is kept once the token itself is deleted, so
+    /// that the same token sent again is recognised and never exchanged twice.
+    public var sha256: String { hexString(SHA256Digest.hash(Array(token.utf8))) }
+
+    /// Reads one submission from its JSON text (see ``parse(_:now:)-(JSONValue,_)``).
+    public static func parse(json bytes: [UInt8], now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes)
+        } catch {
+            throw AppleAdsTokenError(field: nil, reason: "not valid JSON: \(error.message)")
+        }
+        return try parse(value, now: now)
+    }
+
+    /// Reads one submission: `app_id` (an App Store id, as a number or a decimal string),
+    /// `token`, and optionally `obtained_at` (ISO 8601; default `now`).
+    ///
+    /// - Throws: ``AppleAdsTokenError`` naming the field and what is wrong with it.
+    public static func parse(_ value: JSONValue, now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
+        guard case .object = value else {
+            throw AppleAdsTokenError(field: nil, reason: "expected a JSON object, found \(value.kindName)")
+        }
+        let appID: Int64
+        switch value["app_id"] {
+        case .number(let text)?, .string(let text)?:
+            guard let id = Int64(text), id > 0 else {
+                throw AppleAdsTokenError(field: "app_id", reason: "expected an App Store id (a positive integer), found \(clip(text))")
+            }
+            appID = id
+        case nil, .null?:
+            throw AppleAdsTokenError(field: "app_id", reason: "missing: give the app's App Store id")
+        case let other?:
+            throw AppleAdsTokenError(field: "app_id", reason: "expected a number, found \(other.kindName)")
+        }
+        let token: String
+        switch value["token"] {
+        case .string(let text)?:
+            token = text
+        case nil, .null?:
+            throw AppleAdsTokenError(field: "token", reason: "missing: give the token AAAttribution.attributionToken() returned")
+        case let other?:
+            throw AppleAdsTokenError(field: "token", reason: "expected a string, found \(other.kindName)")
+        }
+        if let problem = problem(token) { throw AppleAdsTokenError(field: "token", reason: problem) }
+        var obtainedAt = now
+        switch value["obtained_at"] {
+        case nil, .null?:
+            break
+        case .string(let text)?:
+            guard let instant = UTCInstant(iso8601: text) else {
+                throw AppleAdsTokenError(field: "obtained_at", reason: "expected an ISO 8601 time, found \(clip(text))")
+            }
+            guard instant.milliseconds <= now.milliseconds + clockSkewMs else {
+                throw AppleAdsTokenError(field: "obtained_at", reason: "\(clip(text)) is more than an hour in the future")
+            }
+            obtainedAt = instant
+        case let other?:
+            throw AppleAdsTokenError(field: "obtained_at", reason: "expected an ISO 8601 string, found \(other.kindName)")
+        }
+        return AppleAdsToken(appID: appID, token: token, obtainedAt: obtainedAt)
+    }
+
+    /// What is wrong with `token`, if anything: empty, too long, or holding characters no token
+    /// has (whitespace, control characters, non-ASCII).
+    static func problem(_ token: String) -> String? {
+        let bytes = token.utf8
+        if bytes.isEmpty { return "empty" }
+        if bytes.count > maximumLength { return "\(bytes.count) bytes, over the \(maximumLength) a token can have" }
+        if let bad = bytes.first(where: { $0 <= 0x20 || $0 >= 0x7F }) {
+            return "holds byte 0x\(hexString([bad])), which no token has (tokens are base64 text)"
+        }
+        return nil
+    }
+
+    private static func clip(_ text: String) -> String {
+        text.count > 40 ? "\"\(text.prefix(40))…\"" : "\"\(text)\""
+    }
+}
+
+/// A token submission that cannot be used.
+public struct AppleAdsTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The field at fault; nil for the body as a whole.
+    public var field: String?
+    public var reason: String
+
+    public init(field: String?, reason: String) {
+        self.field = field
+        self.reason = reason
+    }
+
+    public var description: String { field.map { "\($0): \(reason)" } ?? reason }
+}
+
+/// A token's state. `pending` until Apple answers for good or the token expires; the token
+/// itself is deleted when it leaves `pending`.
+public enum AppleAdsTokenState: String, Sendable, Hashable, CaseIterable {
+    /// Waiting for its (next) exchange.
+    case pending
+    /// Apple answered with an attribution record, `attribution: true`.
+    case attributed
+    /// Apple answered `attribution: false`: not an Apple Ads install.
+    case organic
+    /// Apple answered 400: the token is not valid.
+    case invalid
+    /// 24 hours passed before Apple answered for good.
+    case expired
+}

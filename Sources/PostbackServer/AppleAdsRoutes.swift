@@ -1,0 +1,48 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import PostbackKit
+import PostbackStore
+
+/// `POST /v1/apple-ads/token`: an app's AdServices token, stored durably before the answer
+/// and exchanged with Apple later (`serve --apple-ads`, or `apple-ads fetch`).
+extension PostbackResponder {
+    /// The largest body accepted: a token is a few hundred characters.
+    static let maximumTokenBody = 16_384
+
+    func appleAdsToken(_ request: Request, arrival: UTCInstant) async -> Response {
+        if let refusal = refuseKey([request.uri.queryParameters["a"].map(String.init), bearerToken(request)]) {
+            return refusal
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maximumTokenBody)
+        } catch is NIOTooManyBytesError {
+            return Self.json(.contentTooLarge, Self.error("the body is over \(Self.maximumTokenBody) bytes", field: nil))
+        } catch {
+            return Self.json(.badRequest, Self.error("the request body did not arrive whole", field: nil))
+        }
+        let token: AppleAdsToken
+        do throws(AppleAdsTokenError) {
+            token = try AppleAdsToken.parse(json: Array(body.readableBytesView), now: arrival)
+        } catch {
+            return Self.json(.badRequest, Self.error(error.reason, field: error.field))
+        }
+        switch await committer.store(token, receivedAtMs: arrival.milliseconds) {
+        case .stored(let outcome):
+            var object = JSONObjectWriter()
+            object.add("status", outcome == .known ? "known" : "stored")
+            if outcome == .expired { object.add("state", AppleAdsTokenState.expired.rawValue) }
+            if outcome == .added { object.add("state", AppleAdsTokenState.pending.rawValue) }
+            return Self.json(.accepted, object.text)
+        case .unavailable:
+            var response = Self.json(
+                .serviceUnavailable,
+                Self.error("the store does not accept writes; nothing was stored, send it again", field: nil)
+            )
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import PostbackKit
+
+/// `postbackd apple-ads add FILE|-`: token submissions as JSON Lines (the objects `serve`'s
+/// `POST /v1/apple-ads/token` takes), stored in batches. A line that cannot be used is named
+/// (file, line, field) and the rest goes on; storing is idempotent, so a run killed part way
+/// and run again ends as one clean run would.
+public enum AppleAdsAddJob {
+    public struct Summary: Sendable, Hashable {
+        public var read = 0
+        public var added = 0
+        public var known = 0
+        public var expired = 0
+        public var refused = 0
+    }
+
+    /// The longest line read.
+    public static let maximumLineBytes = 65_536
+    static let batchSize = 1_000
+
+    /// Reads `input` (a path, or `-` for standard input) into the store at `location`;
+    /// `problem` gets one line per refused line.
+    public static func run(
+        location: StoreLocation,
+        input: String,
+        problem: (String) -> Void
+    ) async throws -> Summary {
+        let lines: TextLines
+        do throws(TextLinesError) {
+            lines = try TextLines(input)
+        } catch {
+            throw AppleAdsAddError(error.description)
+        }
+        return try await PostbackStores.with(location) { store in
+            var summary = Summary()
+            var batch: [AppleAdsToken] = []
+            func flush() async throws {
+                guard !batch.isEmpty else { return }
+                for outcome in try await store.addAppleAdsTokens(batch, receivedAtMs: UTCInstant.now().milliseconds) {
+                    switch outcome {
+                    case .added: summary.added += 1
+                    case .known: summary.known += 1
+                    case .expired: summary.expired += 1
+                    }
+                }
+                batch.removeAll(keepingCapacity: true)
+            }
+            while true {
+                let bytes: [UInt8]
+                do throws(TextLinesError) {
+                    guard let next = try lines.next() else { break }
+                    bytes = next
+                } catch {
+                    throw AppleAdsAddError(error.description)
+                }
+                summary.read += 1
+                do throws(AppleAdsTokenError) {
+                    guard bytes.count <= maximumLineBytes else {
+                        throw AppleAdsTokenError(field: nil, reason: "longer than \(maximumLineBytes) bytes")
+                    }
+                    batch.append(try AppleAdsToken.parse(json: bytes, now: .now()))
+                } catch {
+                    summary.refused += 1
+                    problem("\(lines.name):\(lines.number): \(error)")
+                    continue
+                }
+                if batch.count >= batchSize { try await flush() }
+            }
+            try await flush()
+            return summary
+        }
+    }
+}
+
+/// An input `apple-ads add` cannot read.
+public struct AppleAdsAddError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension AppleAdsReport {
+    /// `postbackd apple-ads report`.
+    public static func read(_ location: StoreLocation, _ query: AppleAdsReportQuery) async throws -> AppleAdsReport {
+        try await PostbackStores.with(location) { store in try await store.appleAdsReport(query) }
+    }
+}
+
+extension AppleAdsStatus {
+    /// `postbackd apple-ads status`.
+    public static func read(_ location: StoreLocation) async throws -> AppleAdsStatus {
+        try await PostbackStores.with(location) { store in try await store.appleAdsStatus() }
+    }
+}

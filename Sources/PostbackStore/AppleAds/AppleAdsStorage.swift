@@ -1,0 +1,178 @@
+import PostbackKit
+
+/// What storing a token did.
+public enum AppleAdsAddOutcome: String, Sendable, Hashable {
+    /// Stored, pending its exchange.
+    case added
+    /// The same token was stored already (pending, or resolved and deleted: its SHA-256 is
+    /// kept): nothing changed. The framework returns the same token for 24 hours.
+    case known
+    /// Stored as `expired`: obtained more than 24 hours ago, so it is never sent.
+    case expired
+}
+
+/// `apple-ads status`: tokens by state, and what waits.
+public struct AppleAdsStatus: Sendable, Hashable {
+    public var counts: [AppleAdsTokenState: Int] = [:]
+    /// When the oldest pending token was obtained.
+    public var oldestPendingObtainedMs: Int64?
+    /// When the next pending token is due.
+    public var nextDueMs: Int64?
+    /// Pending tokens by the last answer they had (`404`, `503`, `timeout`, …; `none` when not
+    /// sent yet).
+    public var pendingByLastStatus: [String: Int] = [:]
+    /// Attributed records whose `conversionType` is not one of the documented values (`none`
+    /// when absent), and how many.
+    public var unknownConversionTypes: [String: Int] = [:]
+    /// The same for `claimType` (absent is documented, so not counted).
+    public var unknownClaimTypes: [String: Int] = [:]
+
+    public init() {}
+
+    public var total: Int { counts.values.reduce(0, +) }
+}
+
+/// A dimension of `apple-ads report`.
+public enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
+    /// The click's or impression's UTC day when the record has one, else the day the app
+    /// obtained the token.
+    case date
+    case appID = "app_id"
+    case orgID = "org_id"
+    case campaignID = "campaign_id"
+    case adGroupID = "ad_group_id"
+    case keywordID = "keyword_id"
+    case adID = "ad_id"
+    case countryOrRegion = "country_or_region"
+    case claimType = "claim_type"
+    case supplyPlacement = "supply_placement"
+
+    public var column: String { rawValue }
+
+    var isText: Bool {
+        switch self {
+        case .date, .countryOrRegion, .claimType, .supplyPlacement: true
+        case .appID, .orgID, .campaignID, .adGroupID, .keywordID, .adID: false
+        }
+    }
+
+    /// Parses `date,app_id`, naming any unknown dimension.
+    public static func list(_ text: String) throws(AppleAdsDimensionError) -> [AppleAdsDimension] {
+        var dimensions: [AppleAdsDimension] = []
+        for part in text.split(separator: ",") {
+            let name = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+            guard let dimension = AppleAdsDimension(rawValue: name) else { throw AppleAdsDimensionError(name: name) }
+            if !dimensions.contains(dimension) { dimensions.append(dimension) }
+        }
+        return dimensions
+    }
+}
+
+/// An unknown dimension name in `apple-ads report --by`.
+public struct AppleAdsDimensionError: Error, Hashable, CustomStringConvertible {
+    public var name: String
+    public var description: String {
+        "\"\(name)\" is not a dimension; use \(AppleAdsDimension.allCases.map(\.rawValue).joined(separator: ", "))"
+    }
+}
+
+/// The counts of `apple-ads report`, each token counted once.
+public enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
+    /// `attribution: true`, `conversionType` `Download`.
+    case installs
+    /// `attribution: true`, `conversionType` `Redownload`.
+    case redownloads
+    /// `attribution: true`, `conversionType` `preorder`.
+    case preorders
+    /// `attribution: true` with another (or no) `conversionType`: kept, never refused.
+    case otherConversions = "other_conversions"
+    /// `attribution: false`: not an Apple Ads install.
+    case organic
+
+    /// The SQL condition a record meets to count here.
+    var condition: String {
+        switch self {
+        case .installs: "attribution = 1 AND conversion_type = 'Download'"
+        case .redownloads: "attribution = 1 AND conversion_type = 'Redownload'"
+        case .preorders: "attribution = 1 AND conversion_type = 'preorder'"
+        case .otherConversions:
+            "attribution = 1 AND (conversion_type IS NULL OR conversion_type NOT IN ('Download', 'Redownload', 'preorder'))"
+        case .organic: "attribution = 0"
+        }
+    }
+}
+
+/// What `apple-ads report` sums.
+public struct AppleAdsReportQuery: Sendable, Hashable {
+    public var from: UTCDay?
+    public var to: UTCDay?
+    public var dimensions: [AppleAdsDimension]
+
+    public init(from: UTCDay?, to: UTCDay?, by dimensions: [AppleAdsDimension]) {
+        self.from = from
+        self.to = to
+        self.dimensions = dimensions
+    }
+
+    /// The report's statement, for either engine: `parameter` spells the n-th parameter,
+    /// `orderTerm` sorts a group as SQLite does (NULL first, text by its bytes).
+    func sql(parameter: (Int) -> String, integerSum: (String) -> String, orderTerm: (String, Bool) -> String) -> (
+        sql: String, arguments: [String]
+    ) {
+        var conditions: [String] = []
+        var arguments: [String] = []
+        if let from {
+            arguments.append(from.description)
+            conditions.append("date >= \(parameter(arguments.count))")
+        }
+        if let to {
+            arguments.append(to.description)
+            conditions.append("date <= \(parameter(arguments.count))")
+        }
+        let select = dimensions.map(\.column)
+        let sums = AppleAdsMetric.allCases.map { integerSum("CASE WHEN \($0.condition) THEN 1 ELSE 0 END") }
+        let positions = dimensions.indices.map { String($0 + 1) }.joined(separator: ", ")
+        var sql = "SELECT \((select + sums).joined(separator: ", ")) FROM apple_ads_attributions"
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        if !dimensions.isEmpty {
+            sql += " GROUP BY \(positions) ORDER BY "
+                + dimensions.map { orderTerm($0.column, $0.isText) }.joined(separator: ", ")
+        }
+        return (sql, arguments)
+    }
+}
+
+/// One row of `apple-ads report`.
+public struct AppleAdsReportRow: Sendable, Hashable {
+    public var dimensions: [DimensionValue]
+    public var counts: [AppleAdsMetric: Int]
+
+    public init(dimensions: [DimensionValue], counts: [AppleAdsMetric: Int]) {
+        self.dimensions = dimensions
+        self.counts = counts
+    }
+}
+
+/// `apple-ads report`: the exchanged tokens' attribution records, counted over a period.
+public struct AppleAdsReport: Sendable, Hashable {
+    public var dimensions: [AppleAdsDimension]
+    public var rows: [AppleAdsReportRow]
+
+    public init(dimensions: [AppleAdsDimension], rows: [AppleAdsReportRow]) {
+        self.dimensions = dimensions
+        self.rows = rows
+    }
+
+    /// Builds the rows from the engine's result rows (the groups, then one sum per metric; a
+    /// sum over no rows is nil, and such a row is left out).
+    static func assemble(_ query: AppleAdsReportQuery, _ rows: [([DimensionValue], [Int64?])]) -> AppleAdsReport {
+        var result: [AppleAdsReportRow] = []
+        for (key, sums) in rows {
+            guard sums.first.flatMap({ $0 }) != nil else { continue }
+            var counts: [AppleAdsMetric: Int] = [:]
+            for (index, metric) in AppleAdsMetric.allCases.enumerated() { counts[metric] = Int(sums[index] ?? 0) }
+            result.append(AppleAdsReportRow(dimensions: key, counts: counts))
+        }
+        return AppleAdsReport(dimensions: query.dimensions, rows: result)
+    }
+}

@@ -1,0 +1,209 @@
+import PostbackKit
+import PostgresNIO
+
+/// Apple Ads tokens on PostgreSQL. Claims take rows with `FOR UPDATE SKIP LOCKED`, so several
+/// exchanging processes (`serve --apple-ads` on several machines) share the tokens without
+/// sending one twice at once.
+extension PostgresStore {
+    package func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: Int64) async throws -> [AppleAdsAddOutcome] {
+        guard !tokens.isEmpty else { return [] }
+        let logger = self.logger
+        let digests = tokens.map(\.sha256)
+        let inserted = try await transaction("store Apple Ads tokens", oneStatement: true) { connection in
+            var inserted = Set<String>()
+            for try await digest in try await connection.send(
+                """
+                INSERT INTO apple_ads_tokens (token_sha256, token, app_id, obtained_ms, received_ms, state, due_ms,
+                    resolved_ms)
+                SELECT sha, CASE WHEN expired THEN NULL ELSE token END, app_id, obtained_ms, \(receivedAtMs),
+                    CASE WHEN expired THEN 'expired' ELSE 'pending' END, \(receivedAtMs),
+                    CASE WHEN expired THEN \(receivedAtMs) END
+                FROM (
+                    SELECT *, obtained_ms + \(AppleAdsToken.validityMs) <= \(receivedAtMs) AS expired
+                    FROM unnest(\(digests)::text[], \(tokens.map(\.token))::text[], \(tokens.map(\.appID))::bigint[],
+                        \(tokens.map(\.obtainedAt.milliseconds))::bigint[]) WITH ORDINALITY
+                        AS i(sha, token, app_id, obtained_ms, n)
+                    ORDER BY n) AS input
+                ON CONFLICT (token_sha256) DO NOTHING
+                RETURNING token_sha256
+                """,
+                logger: logger
+            ).decode(String.self) {
+                inserted.insert(digest)
+            }
+            return inserted
+        }
+        // A token twice in one batch: its first copy was stored, the second is known.
+        var seen = Set<String>()
+        return zip(tokens, digests).map { token, digest in
+            guard inserted.contains(digest), seen.insert(digest).inserted else { return .known }
+            return token.expiresAt.milliseconds <= receivedAtMs ? .expired : .added
+        }
+    }
+
+    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) async throws
+        -> (claimed: [AppleAdsClaim], expired: Int)
+    {
+        let logger = self.logger
+        return try await transaction("claim Apple Ads tokens") { connection in
+            var expired = 0
+            for try await count in try await connection.send(
+                """
+                WITH closed AS (
+                    UPDATE apple_ads_tokens SET state = 'expired', token = NULL, resolved_ms = \(nowMs),
+                        leased_by = NULL, lease_until_ms = 0
+                    WHERE id IN (
+                        SELECT id FROM apple_ads_tokens
+                        WHERE state = 'pending' AND obtained_ms + \(AppleAdsToken.validityMs) <= \(nowMs)
+                            AND lease_until_ms <= \(nowMs)
+                        FOR UPDATE SKIP LOCKED)
+                    RETURNING 1)
+                SELECT count(*) FROM closed
+                """,
+                logger: logger
+            ).decode(Int64.self) {
+                expired = Int(count)
+            }
+            var claimed: [AppleAdsClaim] = []
+            for try await (id, appID, token, obtained, attempts, notFound) in try await connection.send(
+                """
+                WITH picked AS MATERIALIZED (
+                    SELECT id FROM apple_ads_tokens
+                    WHERE state = 'pending' AND due_ms <= \(nowMs) AND lease_until_ms <= \(nowMs)
+                    ORDER BY due_ms, id LIMIT \(Int64(limit))
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE apple_ads_tokens t SET leased_by = \(holder), lease_until_ms = \(leaseUntilMs)
+                FROM picked WHERE t.id = picked.id
+                RETURNING t.id, t.app_id, t.token, t.obtained_ms, t.attempts::bigint, t.not_found::bigint
+                """,
+                logger: logger
+            ).decode((Int64, Int64, String?, Int64, Int64, Int64).self) {
+                guard let token else { continue }
+                claimed.append(
+                    AppleAdsClaim(
+                        id: id, appID: appID, token: token, obtainedAt: UTCInstant(milliseconds: obtained),
+                        attempts: Int(attempts), notFound: Int(notFound)
+                    )
+                )
+            }
+            return (claimed.sorted { $0.id < $1.id }, expired)
+        }
+    }
+
+    package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws {
+        guard !outcomes.isEmpty else { return }
+        let logger = self.logger
+        try await transaction("record Apple Ads exchanges") { connection -> Void in
+            for outcome in outcomes {
+                let state = outcome.state.rawValue
+                var appID: Int64?
+                for try await value in try await connection.send(
+                    """
+                    UPDATE apple_ads_tokens SET state = \(state), attempts = \(Int64(outcome.attempts)),
+                        not_found = \(Int64(outcome.notFound)), due_ms = \(outcome.dueMs),
+                        last_status = \(outcome.lastStatus), last_attempt_ms = \(outcome.lastAttemptMs),
+                        leased_by = NULL, lease_until_ms = 0,
+                        token = CASE WHEN \(state) = 'pending' THEN token END,
+                        resolved_ms = CASE WHEN \(state) = 'pending' THEN NULL ELSE \(outcome.lastAttemptMs)::bigint END
+                    WHERE id = \(outcome.id) AND leased_by = \(holder) AND state = 'pending'
+                    RETURNING app_id
+                    """,
+                    logger: logger
+                ).decode(Int64.self) {
+                    appID = value
+                }
+                guard let appID, let record = outcome.record, let day = outcome.reportDay else { continue }
+                try await connection.send(
+                    """
+                    INSERT INTO apple_ads_attributions (token_id, app_id, date, attribution, org_id, campaign_id,
+                        ad_group_id, keyword_id, ad_id, country_or_region, conversion_type, claim_type, click_date,
+                        impression_date, supply_placement, raw, received_ms)
+                    VALUES (\(outcome.id), \(appID), \(day.description), \(Int16(record.attribution ? 1 : 0)),
+                        \(record.orgID), \(record.campaignID), \(record.adGroupID), \(record.keywordID), \(record.adID),
+                        \(record.countryOrRegion), \(record.conversionType), \(record.claimType), \(record.clickDate),
+                        \(record.impressionDate), \(record.supplyPlacement), \(record.raw), \(outcome.lastAttemptMs))
+                    ON CONFLICT (token_id) DO NOTHING
+                    """,
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    package func nextAppleAdsTokenDue() async throws -> Int64? {
+        let logger = self.logger
+        return try await transaction("read the next Apple Ads token due", oneStatement: true) { connection in
+            var due: Int64?
+            for try await value in try await connection.send(
+                "SELECT min(greatest(due_ms, lease_until_ms)) FROM apple_ads_tokens WHERE state = 'pending'",
+                logger: logger
+            ).decode(Int64?.self) {
+                due = value
+            }
+            return due
+        }
+    }
+
+    package func appleAdsStatus() async throws -> AppleAdsStatus {
+        let logger = self.logger
+        return try await transaction("read the Apple Ads status", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+            connection in
+            var status = AppleAdsStatus()
+            for try await (state, count) in try await connection.send(
+                "SELECT state, count(*) FROM apple_ads_tokens GROUP BY state",
+                logger: logger
+            ).decode((String, Int64).self) {
+                if let state = AppleAdsTokenState(rawValue: state) { status.counts[state] = Int(count) }
+            }
+            for try await (oldest, due) in try await connection.send(
+                """
+                SELECT min(obtained_ms), min(greatest(due_ms, lease_until_ms)) FROM apple_ads_tokens
+                WHERE state = 'pending'
+                """,
+                logger: logger
+            ).decode((Int64?, Int64?).self) {
+                status.oldestPendingObtainedMs = oldest
+                status.nextDueMs = due
+            }
+            func counts(_ sql: String) async throws -> [String: Int] {
+                var result: [String: Int] = [:]
+                for try await (name, count) in try await connection.send(PostgresQuery(unsafeSQL: sql), logger: logger)
+                    .decode((String, Int64).self)
+                {
+                    result[name] = Int(count)
+                }
+                return result
+            }
+            status.pendingByLastStatus = try await counts(AppleAdsStatusSQL.pendingByLastStatus)
+            status.unknownConversionTypes = try await counts(AppleAdsStatusSQL.unknownConversionTypes)
+            status.unknownClaimTypes = try await counts(AppleAdsStatusSQL.unknownClaimTypes)
+            return status
+        }
+    }
+
+    package func appleAdsReport(_ query: AppleAdsReportQuery) async throws -> AppleAdsReport {
+        let logger = self.logger
+        let (sql, arguments) = query.sql(
+            parameter: { "$\($0)" },
+            integerSum: { "SUM(\($0))::bigint" },
+            // SQLite's order: NULL first, text by its bytes.
+            orderTerm: { column, isText in column + (isText ? " COLLATE \"C\"" : "") + " NULLS FIRST" }
+        )
+        return try await transaction("read the Apple Ads report", isolation: " READ ONLY") { connection in
+            var binds = PostgresBindings()
+            for argument in arguments { binds.append(argument) }
+            var rows: [([DimensionValue], [Int64?])] = []
+            for try await row in try await connection.send(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
+                let cells = row.makeRandomAccess()
+                let key = try query.dimensions.enumerated().map { index, dimension in
+                    dimension.isText
+                        ? try cells[index].decode(String?.self).map(DimensionValue.text) ?? .null
+                        : try cells[index].decode(Int64?.self).map(DimensionValue.integer) ?? .null
+                }
+                let sums = try (query.dimensions.count..<cells.count).map { try cells[$0].decode(Int64?.self) }
+                rows.append((key, sums))
+            }
+            return AppleAdsReport.assemble(query, rows)
+        }
+    }
+}

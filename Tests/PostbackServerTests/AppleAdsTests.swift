@@ -1,0 +1,428 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PostbackTestSupport
+import Synchronization
+import Testing
+
+@testable import PostbackKit
+@testable import PostbackServer
+@testable import PostbackStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `apple-ads add`, `fetch`, `status`, `report`, the token route and `report --with-apple-ads`,
+/// against a stand-in for Apple's attribution endpoint: a real HTTP server on loopback that
+/// speaks the documented protocol (POST, token as the text/plain body; 200 record, 400, 404,
+/// 500) and answers by scenario, chosen by the token's prefix.
+@Suite("Apple Ads", .serialized)
+struct AppleAdsTests {
+    let directory: TemporaryDirectory
+    static let app: Int64 = 525_463_029
+
+    init() throws {
+        directory = try TemporaryDirectory("apple-ads")
+    }
+
+    // MARK: The stand-in
+
+    struct Request: Sendable {
+        var token: String
+        var contentType: String?
+        var path: String
+        var at: Date
+        var status: Int
+    }
+
+    /// Apple's endpoint, by scenario:
+    /// - `record-`: 200 at once, a click-through install with a detailed payload (clickDate) and
+    ///   a field Apple may add later;
+    /// - `twice404-`: 404 twice, then a redownload without dates;
+    /// - `invalid-`: 400; `organic-`: 200 `attribution: false`; `forever404-`: 404 always;
+    /// - `unavailable-`: 500 once, then a view-through preorder;
+    /// - `odd-`: 200 with undocumented conversionType and claimType values;
+    /// - `slow-`: 200 after a second.
+    final class StandIn: Sendable {
+        final class Log: Sendable {
+            let requests = Mutex<[Request]>([])
+        }
+
+        private let log = Log()
+        let port: Int
+        private let task: Task<Void, any Error>
+
+        init() async throws {
+            let log = self.log
+            let router = Router()
+            router.post("/api/v1") { request, _ -> Response in
+                let body = try await request.body.collect(upTo: 1 << 16)
+                let token = String(buffer: body)
+                let seen = log.requests.withLock { log in log.filter { $0.token == token }.count }
+                let (status, record) = Self.answer(token, seen: seen)
+                if token.hasPrefix("slow-") { try? await Task.sleep(for: .seconds(1)) }
+                log.requests.withLock {
+                    $0.append(
+                        Request(
+                            token: token, contentType: request.headers[.contentType], path: request.uri.path,
+                            at: Date(), status: status
+                        )
+                    )
+                }
+                return Response(
+                    status: HTTPResponse.Status(code: status),
+                    headers: [.contentType: "application/json"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: record ?? ""))
+                )
+            }
+            (port, task) = await runOnLoopback(router, label: "apple-stand-in")
+        }
+
+        var endpoint: String { "http://127.0.0.1:\(port)/api/v1/" }
+
+        static let record = """
+            {"attribution":true,"orgId":40669820,"campaignId":542370539,"conversionType":"Download",\
+            "clickDate":"2026-11-20T10:15Z","claimType":"Click","adGroupId":542317095,"countryOrRegion":"US",\
+            "keywordId":87675432,"adId":542317136,"supplyPlacement":"search-results","someFutureField":{"a":1}}
+            """
+
+        static func answer(_ token: String, seen: Int) -> (Int, String?) {
+            switch token.prefix { $0 != "-" } {
+            case "record", "slow": (200, record)
+            case "twice404":
+                seen < 2
+                    ? (404, nil)
+                    : (200, #"{"attribution":true,"orgId":40669820,"campaignId":542370539,"adGroupId":7,"conversionType":"Redownload","countryOrRegion":"GB"}"#)
+            case "invalid": (400, nil)
+            case "organic": (200, #"{"attribution":false}"#)
+            case "forever404": (404, nil)
+            case "unavailable":
+                seen < 1
+                    ? (500, nil)
+                    : (200, #"{"attribution":true,"orgId":40669820,"campaignId":99,"conversionType":"preorder","claimType":"Impression","impressionDate":"2026-11-19T23:59:59Z"}"#)
+            case "odd": (200, #"{"attribution":true,"campaignId":99,"conversionType":"Reinstall","claimType":"Glance"}"#)
+            default: (418, nil)
+            }
+        }
+
+        func stop() async {
+            task.cancel()
+            _ = try? await task.value
+        }
+
+        var requests: [Request] { log.requests.withLock { $0 } }
+
+        func requests(_ token: String) -> [Request] { requests.filter { $0.token == token } }
+    }
+
+    // MARK: Helpers
+
+    /// Runs `postbackd arguments…` on a thread of its own (the stand-in answers in this process).
+    private static func postbackd(_ arguments: [String], input: [UInt8]? = nil) async throws -> Postbackd.Run {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try Postbackd.run(arguments, input: input) })
+            }
+        }
+    }
+
+    private static func line(_ token: String, obtainedAt: String? = nil, app: Int64 = AppleAdsTests.app) -> String {
+        #"{"app_id": \#(app), "token": "\#(token)""# + (obtainedAt.map { #", "obtained_at": "\#($0)""# } ?? "") + "}"
+    }
+
+    private static func iso(_ date: Date) -> String {
+        UTCInstant(milliseconds: Int64(date.timeIntervalSince1970 * 1000)).iso8601
+    }
+
+    /// `state|attempts|not_found|token kept` of a token.
+    private func token(_ store: TestStore, _ token: String) async throws -> String? {
+        let digest = AppleAdsToken(appID: 1, token: token, obtainedAt: UTCInstant(milliseconds: 0)).sha256
+        return try await store.strings(
+            """
+            SELECT state || '|' || attempts || '|' || not_found || '|' || CASE WHEN token IS NULL THEN 0 ELSE 1 END
+            FROM apple_ads_tokens WHERE token_sha256 = '\(digest)'
+            """
+        ).first ?? nil
+    }
+
+    private static func spacings(_ requests: [Request]) -> [Double] {
+        zip(requests.dropFirst(), requests).map { $0.at.timeIntervalSince($1.at) }
+    }
+
+    // MARK: Tests
+
+    @Test(
+        "fetch --once follows Apple's rules for every scenario; add and fetch again change nothing; status and report match the records",
+        arguments: TestEngine.available
+    )
+    func scenarios(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        let standIn = try await StandIn()
+        let now = Date()
+        let tokens = ["record-1", "twice404-1", "invalid-1", "organic-1", "forever404-1", "unavailable-1", "odd-1"]
+        var lines = tokens.map { Self.line($0, obtainedAt: Self.iso(now.addingTimeInterval(-3600))) }
+        lines.append(Self.line("record-expired", obtainedAt: Self.iso(now.addingTimeInterval(-25 * 3600))))
+        lines.append(Self.line("record-1"))  // the framework's same token again
+        lines.append(#"{"app_id": 525463029}"#)
+        lines.append("not json")
+        let file = try directory.write("tokens.jsonl", lines.joined(separator: "\n") + "\n")
+
+        let added = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
+        #expect(added.status == 1, "two lines refused")
+        #expect(added.standardError.contains("tokens.jsonl:10: token: missing"), "\(added.standardError)")
+        #expect(added.standardError.contains("tokens.jsonl:11: not valid JSON"), "\(added.standardError)")
+        #expect(added.standardError.contains("7 added, 1 already stored, 1 expired on arrival, 2 refused"), "\(added.standardError)")
+
+        let fetch = ["apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--retry-after", "1"]
+        let run = try await Self.postbackd(fetch + ["--once"])
+        #expect(run.status == 0, "\(run.standardError)")
+
+        // Every request: Apple's path, the token as the text/plain body.
+        let requests = standIn.requests
+        #expect(requests.allSatisfy { $0.contentType == "text/plain" && $0.path == "/api/v1/" })
+        #expect(Set(requests.map(\.token)) == Set(tokens), "the expired token is never sent")
+        for token in ["record-1", "invalid-1", "organic-1", "odd-1"] {
+            #expect(standIn.requests(token).count == 1, "\(token)")
+        }
+        // 404: retried at least 5 seconds later, three times, then left for the growing interval.
+        let twice = standIn.requests("twice404-1")
+        #expect(twice.map(\.status) == [404, 404, 200])
+        #expect(Self.spacings(twice).allSatisfy { $0 >= 5.0 }, "\(Self.spacings(twice))")
+        let forever = standIn.requests("forever404-1")
+        #expect(forever.map(\.status) == [404, 404, 404, 404])
+        #expect(Self.spacings(forever).allSatisfy { $0 >= 5.0 }, "\(Self.spacings(forever))")
+        #expect(standIn.requests("unavailable-1").map(\.status) == [500, 200])
+
+        #expect(try await token(store, "record-1") == "attributed|1|0|0")
+        #expect(try await token(store, "twice404-1") == "attributed|3|2|0")
+        #expect(try await token(store, "invalid-1") == "invalid|1|0|0")
+        #expect(try await token(store, "organic-1") == "organic|1|0|0")
+        #expect(try await token(store, "forever404-1") == "pending|4|4|1", "still valid: kept, retried later")
+        #expect(try await token(store, "unavailable-1") == "attributed|2|0|0")
+        #expect(try await token(store, "record-expired") == "expired|0|0|0")
+        let forever404Due = try await store.strings(
+            "SELECT due_ms - last_attempt_ms FROM apple_ads_tokens WHERE state = 'pending'"
+        )
+        #expect(forever404Due == ["60000"], "after the three quick retries: a minute")
+        // The record: each field a column, the body whole.
+        let record = try await store.strings(
+            """
+            SELECT date || '|' || org_id || '|' || campaign_id || '|' || ad_group_id || '|' || keyword_id || '|' || ad_id
+                || '|' || country_or_region || '|' || conversion_type || '|' || claim_type || '|' || supply_placement
+            FROM apple_ads_attributions WHERE conversion_type = 'Download'
+            """
+        )
+        #expect(record == ["2026-11-20|40669820|542370539|542317095|87675432|542317136|US|Download|Click|search-results"])
+        let raw = try await store.strings("SELECT raw FROM apple_ads_attributions WHERE conversion_type = 'Download'")
+        #expect(raw == [StandIn.record], "unknown fields kept")
+
+        // The same tokens again, then another pass: nothing is sent (the forever404 token is
+        // not due for a minute; the others are resolved).
+        let again = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
+        #expect(again.standardError.contains("0 added, 9 already stored"), "\(again.standardError)")
+        let before = standIn.requests.count
+        let second = try await Self.postbackd(fetch + ["--once"])
+        #expect(second.status == 0, "\(second.standardError)")
+        #expect(standIn.requests.count == before, "a resolved token is never exchanged again")
+
+        let status = try await Self.postbackd(["apple-ads", "status", "--db", store.argument, "--format", "json"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any])
+        #expect(
+            json["tokens"] as? [String: Int]
+                == ["pending": 1, "attributed": 4, "organic": 1, "invalid": 1, "expired": 1]
+        )
+        #expect(json["pending_by_last_status"] as? [String: Int] == ["404": 1])
+        #expect(json["unknown_conversion_types"] as? [String: Int] == ["Reinstall": 1])
+        #expect(json["unknown_claim_types"] as? [String: Int] == ["Glance": 1])
+
+        // By hand: record-1 counts on its click day (2026-11-20), unavailable-1 on its
+        // impression day (2026-11-19), the others on the day they were obtained.
+        let obtained = UTCInstant(milliseconds: Int64(now.addingTimeInterval(-3600).timeIntervalSince1970 * 1000)).day
+            .description
+        var expected: [String: [String: Int]] = [:]
+        func add(_ day: String, _ metric: String) { expected[day, default: [:]][metric, default: 0] += 1 }
+        add("2026-11-20", "installs")
+        add("2026-11-19", "preorders")
+        add(obtained, "redownloads")
+        add(obtained, "organic")
+        add(obtained, "other_conversions")
+        let report = try await Self.postbackd(["apple-ads", "report", "--db", store.argument, "--by", "date", "--format", "json"])
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(report.standardOutput.utf8)) as? [[String: Any]])
+        var seen: [String: [String: Int]] = [:]
+        for row in rows {
+            let day = try #require(row["date"] as? String)
+            for metric in AppleAdsMetric.allCases.map(\.rawValue) where (row[metric] as? Int ?? 0) > 0 {
+                seen[day, default: [:]][metric] = row[metric] as? Int
+            }
+        }
+        #expect(seen == expected, "\(report.standardOutput)")
+        let byCampaign = try await Self.postbackd([
+            "apple-ads", "report", "--db", store.argument, "--by", "campaign_id,claim_type", "--format", "csv",
+        ])
+        #expect(
+            byCampaign.standardOutput == """
+                campaign_id,claim_type,installs,redownloads,preorders,other_conversions,organic
+                ,,0,0,0,0,1
+                99,Glance,0,0,0,1,0
+                99,Impression,0,0,1,0,0
+                542370539,,0,1,0,0,0
+                542370539,Click,1,0,0,0,0
+
+                """
+        )
+        await standIn.stop()
+    }
+
+    @Test("kill -9 of fetch --follow, then fetch --once after the leases end: every token resolved, sent again only if it was in flight", arguments: TestEngine.available)
+    func killed(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        let standIn = try await StandIn()
+        let tokens = (0..<16).map { "slow-\($0)" }
+        let file = try directory.write("slow.jsonl", tokens.map { Self.line($0) }.joined(separator: "\n"))
+        let added = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
+        #expect(added.status == 0, "\(added.standardError)")
+        let fetch = [
+            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--timeout", "2", "--concurrency", "2",
+        ]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        process.arguments = fetch + ["--follow"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while standIn.requests.count < 4 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let atKill = standIn.requests.count
+        #expect(atKill >= 4 && atKill < tokens.count, "killed mid-way (\(atKill))")
+
+        // Leased tokens wait for their lease (2 × 2 s + 5 s), then are sent again.
+        try await Task.sleep(for: .seconds(10))
+        let run = try await Self.postbackd(fetch + ["--once"])
+        #expect(run.status == 0, "\(run.standardError)")
+        #expect(try await store.count("apple_ads_tokens", where: "state = 'attributed'") == tokens.count)
+        #expect(try await store.count("apple_ads_attributions") == tokens.count, "one record per token")
+        let repeated = tokens.filter { standIn.requests($0).count > 1 }
+        #expect(repeated.count <= 2, "only the two in flight at the kill: \(repeated)")
+        #expect(tokens.allSatisfy { standIn.requests($0).count <= 2 })
+        await standIn.stop()
+    }
+
+    @Test("POST /v1/apple-ads/token over real HTTP: 202 once durable, the same token a no-op, 400 naming the field; serve --apple-ads exchanges it")
+    func tokenRoute() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let standIn = try await StandIn()
+        let server = try ServerProcess.start(
+            ["--db", store.argument, "--apple-ads", "--apple-ads-endpoint", standIn.endpoint],
+            directory: directory.path
+        )
+        let client = try HTTPClient.forTests()
+        let url = server.base + "/v1/apple-ads/token"
+        func post(_ body: String) async throws -> Answer { try await client.send(.POST, url, body: Array(body.utf8)) }
+
+        let first = try await post(#"{"app_id": "525463029", "token": "record-route"}"#)
+        #expect(first.status == 202)
+        #expect(first.json["status"] as? String == "stored" && first.json["state"] as? String == "pending")
+        #expect(try await store.count("apple_ads_tokens") == 1, "durable before the answer")
+        let same = try await post(#"{"app_id": 525463029, "token": "record-route"}"#)
+        #expect(same.status == 202 && same.json["status"] as? String == "known")
+        let old = try await post(#"{"app_id": 525463029, "token": "record-old", "obtained_at": "2020-01-01T00:00:00Z"}"#)
+        #expect(old.status == 202 && old.json["state"] as? String == "expired")
+
+        for (body, field) in [
+            ("{", nil), (#"{"app_id": 525463029}"#, "token"), (#"{"token": "x"}"#, "app_id"),
+            (#"{"app_id": "apple", "token": "x"}"#, "app_id"), (#"{"app_id": 1, "token": "has space"}"#, "token"),
+            (#"{"app_id": 1, "token": "x", "obtained_at": "2999-01-01T00:00:00Z"}"#, "obtained_at"),
+            (#"{"app_id": 1, "token": "x", "obtained_at": "yesterday"}"#, "obtained_at"), ("[1]", nil),
+        ] as [(String, String?)] {
+            let answer = try await post(body)
+            #expect(answer.status == 400, "\(body)")
+            #expect(answer.json["field"] as? String == field, "\(body): \(answer.body)")
+            #expect((answer.json["reason"] as? String)?.isEmpty == false)
+        }
+        #expect(try await client.send(.GET, url).status == 405)
+        #expect(try await store.count("apple_ads_tokens") == 2, "nothing stored for a refused body")
+
+        let deadline = Date().addingTimeInterval(15)
+        while try await store.count("apple_ads_tokens", where: "state = 'attributed'") < 1 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await token(store, "record-route") == "attributed|1|0|0")
+        let again = try await post(#"{"app_id": 525463029, "token": "record-route"}"#)
+        #expect(again.status == 202 && again.json["status"] as? String == "known")
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(standIn.requests.map(\.token) == ["record-route"], "exchanged once; the expired token never")
+        #expect(server.stop() == 0)
+        await standIn.stop()
+    }
+
+    @Test("report --with-apple-ads puts Apple Ads' SKAN installs and its AdServices installs side by side; placement labels com.apple.ads campaigns")
+    func sideBySide() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let standIn = try await StandIn()
+        // SKAN: three Apple Ads installs (Search results twice, Today tab once) and one from
+        // another network, received on 2026-11-20.
+        var postbacks: [String] = []
+        for (index, (network, campaign)) in [
+            ("com.apple.ads", 10), ("com.apple.ads", 10), ("com.apple.ads", 30), ("example123.skadnetwork", 10),
+        ].enumerated() {
+            var postback = SamplePostback.make(.v3_0, transactionID: "00000000-0000-4000-8000-00000000000\(index)")
+            postback.adNetworkID = network
+            postback.campaignID = Int64(campaign)
+            postbacks.append(try TestKeys.signer.signed(postback).jsonText(extraFields: []))
+        }
+        let skan = try directory.write("skan.jsonl", postbacks.joined(separator: "\n") + "\n")
+        for arguments in [
+            ["ingest", "--db", store.argument, "--keys", TestKeys.directory, "--received-at", "2026-11-20T12:00:00Z", skan],
+            ["aggregate", "--db", store.argument],
+        ] {
+            let run = try await Self.postbackd(arguments)
+            #expect(run.status == 0, "\(run.standardError)")
+        }
+        // AdServices: one install clicked on 2026-11-20 (record-), one redownload obtained
+        // today (twice404- after its retries is too slow here: organic- instead, not counted).
+        let tokens = try directory.write("t.jsonl", [Self.line("record-a"), Self.line("organic-a")].joined(separator: "\n"))
+        _ = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, tokens])
+        let fetched = try await Self.postbackd(["apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--once"])
+        #expect(fetched.status == 0, "\(fetched.standardError)")
+
+        let report = try await Self.postbackd([
+            "report", "--db", store.argument, "--by", "date,app_id", "--with-apple-ads", "--format", "csv", "--from", "2026-11-20",
+            "--to", "2026-11-20",
+        ])
+        #expect(report.status == 0, "\(report.standardError)")
+        let lines = report.standardOutput.split(separator: "\n").map(String.init)
+        let header = lines.first?.split(separator: ",").map(String.init) ?? []
+        let row = lines.dropFirst().first?.split(separator: ",").map(String.init) ?? []
+        let cells = Dictionary(uniqueKeysWithValues: zip(header, row))
+        #expect(cells["date"] == "2026-11-20" && cells["app_id"] == "525463029")
+        #expect(cells["installs"] == "4", "SKAN installs of every network, as without the flag")
+        #expect(cells["apple_ads_skan_installs"] == "3")
+        #expect(cells["apple_ads_installs"] == "1")
+        #expect(cells["apple_ads_redownloads"] == "0")
+        #expect(lines.count == 2, "\(report.standardOutput)")
+
+        let refused = try await Self.postbackd(["report", "--db", store.argument, "--by", "ad_network_id", "--with-apple-ads"])
+        #expect(refused.status == 2 && refused.standardError.contains("date and app_id only"))
+
+        let placements = try await Self.postbackd([
+            "report", "--db", store.argument, "--by", "ad_network_id,placement", "--format", "csv",
+        ])
+        let placementRows = placements.standardOutput.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).prefix(4).joined(separator: ",") }
+        #expect(
+            placementRows == [
+                "ad_network_id,placement,postbacks,installs",
+                "com.apple.ads,Search results,2,2",
+                "com.apple.ads,Today tab,1,1",
+                "example123.skadnetwork,,1,1",
+            ],
+            "\(placements.standardOutput)"
+        )
+        await standIn.stop()
+    }
+}

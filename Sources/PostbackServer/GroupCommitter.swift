@@ -272,10 +272,7 @@ final class GroupCommitter: Sendable {
         // One transaction; the time of each token's own request decides whether it expired.
         let outcomes: [AppleAdsAddOutcome]
         do {
-            outcomes = try await store.addAppleAdsTokens(
-                waiting.map(\.token),
-                receivedAtMs: waiting.map(\.receivedAtMs).min() ?? UTCInstant.now().milliseconds
-            )
+            outcomes = try await store.addAppleAdsTokens(waiting.map(\.token), receivedAtMs: waiting.map(\.receivedAtMs))
         } catch {
             let reason = describeStoreError(error)
             logger.error(

@@ -114,20 +114,24 @@ package protocol PostbackStorage: AnyObject {
 
     /// Stores tokens in one transaction, durable when this returns; a token stored before
     /// (pending, or resolved: its SHA-256 is kept) is left as it is. A token obtained more
-    /// than 24 hours before `receivedAtMs` is stored as expired, without the token.
-    func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: Int64) async throws -> [AppleAdsAddOutcome]
+    /// than 24 hours before it was received (`receivedAtMs`, one per token) is stored as
+    /// expired, without the token.
+    func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: [Int64]) async throws -> [AppleAdsAddOutcome]
 
     /// Closes every pending token past its 24 hours as `expired` (deleting the token) unless a
-    /// request for it is in flight, then leases up to `limit` due tokens, earliest due first,
-    /// to `holder` until `leaseUntilMs`. Concurrent claims never return one token twice.
+    /// request for it is in flight, then leases up to `limit` tokens, earliest due first, to
+    /// `holder` until `leaseUntilMs`: those due by `dueByMs`, and those waiting for one of the
+    /// quick retries of a 404 that are due by `nowMs` (`fetch --once` passes its start as
+    /// `dueByMs`, so that a pass ends). Concurrent claims never return one token twice.
     /// Returns the leased tokens and how many expired.
-    func claimAppleAdsTokens(limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) async throws
-        -> (claimed: [AppleAdsClaim], expired: Int)
+    func claimAppleAdsTokens(limit: Int, nowMs: Int64, dueByMs: Int64, leaseUntilMs: Int64, holder: String)
+        async throws -> (claimed: [AppleAdsClaim], expired: Int)
 
     /// Records exchange outcomes in one transaction, durable when this returns, each only if
     /// `holder` still holds its lease; a resolved token is deleted (its SHA-256 is kept) and
-    /// its record stored.
-    func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws
+    /// its record stored. Returns the ids of the tokens it recorded (the others' leases had
+    /// passed to another holder, who sends them again).
+    func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws -> Set<Int64>
 
     /// When the next pending token can be claimed (its due time, or its lease's end); nil
     /// when none is pending.

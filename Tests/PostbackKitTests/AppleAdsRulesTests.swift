@@ -2,6 +2,10 @@ import Testing
 
 @testable import PostbackKit
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The pure parts of the Apple Ads exchange: reading submissions and records, and the retry rules.
 @Suite("Apple Ads rules")
 struct AppleAdsRulesTests {
@@ -36,6 +40,8 @@ struct AppleAdsRulesTests {
             attempts: 5, notFound: 5
         )
         #expect(rules.outcome(late, .notReady, nowMs: now.milliseconds).dueMs == late.expiresAt.milliseconds)
+        let closed = rules.expired(late, nowMs: now.milliseconds)
+        #expect(closed.state == .expired && closed.attempts == 5 && closed.record == nil)
     }
 
     @Test("200, 400 and 5xx: resolved, invalid, retried after --retry-after")
@@ -73,11 +79,33 @@ struct AppleAdsRulesTests {
         let token = try AppleAdsToken.parse(json: Array(#"{"app_id":"42","token":"abc+/="}"#.utf8), now: now)
         #expect(token.appID == 42 && token.obtainedAt == now)
         #expect(field(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T12:59:00Z"}"#) == .none, "an hour of skew")
+        let fast = try AppleAdsToken.parse(json: Array(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T12:30:00Z"}"#.utf8), now: now)
+        #expect(fast.obtainedAt == now && fast.obtainedAtGiven, "a fast clock never lengthens the validity")
+        #expect(!token.obtainedAtGiven)
         #expect(field(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T13:01:00Z"}"#) == .some("obtained_at"))
         #expect(field(#"{"app_id":0,"token":"abc"}"#) == .some("app_id"))
         #expect(field(#"{"app_id":42,"token":""}"#) == .some("token"))
         #expect(field(#"{"app_id":42,"token":"é"}"#) == .some("token"))
         #expect(field(#"{"app_id":42,"token":"\#(String(repeating: "a", count: 4097))"}"#) == .some("token"))
         #expect(field("{") == .some(nil))
+    }
+}
+
+@Suite("Text lines")
+struct TextLinesTests {
+    @Test("lines are numbered, blank ones skipped, CRLF trimmed; a line over the limit is skipped whole and named")
+    func bounded() throws {
+        let path = "/tmp/postbackd-textlines-\(UInt64.random(in: 0...UInt64.max)).txt"
+        let long = String(repeating: "x", count: 200_000)
+        let text = "a\r\n\n  \n\(long)\nb\nlast-without-newline"
+        let file = try #require(fopen(path, "wb"))
+        fputs(text, file)
+        fclose(file)
+        defer { unlink(path) }
+        let lines = try TextLines(path, maximumBytes: 1_000)
+        var read: [(Int, TextLines.Line)] = []
+        while let line = try lines.next() { read.append((lines.number, line)) }
+        #expect(read.map(\.0) == [1, 4, 5, 6])
+        #expect(read.map(\.1) == [.text(Array("a".utf8)), .tooLong(200_000), .text(Array("b".utf8)), .text(Array("last-without-newline".utf8))])
     }
 }

@@ -9,13 +9,17 @@ public struct AppleAdsToken: Sendable, Hashable {
     public var appID: Int64
     /// The token as the app sent it (base64 text, a few hundred characters).
     public var token: String
-    /// When the app obtained it; the time it arrived when the app did not say.
+    /// When the app obtained it; the time it arrived when the app did not say, or said a
+    /// later time (a phone's clock runs fast: the token must not be taken as valid longer).
     public var obtainedAt: UTCInstant
+    /// Whether the submission gave `obtained_at`.
+    public var obtainedAtGiven: Bool
 
-    public init(appID: Int64, token: String, obtainedAt: UTCInstant) {
+    public init(appID: Int64, token: String, obtainedAt: UTCInstant, obtainedAtGiven: Bool = true) {
         self.appID = appID
         self.token = token
         self.obtainedAt = obtainedAt
+        self.obtainedAtGiven = obtainedAtGiven
     }
 
     /// How long Apple accepts a token after the app obtained it.
@@ -44,7 +48,8 @@ public struct AppleAdsToken: Sendable, Hashable {
     }
 
     /// Reads one submission: `app_id` (an App Store id, as a number or a decimal string),
-    /// `token`, and optionally `obtained_at` (ISO 8601; default `now`).
+    /// `token`, and optionally `obtained_at` (ISO 8601; default `now`; a time after `now`, up to
+    /// an hour, is taken as `now`).
     ///
     /// - Throws: ``AppleAdsTokenError`` naming the field and what is wrong with it.
     public static func parse(_ value: JSONValue, now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
@@ -74,6 +79,7 @@ public struct AppleAdsToken: Sendable, Hashable {
         }
         if let problem = problem(token) { throw AppleAdsTokenError(field: "token", reason: problem) }
         var obtainedAt = now
+        var given = false
         switch value["obtained_at"] {
         case nil, .null?:
             break
@@ -84,11 +90,12 @@ public struct AppleAdsToken: Sendable, Hashable {
             guard instant.milliseconds <= now.milliseconds + clockSkewMs else {
                 throw AppleAdsTokenError(field: "obtained_at", reason: "\(clip(text)) is more than an hour in the future")
             }
-            obtainedAt = instant
+            obtainedAt = min(instant, now)
+            given = true
         case let other?:
             throw AppleAdsTokenError(field: "obtained_at", reason: "expected an ISO 8601 string, found \(other.kindName)")
         }
-        return AppleAdsToken(appID: appID, token: token, obtainedAt: obtainedAt)
+        return AppleAdsToken(appID: appID, token: token, obtainedAt: obtainedAt, obtainedAtGiven: given)
     }
 
     /// What is wrong with `token`, if anything: empty, too long, or holding characters no token

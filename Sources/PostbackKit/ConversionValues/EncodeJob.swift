@@ -31,23 +31,23 @@ public enum EncodeJob {
     ) throws(EncodeInputError) -> Summary {
         let lines: TextLines
         do {
-            lines = try TextLines(input)
+            lines = try TextLines(input, maximumBytes: maximumLineBytes)
         } catch {
             throw EncodeInputError(description: error.description)
         }
         var summary = Summary()
         while true {
-            let bytes: [UInt8]
+            let next: TextLines.Line
             do {
-                guard let next = try lines.next() else { break }
-                bytes = next
+                guard let line = try lines.next() else { break }
+                next = line
             } catch {
                 throw EncodeInputError(description: error.description)
             }
             let line = lines.number
             let state: UserState
             do throws(UserStateError) {
-                guard bytes.count <= maximumLineBytes else {
+                guard case .text(let bytes) = next else {
                     throw UserStateError(field: "", message: "longer than \(maximumLineBytes) bytes")
                 }
                 state = try UserStateParser.parse(bytes)

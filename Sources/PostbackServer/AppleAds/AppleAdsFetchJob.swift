@@ -15,7 +15,7 @@ import Synchronization
 /// the tokens, and after a kill a token in flight is sent again once its lease ends (a
 /// resolved token never is: it is deleted, its SHA-256 kept).
 public struct AppleAdsFetchJob: Sendable {
-    public enum Mode: Sendable {
+    public enum Mode: Sendable, Equatable {
         /// One pass: every due token, including the three quick retries of a 404; tokens left
         /// to retry later stay pending.
         case once
@@ -134,10 +134,16 @@ final class AppleAdsFetchService: Service, Sendable {
 
     /// The loop: claim what is due (up to the free slots), send each as a child task, record
     /// each outcome as it comes; when nothing is in flight, wait for the next due token.
+    ///
+    /// The store stays in this task (on the writer executor: SQLite's calls block their
+    /// thread); the requests run on the global executor. A store error is logged and retried
+    /// after a pause: it never ends `serve --apple-ads`. An outcome that cannot be recorded is
+    /// lost only as a lease: the token is sent again when the lease ends.
     private func exchange(store: any PostbackStorage, client: HTTPClient) async throws {
         let job = self.job
         let holder = ForwardJob.holder()
         let leaseMs = 2 * job.timeoutMs + 5_000
+        let passStart = UTCInstant.now().milliseconds
         // `once`: tokens this pass saw answered 404 with quick retries left, and when they are due.
         var quickRetries: [Int64: Int64] = [:]
         try await withThrowingTaskGroup(of: AppleAdsOutcome.self) { group in
@@ -146,31 +152,65 @@ final class AppleAdsFetchService: Service, Sendable {
                 let stopping = Task.isShuttingDownGracefully || Task.isCancelled
                 if !stopping && inFlight < job.concurrency {
                     let now = UTCInstant.now().milliseconds
-                    let (claimed, expired) = try await store.claimAppleAdsTokens(
-                        limit: job.concurrency - inFlight,
-                        nowMs: now,
-                        leaseUntilMs: now + leaseMs,
-                        holder: holder
-                    )
-                    if expired > 0 {
-                        result.withLock { $0.expired += expired }
-                        job.logger.info("tokens expired unsent", metadata: ["apple_ads.expired": "\(expired)"])
+                    let claimed: [AppleAdsClaim]
+                    var claimFailed = false
+                    do {
+                        let claim = try await store.claimAppleAdsTokens(
+                            limit: job.concurrency - inFlight,
+                            nowMs: now,
+                            // One pass ends: only what was due when it began, and quick retries.
+                            dueByMs: mode == .once ? passStart : now,
+                            leaseUntilMs: now + leaseMs,
+                            holder: holder
+                        )
+                        claimed = claim.claimed
+                        if claim.expired > 0 {
+                            result.withLock { $0.expired += claim.expired }
+                            job.logger.info("tokens expired unsent", metadata: ["apple_ads.expired": "\(claim.expired)"])
+                        }
+                    } catch {
+                        job.logger.error(
+                            "cannot claim Apple Ads tokens; trying again in 5 s",
+                            metadata: ["apple_ads.error": "\(describeStoreError(error))"]
+                        )
+                        claimed = []
+                        claimFailed = true
+                        if inFlight == 0 { await Self.pause(5_000) }
+                        if inFlight == 0 { continue }
                     }
                     for claim in claimed {
                         inFlight += 1
                         quickRetries[claim.id] = nil
-                        group.addTask { await Self.send(claim, job: job, client: client) }
+                        group.addTask(executorPreference: globalConcurrentExecutor) {
+                            await Self.send(claim, job: job, client: client)
+                        }
                     }
-                    // A quick retry that another process took, or that expired: not this pass's.
-                    quickRetries = quickRetries.filter { $0.value > now - leaseMs }
+                    // A quick retry due and not claimed (another process took it, or it
+                    // expired) is not this pass's any more.
+                    if !claimFailed && claimed.count < job.concurrency - (inFlight - claimed.count) {
+                        quickRetries = quickRetries.filter { $0.value > now }
+                    }
                     if !claimed.isEmpty && inFlight < job.concurrency { continue }
                 }
                 if inFlight > 0 {
                     guard let outcome = try await group.next() else { break }
                     inFlight -= 1
-                    try await store.recordAppleAdsOutcomes([outcome], holder: holder)
-                    result.withLock { $0.count(outcome) }
-                    if case .once = mode, outcome.awaitsQuickRetry { quickRetries[outcome.id] = outcome.dueMs }
+                    do {
+                        if try await store.recordAppleAdsOutcomes([outcome], holder: holder).contains(outcome.id) {
+                            result.withLock { $0.count(outcome) }
+                            if mode == .once, outcome.awaitsQuickRetry { quickRetries[outcome.id] = outcome.dueMs }
+                        } else {
+                            job.logger.warning(
+                                "an exchange outlived its lease; its outcome is not recorded and the token is sent again",
+                                metadata: ["apple_ads.token_id": "\(outcome.id)", "apple_ads.status": "\(outcome.lastStatus)"]
+                            )
+                        }
+                    } catch {
+                        job.logger.error(
+                            "cannot record an Apple Ads exchange; the token is sent again when its lease ends",
+                            metadata: ["apple_ads.token_id": "\(outcome.id)", "apple_ads.error": "\(describeStoreError(error))"]
+                        )
+                    }
                     continue
                 }
                 if stopping { break }
@@ -182,22 +222,29 @@ final class AppleAdsFetchService: Service, Sendable {
                     wakeAt = next
                 case .follow:
                     // New tokens arrive at any time: look at least once a second.
-                    wakeAt = min(try await store.nextAppleAdsTokenDue() ?? .max, now + 1_000)
+                    let due = (try? await store.nextAppleAdsTokenDue()) ?? nil
+                    wakeAt = min(due ?? .max, now + 1_000)
                 }
-                if wakeAt > now {
-                    try? await cancelWhenGracefulShutdown {
-                        try await Task.sleep(for: .milliseconds(wakeAt - now))
-                    }
-                }
+                // At least 50 ms: a token due but not claimable (leased elsewhere) never makes
+                // this spin.
+                await Self.pause(max(wakeAt - now, 50))
             }
+        }
+    }
+
+    /// Sleeps, or until graceful shutdown.
+    private static func pause(_ milliseconds: Int64) async {
+        try? await cancelWhenGracefulShutdown {
+            try await Task.sleep(for: .milliseconds(milliseconds))
         }
     }
 
     /// One request, and what its answer makes of the token.
     private static func send(_ claim: AppleAdsClaim, job: AppleAdsFetchJob, client: HTTPClient) async -> AppleAdsOutcome {
-        // Never an expired token, even one that expired since its claim.
-        let start = UTCInstant.now()
-        if start >= claim.expiresAt { return job.rules.expired(claim, nowMs: start.milliseconds) }
+        // Never an expired token: not one that expired since its claim, nor one that could
+        // expire before the request ends.
+        let start = UTCInstant.now().milliseconds
+        if start + job.timeoutMs >= claim.expiresAt.milliseconds { return job.rules.expired(claim, nowMs: start) }
         var request = HTTPClientRequest(url: job.endpoint)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "text/plain")

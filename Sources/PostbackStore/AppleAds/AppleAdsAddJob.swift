@@ -26,7 +26,7 @@ public enum AppleAdsAddJob {
     ) async throws -> Summary {
         let lines: TextLines
         do throws(TextLinesError) {
-            lines = try TextLines(input)
+            lines = try TextLines(input, maximumBytes: maximumLineBytes)
         } catch {
             throw AppleAdsAddError(error.description)
         }
@@ -35,7 +35,11 @@ public enum AppleAdsAddJob {
             var batch: [AppleAdsToken] = []
             func flush() async throws {
                 guard !batch.isEmpty else { return }
-                for outcome in try await store.addAppleAdsTokens(batch, receivedAtMs: UTCInstant.now().milliseconds) {
+                let now = UTCInstant.now().milliseconds
+                for outcome in try await store.addAppleAdsTokens(
+                    batch,
+                    receivedAtMs: [Int64](repeating: now, count: batch.count)
+                ) {
                     switch outcome {
                     case .added: summary.added += 1
                     case .known: summary.known += 1
@@ -45,19 +49,28 @@ public enum AppleAdsAddJob {
                 batch.removeAll(keepingCapacity: true)
             }
             while true {
-                let bytes: [UInt8]
+                let next: TextLines.Line
                 do throws(TextLinesError) {
-                    guard let next = try lines.next() else { break }
-                    bytes = next
+                    guard let line = try lines.next() else { break }
+                    next = line
                 } catch {
                     throw AppleAdsAddError(error.description)
                 }
                 summary.read += 1
                 do throws(AppleAdsTokenError) {
-                    guard bytes.count <= maximumLineBytes else {
+                    guard case .text(let bytes) = next else {
                         throw AppleAdsTokenError(field: nil, reason: "longer than \(maximumLineBytes) bytes")
                     }
-                    batch.append(try AppleAdsToken.parse(json: bytes, now: .now()))
+                    let token = try AppleAdsToken.parse(json: bytes, now: .now())
+                    // A file may be days old: without the time the app obtained the token, it
+                    // would be taken as fresh and sent after its 24 hours.
+                    guard token.obtainedAtGiven else {
+                        throw AppleAdsTokenError(
+                            field: "obtained_at",
+                            reason: "missing: a batch file must say when the app obtained each token (ISO 8601)"
+                        )
+                    }
+                    batch.append(token)
                 } catch {
                     summary.refused += 1
                     problem("\(lines.name):\(lines.number): \(error)")

@@ -5,8 +5,11 @@ import PostgresNIO
 /// exchanging processes (`serve --apple-ads` on several machines) share the tokens without
 /// sending one twice at once.
 extension PostgresStore {
-    package func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: Int64) async throws -> [AppleAdsAddOutcome] {
+    package func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: [Int64]) async throws
+        -> [AppleAdsAddOutcome]
+    {
         guard !tokens.isEmpty else { return [] }
+        precondition(tokens.count == receivedAtMs.count, "one receipt time per token")
         let logger = self.logger
         let digests = tokens.map(\.sha256)
         let inserted = try await transaction("store Apple Ads tokens", oneStatement: true) { connection in
@@ -15,14 +18,14 @@ extension PostgresStore {
                 """
                 INSERT INTO apple_ads_tokens (token_sha256, token, app_id, obtained_ms, received_ms, state, due_ms,
                     resolved_ms)
-                SELECT sha, CASE WHEN expired THEN NULL ELSE token END, app_id, obtained_ms, \(receivedAtMs),
-                    CASE WHEN expired THEN 'expired' ELSE 'pending' END, \(receivedAtMs),
-                    CASE WHEN expired THEN \(receivedAtMs) END
+                SELECT sha, CASE WHEN expired THEN NULL ELSE token END, app_id, obtained_ms, received_ms,
+                    CASE WHEN expired THEN 'expired' ELSE 'pending' END, received_ms,
+                    CASE WHEN expired THEN received_ms END
                 FROM (
-                    SELECT *, obtained_ms + \(AppleAdsToken.validityMs) <= \(receivedAtMs) AS expired
+                    SELECT *, obtained_ms + \(AppleAdsToken.validityMs) <= received_ms AS expired
                     FROM unnest(\(digests)::text[], \(tokens.map(\.token))::text[], \(tokens.map(\.appID))::bigint[],
-                        \(tokens.map(\.obtainedAt.milliseconds))::bigint[]) WITH ORDINALITY
-                        AS i(sha, token, app_id, obtained_ms, n)
+                        \(tokens.map(\.obtainedAt.milliseconds))::bigint[], \(receivedAtMs)::bigint[]) WITH ORDINALITY
+                        AS i(sha, token, app_id, obtained_ms, received_ms, n)
                     ORDER BY n) AS input
                 ON CONFLICT (token_sha256) DO NOTHING
                 RETURNING token_sha256
@@ -35,14 +38,15 @@ extension PostgresStore {
         }
         // A token twice in one batch: its first copy was stored, the second is known.
         var seen = Set<String>()
-        return zip(tokens, digests).map { token, digest in
+        return zip(tokens, zip(digests, receivedAtMs)).map { token, pair in
+            let (digest, receivedAtMs) = pair
             guard inserted.contains(digest), seen.insert(digest).inserted else { return .known }
             return token.expiresAt.milliseconds <= receivedAtMs ? .expired : .added
         }
     }
 
-    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) async throws
-        -> (claimed: [AppleAdsClaim], expired: Int)
+    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, dueByMs: Int64, leaseUntilMs: Int64, holder: String)
+        async throws -> (claimed: [AppleAdsClaim], expired: Int)
     {
         let logger = self.logger
         return try await transaction("claim Apple Ads tokens") { connection in
@@ -69,7 +73,8 @@ extension PostgresStore {
                 """
                 WITH picked AS MATERIALIZED (
                     SELECT id FROM apple_ads_tokens
-                    WHERE state = 'pending' AND due_ms <= \(nowMs) AND lease_until_ms <= \(nowMs)
+                    WHERE state = 'pending' AND lease_until_ms <= \(nowMs) AND (due_ms <= \(dueByMs) OR (due_ms <= \(nowMs)
+                        AND last_status = '404' AND not_found BETWEEN 1 AND \(unescaped: String(AppleAdsExchangeRules.quickRetries))))
                     ORDER BY due_ms, id LIMIT \(Int64(limit))
                     FOR UPDATE SKIP LOCKED)
                 UPDATE apple_ads_tokens t SET leased_by = \(holder), lease_until_ms = \(leaseUntilMs)
@@ -90,10 +95,11 @@ extension PostgresStore {
         }
     }
 
-    package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws {
-        guard !outcomes.isEmpty else { return }
+    package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws -> Set<Int64> {
+        guard !outcomes.isEmpty else { return [] }
         let logger = self.logger
-        try await transaction("record Apple Ads exchanges") { connection -> Void in
+        return try await transaction("record Apple Ads exchanges") { connection in
+            var recorded = Set<Int64>()
             for outcome in outcomes {
                 let state = outcome.state.rawValue
                 var appID: Int64?
@@ -112,7 +118,9 @@ extension PostgresStore {
                 ).decode(Int64.self) {
                     appID = value
                 }
-                guard let appID, let record = outcome.record, let day = outcome.reportDay else { continue }
+                guard let appID else { continue }
+                recorded.insert(outcome.id)
+                guard let record = outcome.record, let day = outcome.reportDay else { continue }
                 try await connection.send(
                     """
                     INSERT INTO apple_ads_attributions (token_id, app_id, date, attribution, org_id, campaign_id,
@@ -127,6 +135,7 @@ extension PostgresStore {
                     logger: logger
                 )
             }
+            return recorded
         }
     }
 

@@ -4,8 +4,9 @@ import PostbackKit
 /// Apple Ads tokens on SQLite. Its one writer makes every claim atomic: two exchanging
 /// processes never lease one token at once.
 extension SQLiteStore {
-    package func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: Int64) throws -> [AppleAdsAddOutcome] {
+    package func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: [Int64]) throws -> [AppleAdsAddOutcome] {
         guard !tokens.isEmpty else { return [] }
+        precondition(tokens.count == receivedAtMs.count, "one receipt time per token")
         return try queue.write { db in
             let insert = try db.cachedStatement(
                 sql: """
@@ -14,7 +15,7 @@ extension SQLiteStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_sha256) DO NOTHING
                     """
             )
-            return try tokens.map { token in
+            return try zip(tokens, receivedAtMs).map { token, receivedAtMs in
                 let expired = token.expiresAt.milliseconds <= receivedAtMs
                 try insert.execute(arguments: [
                     token.sha256, expired ? nil : token.token, token.appID, token.obtainedAt.milliseconds, receivedAtMs,
@@ -26,7 +27,7 @@ extension SQLiteStore {
         }
     }
 
-    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) throws
+    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, dueByMs: Int64, leaseUntilMs: Int64, holder: String) throws
         -> (claimed: [AppleAdsClaim], expired: Int)
     {
         try queue.write { db in
@@ -45,11 +46,12 @@ extension SQLiteStore {
                     UPDATE apple_ads_tokens SET leased_by = ?, lease_until_ms = ?
                     WHERE id IN (
                         SELECT id FROM apple_ads_tokens
-                        WHERE state = 'pending' AND due_ms <= ? AND lease_until_ms <= ?
+                        WHERE state = 'pending' AND lease_until_ms <= ? AND (due_ms <= ? OR (due_ms <= ?
+                            AND last_status = '404' AND not_found BETWEEN 1 AND \(AppleAdsExchangeRules.quickRetries)))
                         ORDER BY due_ms, id LIMIT ?)
                     RETURNING id, app_id, token, obtained_ms, attempts, not_found
                     """,
-                arguments: [holder, leaseUntilMs, nowMs, nowMs, limit]
+                arguments: [holder, leaseUntilMs, nowMs, dueByMs, nowMs, limit]
             )
             let claimed = rows.compactMap { row -> AppleAdsClaim? in
                 guard let token = row[2] as String? else { return nil }
@@ -62,9 +64,10 @@ extension SQLiteStore {
         }
     }
 
-    package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) throws {
-        guard !outcomes.isEmpty else { return }
-        try queue.write { db in
+    package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) throws -> Set<Int64> {
+        guard !outcomes.isEmpty else { return [] }
+        return try queue.write { db in
+            var recorded = Set<Int64>()
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE apple_ads_tokens SET state = ?, attempts = ?, not_found = ?, due_ms = ?, last_status = ?,
@@ -92,7 +95,9 @@ extension SQLiteStore {
                         outcome.lastAttemptMs, state, state, outcome.lastAttemptMs, outcome.id, holder,
                     ]
                 )
-                guard let appID, let record = outcome.record, let day = outcome.reportDay else { continue }
+                guard let appID else { continue }
+                recorded.insert(outcome.id)
+                guard let record = outcome.record, let day = outcome.reportDay else { continue }
                 try insert.execute(arguments: [
                     outcome.id, appID, day.description, record.attribution ? 1 : 0, record.orgID, record.campaignID,
                     record.adGroupID, record.keywordID, record.adID, record.countryOrRegion, record.conversionType,
@@ -100,6 +105,7 @@ extension SQLiteStore {
                     outcome.lastAttemptMs,
                 ])
             }
+            return recorded
         }
     }
 

@@ -232,7 +232,9 @@ final class GroupCommitter: Sendable {
                     let reload = state.reloadModels
                     state.reloadModels = false
                     return Work(
-                        group: group, calls: calls, tokens: tokens, probes: probes, reloadModels: reload, closing: state.closing)
+                        group: group, calls: calls, tokens: tokens, probes: probes, reloadModels: reload,
+                        closing: state.closing
+                    )
                 }
                 return nil
             }

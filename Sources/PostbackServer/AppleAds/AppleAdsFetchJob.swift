@@ -214,20 +214,22 @@ final class AppleAdsFetchService: Service, Sendable {
                     continue
                 }
                 if stopping { break }
-                let now = UTCInstant.now().milliseconds
-                let wakeAt: Int64
                 switch mode {
                 case .once:
                     guard let next = quickRetries.values.min() else { return }
-                    wakeAt = next
+                    // At least 50 ms: a token due but not claimable (leased elsewhere) never
+                    // makes this spin.
+                    await Self.pause(max(next - UTCInstant.now().milliseconds, 50))
                 case .follow:
-                    // New tokens arrive at any time: look at least once a second.
-                    let due = (try? await store.nextAppleAdsTokenDue()) ?? nil
-                    wakeAt = min(due ?? .max, now + 1_000)
+                    // New tokens arrive at any time: look once a second, with a read; claim (a
+                    // write transaction) only once a token is due or its lease has ended.
+                    while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                        let now = UTCInstant.now().milliseconds
+                        let due = (try? await store.nextAppleAdsTokenDue()) ?? nil
+                        if let due, due <= now { break }
+                        await Self.pause(min((due ?? .max) - now, 1_000))
+                    }
                 }
-                // At least 50 ms: a token due but not claimable (leased elsewhere) never makes
-                // this spin.
-                await Self.pause(max(wakeAt - now, 50))
             }
         }
     }

@@ -41,15 +41,10 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
 
     /// Parses `date,ad_network_id`, naming any unknown dimension.
     public static func list(_ text: String) throws(AggregateDimensionError) -> [AggregateDimension] {
-        var dimensions: [AggregateDimension] = []
-        for part in text.split(separator: ",") {
-            let name = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-            guard let dimension = AggregateDimension(rawValue: name) else {
-                throw AggregateDimensionError(name: name)
-            }
-            if !dimensions.contains(dimension) { dimensions.append(dimension) }
+        switch dimensionList(text, as: AggregateDimension.self) {
+        case .success(let dimensions): dimensions
+        case .failure(let unknown): throw AggregateDimensionError(name: unknown.name)
         }
-        return dimensions
     }
 
     /// The dimensions of schema v2, which created the aggregate tables (later versions add
@@ -111,4 +106,23 @@ public enum ApplePlacement: String, Sendable, CaseIterable {
         case .productPages: 40
         }
     }
+}
+
+/// A `--by` name that is not a dimension.
+struct UnknownDimension: Error {
+    var name: String
+}
+
+/// Parses `date,app_id` (spaces around names allowed, repeats dropped) into dimensions of a
+/// report, or the first unknown name.
+func dimensionList<Dimension: RawRepresentable & Equatable>(_ text: String, as _: Dimension.Type)
+    -> Result<[Dimension], UnknownDimension> where Dimension.RawValue == String
+{
+    var dimensions: [Dimension] = []
+    for part in text.split(separator: ",") {
+        let name = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        guard let dimension = Dimension(rawValue: name) else { return .failure(UnknownDimension(name: name)) }
+        if !dimensions.contains(dimension) { dimensions.append(dimension) }
+    }
+    return .success(dimensions)
 }

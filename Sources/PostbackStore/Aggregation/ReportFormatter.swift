@@ -214,15 +214,7 @@ extension Report {
         {
             columns[widest].limit = max(14, columns[widest].width - (TableColumn.width(of: columns) - width))
         }
-        var lines = [TableColumn.line(columns.map { ($0.header, $0) })]
-        lines.append(columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  "))
-        for index in rows.indices {
-            lines.append(TableColumn.line(columns.map { ($0.cells[index], $0) }))
-        }
-        if columns.contains(where: { $0.total != nil }) {
-            lines.append(columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  "))
-            lines.append(TableColumn.line(columns.map { ($0.total ?? "", $0) }))
-        }
+        let lines = TableColumn.lines(columns, rows: rows.count)
         var notes: [String] = []
         if !currencies.isEmpty {
             notes.append("revenue: \(policy ?? "midpoint") estimate; --format csv or json gives min and max")
@@ -259,6 +251,18 @@ struct TableColumn {
     var width: Int {
         let natural = max(header.count, cells.map(\.count).max() ?? 0, total?.count ?? 0)
         return limit.map { min($0, natural) } ?? natural
+    }
+
+    /// The header, a rule, `rows` rows, and (when a column has one) a rule and the totals.
+    static func lines(_ columns: [TableColumn], rows: Int) -> [String] {
+        let rule = columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  ")
+        var lines = [line(columns.map { ($0.header, $0) }), rule]
+        for index in 0..<rows { lines.append(line(columns.map { ($0.cells[index], $0) })) }
+        if columns.contains(where: { $0.total != nil }) {
+            lines.append(rule)
+            lines.append(line(columns.map { ($0.total ?? "", $0) }))
+        }
+        return lines
     }
 
     static func width(of columns: [TableColumn]) -> Int {

@@ -49,15 +49,7 @@ extension AppleAdsReport {
                 )
             }
             if rows.count > 1 && !dimensions.isEmpty { columns[0].total = "total" }
-            var lines = [TableColumn.line(columns.map { ($0.header, $0) })]
-            let rule = columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  ")
-            lines.append(rule)
-            for index in rows.indices { lines.append(TableColumn.line(columns.map { ($0.cells[index], $0) })) }
-            if columns.contains(where: { $0.total != nil }) {
-                lines.append(rule)
-                lines.append(TableColumn.line(columns.map { ($0.total ?? "", $0) }))
-            }
-            return lines.map { $0.trailingSpacesRemoved }.joined(separator: "\n") + "\n"
+            return TableColumn.lines(columns, rows: rows.count).map { $0.trailingSpacesRemoved }.joined(separator: "\n") + "\n"
         }
     }
 

@@ -58,13 +58,10 @@ public enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
 
     /// Parses `date,app_id`, naming any unknown dimension.
     public static func list(_ text: String) throws(AppleAdsDimensionError) -> [AppleAdsDimension] {
-        var dimensions: [AppleAdsDimension] = []
-        for part in text.split(separator: ",") {
-            let name = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-            guard let dimension = AppleAdsDimension(rawValue: name) else { throw AppleAdsDimensionError(name: name) }
-            if !dimensions.contains(dimension) { dimensions.append(dimension) }
+        switch dimensionList(text, as: AppleAdsDimension.self) {
+        case .success(let dimensions): dimensions
+        case .failure(let unknown): throw AppleAdsDimensionError(name: unknown.name)
         }
-        return dimensions
     }
 }
 

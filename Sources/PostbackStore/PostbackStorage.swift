@@ -143,6 +143,16 @@ package protocol PostbackStorage: AnyObject {
     /// Counts the stored attribution records, as one consistent snapshot.
     func appleAdsReport(_ query: AppleAdsReportQuery) async throws -> AppleAdsReport
 
+    // MARK: Campaign mappings (`campaigns add`, section 9 of the spec)
+
+    /// Replaces, in one transaction, every mapping row of the networks `rows` name with
+    /// `rows` (checked: no two of one network and prefix overlap), their `added_at` taken
+    /// once the transaction holds the write lock. Returns what changed.
+    func replaceCampaignMappings(_ rows: [CampaignMapping]) async throws -> CampaignMappingChange
+
+    /// Every mapping row, by network, prefix and start of validity.
+    func campaignMappings() async throws -> [StoredCampaignMapping]
+
     /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
     /// models, replacing them atomically.
     func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary
@@ -281,13 +291,30 @@ public struct ReportQuery: Sendable, Hashable {
     public var dimensions: [AggregateDimension]
     /// One row per group and event instead of the count metrics.
     public var events: Bool
+    /// Which day `from` and `to` bound: the day received (`date`) or the install date.
+    public var dateBasis: DateBasis
 
-    public init(from: UTCDay?, to: UTCDay?, by dimensions: [AggregateDimension], events: Bool) {
+    public init(
+        from: UTCDay?,
+        to: UTCDay?,
+        by dimensions: [AggregateDimension],
+        events: Bool,
+        dateBasis: DateBasis = .received
+    ) {
         self.from = from
         self.to = to
         self.dimensions = dimensions
         self.events = events
+        self.dateBasis = dateBasis
     }
+}
+
+/// Which day a period's `--from` and `--to` bound.
+public enum DateBasis: String, Sendable, Hashable, CaseIterable {
+    /// The UTC day the postback was received (the `date` dimension).
+    case received
+    /// The UTC day of its estimated install (the `install_date` dimension).
+    case install
 }
 
 /// A valid postback the store refused to count: its dedup-key digest equals that of a stored

@@ -86,3 +86,50 @@ struct StoredColumns {
         }
     }
 }
+
+/// Section 9's inferences (``PostbackInference``) as SQL over a `postbacks` row, for the
+/// migrations that fill them in for rows stored before the columns existed. The same rules
+/// as the Swift that computes them when a postback is stored, built from its constants; the
+/// tests compare the two on both engines.
+enum InferenceSQL {
+    /// True for SKAdNetwork 4.0 and AdAttributionKit rows.
+    static let windowed =
+        "(kind = 'aak' OR version IN ("
+        + PostbackInference.windowedVersions.map { "'\($0.rawValue)'" }.joined(separator: ", ") + "))"
+
+    /// The hours between the estimated install and `received_at`.
+    static let offsetHours = """
+        CASE WHEN \(windowed) THEN CASE WHEN postback_sequence_index <= 0 THEN \(PostbackInference.windowedOffsetHours(sequenceIndex: 0)) \
+        WHEN postback_sequence_index = 1 THEN \(PostbackInference.windowedOffsetHours(sequenceIndex: 1)) \
+        ELSE \(PostbackInference.windowedOffsetHours(sequenceIndex: 2)) END \
+        ELSE \(PostbackInference.singleWindowOffsetHours) END
+        """
+
+    /// The tier: postback 0 of a winning 4.0 or AdAttributionKit attribution, by its values.
+    static let tier = """
+        CASE WHEN \(windowed) AND postback_sequence_index = 0 AND did_win IS NOT FALSE THEN \
+        CASE WHEN fine_value IS NOT NULL THEN \
+        CASE WHEN source_app_id IS NOT NULL OR source_domain IS NOT NULL THEN 3 ELSE 2 END \
+        WHEN coarse_value IS NOT NULL THEN 1 ELSE 0 END END
+        """
+
+    static let digits = "length(source_identifier)"
+
+    /// SQLite: `received_at` is ISO 8601 text (`2026-11-21T08:30:00.000Z`).
+    static let sqliteBackfill = """
+        UPDATE postbacks SET
+            estimated_install_at = strftime('%Y-%m-%dT%H:%M:%fZ', received_at, '-' || (\(offsetHours)) || ' hours'),
+            install_date = date(received_at, '-' || (\(offsetHours)) || ' hours'),
+            crowd_anonymity_tier = \(tier),
+            source_identifier_digits = \(digits)
+        """
+
+    /// PostgreSQL: `received_at` is a `timestamptz`.
+    static let postgresBackfill = """
+        UPDATE postbacks SET
+            estimated_install_at = received_at - make_interval(hours => \(offsetHours)),
+            install_date = ((received_at - make_interval(hours => \(offsetHours))) AT TIME ZONE 'UTC')::date,
+            crowd_anonymity_tier = \(tier),
+            source_identifier_digits = \(digits)
+        """
+}

@@ -19,9 +19,16 @@ extension Postbackd {
                   postbackd ingest --received-at 2026-11-21 /data/2026-11-21/
                   postbackd aggregate --date 2026-11-21
 
+                Each row also holds the install date, crowd-anonymity tier and source identifier \
+                digits of its postbacks and, through the campaign mappings (postbackd campaigns \
+                add), their campaign, ad group and creative. With --date-basis install, --date, \
+                --from and --to are install dates: the days received that can hold them (a day \
+                after the first to 39 days after the last) are recomputed.
+
                 Examples:
                   postbackd aggregate
                   postbackd aggregate --from 2026-11-01 --to 2026-11-21 --revenue-estimate lower
+                  postbackd aggregate --date-basis install --date 2026-11-16
 
                 Exit status: 0 done; 2 usage error or a database that cannot be used.
                 """
@@ -38,6 +45,8 @@ extension Postbackd {
         @Option(help: ArgumentHelp("Last day to recompute (with --from).", valueName: "YYYY-MM-DD"))
         var to: String?
 
+        @OptionGroup var basis: DateBasisOption
+
         @Option(help: "The point estimate of revenue ranges: midpoint, lower or upper.")
         var revenueEstimate: RevenueEstimatePolicy = .midpoint
 
@@ -53,17 +62,21 @@ extension Postbackd {
         }
 
         private func selection() throws -> DaySelection {
+            var days: (first: UTCDay, last: UTCDay)
             if let date {
                 let day = try day(date, option: "--date")
-                return .range(from: day, to: day)
+                days = (day, day)
+            } else if let from, let to {
+                days = (try day(from, option: "--from"), try day(to, option: "--to"))
+                guard days.first <= days.last else { throw ValidationError("--from \(from) is after --to \(to)") }
+            } else {
+                return .all
             }
-            if let from, let to {
-                let first = try day(from, option: "--from")
-                let last = try day(to, option: "--to")
-                guard first <= last else { throw ValidationError("--from \(from) is after --to \(to)") }
-                return .range(from: first, to: last)
+            if basis.dateBasis == .install {
+                let received = PostbackInference.receivedDays(forInstallDays: days.first, days.last)
+                days = (received.from, received.to)
             }
-            return .all
+            return .range(from: days.first, to: days.last)
         }
 
         func run() async throws {

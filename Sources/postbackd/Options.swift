@@ -117,3 +117,16 @@ struct PeriodOptions: ParsableArguments {
     /// The last day; validated before `run()`.
     var last: UTCDay? { to.flatMap(UTCDay.init) }
 }
+
+/// `--date-basis`: whether a period's days are days received or install dates.
+struct DateBasisOption: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Whether --from and --to are days received (received_at) or install dates (estimated: received_at minus 36, 84, 252 or 924 hours by version and postback).",
+            valueName: "received|install"
+        )
+    )
+    var dateBasis: DateBasis = .received
+}
+
+extension DateBasis: ExpressibleByArgument {}

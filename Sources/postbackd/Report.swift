@@ -7,21 +7,37 @@ extension Postbackd {
         static let configuration = CommandConfiguration(
             abstract: "Sum the daily aggregate rows over a period, grouped by the dimensions you choose.",
             discussion: """
-                Dimensions: date, app_id, ad_network_id, source_identifier, source_app_id, \
-                source_domain, version, fidelity_type, redownload, did_win, postback_sequence_index, \
-                country_code, marketplace_id, placement (Apple Ads' App Store placement of a \
-                postback from com.apple.ads: campaign id 10 Search results, 20 Search tab, 30 Today \
-                tab, 40 Product pages; empty for other networks). Metrics: postbacks, installs, redownloads, \
-                reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, \
-                unmodelled, and revenue per currency (min, max, estimate). --events gives one row \
-                per group and event instead. --with-apple-ads (by date and/or app_id) adds \
-                apple_ads_skan_installs (the SKAN installs from com.apple.ads), and \
+                Dimensions: date (the day received), app_id, ad_network_id, source_identifier, \
+                source_app_id, source_domain, version, fidelity_type, redownload, did_win, \
+                postback_sequence_index, country_code, marketplace_id, placement (Apple Ads' App Store \
+                placement of a postback from com.apple.ads: campaign id 10 Search results, 20 Search \
+                tab, 30 Today tab, 40 Product pages; empty for other networks), install_date (the day \
+                of the estimated install: received_at minus 84, 252 or 924 hours for postbacks 0, 1 \
+                and 2 of SKAdNetwork 4.0 and AdAttributionKit, 36 hours before 4.0), \
+                crowd_anonymity_tier (0-3, for postback 0 of a winning 4.0 or AdAttributionKit \
+                attribution; empty otherwise), source_identifier_digits (2-4; empty before 4.0), and \
+                campaign, ad_group and creative (from postbackd campaigns add; empty when unmapped). \
+                Metrics: postbacks, installs, redownloads, reengagements, non_winning, test_mode, \
+                development, null_conversion_values, unmapped, unmodelled, null_rate \
+                (null_conversion_values over winning postbacks), revenue per currency (min, max, \
+                estimate), and, by crowd_anonymity_tier, tier_share (each tier's share of the \
+                production postbacks that have a tier, among rows alike in their other dimensions). \
+                --events gives one row per group and event instead. --with-apple-ads (by date and/or \
+                app_id) adds apple_ads_skan_installs (the SKAN installs from com.apple.ads), and \
                 apple_ads_installs and apple_ads_redownloads (from AdServices tokens, `apple-ads \
-                fetch`): two measurements of Apple Ads, beside each other, never added together. The same on SQLite and PostgreSQL.
+                fetch`): two measurements of Apple Ads, beside each other, never added together. The \
+                same on SQLite and PostgreSQL.
+
+                --date-basis install makes --from and --to install dates, and the default grouping \
+                install_date,ad_network_id. Installs of a day are complete once its postbacks 0 have \
+                arrived (up to 4 days later); its later postbacks take up to 41 days.
 
                 Examples:
                   postbackd report
                   postbackd report --from 2026-11-15 --to 2026-11-21 --by app_id,ad_network_id
+                  postbackd report --date-basis install --from 2026-11-16 --to 2026-11-16
+                  postbackd report --by ad_network_id,crowd_anonymity_tier
+                  postbackd report --by campaign,ad_group,creative --date-basis install --from 2026-11-01
                   postbackd report --by date --events --format csv > events.csv
                   postbackd report --by date,app_id --with-apple-ads
 
@@ -33,8 +49,20 @@ extension Postbackd {
 
         @OptionGroup var period: PeriodOptions
 
-        @Option(help: ArgumentHelp("Dimensions to group by, comma-separated.", valueName: "dim,dim"))
-        var by: String = "date,ad_network_id"
+        @OptionGroup var basis: DateBasisOption
+
+        @Option(
+            help: ArgumentHelp(
+                "Dimensions to group by, comma-separated (default: date,ad_network_id; with --date-basis install, install_date,ad_network_id).",
+                valueName: "dim,dim"
+            )
+        )
+        var by: String?
+
+        /// `--by`, or the default of the date basis.
+        private var dimensions: String {
+            by ?? (basis.dateBasis == .install ? "install_date,ad_network_id" : "date,ad_network_id")
+        }
 
         @Flag(help: "One row per group and event name: occurrences, postbacks with the event, revenue.")
         var events = false
@@ -47,14 +75,14 @@ extension Postbackd {
 
         func validate() throws {
             do {
-                _ = try AggregateDimension.list(by)
+                _ = try AggregateDimension.list(dimensions)
             } catch {
                 throw ValidationError("--by: \(error)")
             }
             if withAppleAds {
-                let dimensions = (try? AggregateDimension.list(by)) ?? []
-                guard !events, dimensions.allSatisfy(PostbackStore.Report.sideBySideDimensions.contains) else {
-                    throw ValidationError("--with-apple-ads groups by date and app_id only (and not with --events)")
+                let dimensions = (try? AggregateDimension.list(dimensions)) ?? []
+                guard !events, basis.dateBasis == .received, dimensions.allSatisfy(PostbackStore.Report.sideBySideDimensions.contains) else {
+                    throw ValidationError("--with-apple-ads groups by date and app_id only (not with --events or --date-basis install)")
                 }
             }
         }
@@ -64,8 +92,9 @@ extension Postbackd {
             let query = ReportQuery(
                 from: period.first,
                 to: period.last,
-                by: try AggregateDimension.list(by),
-                events: events
+                by: try AggregateDimension.list(dimensions),
+                events: events,
+                dateBasis: basis.dateBasis
             )
             do {
                 result =

@@ -19,6 +19,14 @@ extension Postbackd {
                   postbackd verify --explain postback.json
                   postbackd verify --keys Keys/test SamplePostbacks/generated
                   postbackd verify --model SamplePostbacks/models/app-525463029.json SamplePostbacks/apple
+                  postbackd verify --format json --received-at 2026-11-21T08:00:00Z postback.json
+
+                --format json and --explain also show what each valid postback tells about itself: \
+                its estimated install time and day (received_at minus 84, 252 or 924 hours for \
+                postbacks 0, 1 and 2 of SKAdNetwork 4.0 and AdAttributionKit, 36 hours before 4.0), \
+                its crowd-anonymity tier (0-3, postback 0 of a winning 4.0 or AdAttributionKit \
+                attribution only) and the digits of its source identifier. Received is decided as \
+                ingest decides it: --received-at, else a forwarder's timestamp field, else now.
 
                 Exit status: \(ExitStatus.documentation)
                 """
@@ -45,8 +53,24 @@ extension Postbackd {
         )
         var model: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "When the postbacks were received, for their estimated install time (default: a forwarder's timestamp field, else now).",
+                valueName: "time"
+            )
+        )
+        var receivedAt: String?
+
         @Argument(help: "Files or folders to read; - or nothing reads standard input.")
         var paths: [String] = []
+
+        func validate() throws {
+            if let receivedAt, UTCInstant(iso8601: receivedAt) == nil {
+                throw ValidationError(
+                    "--received-at \(receivedAt) is not an ISO 8601 date or date-time (2026-11-21 or 2026-11-21T08:00:00Z)"
+                )
+            }
+        }
 
         func run() async throws {
             var models: ConversionModels? = nil
@@ -62,7 +86,8 @@ extension Postbackd {
                 keyRing: try keys.keyRing(),
                 format: format,
                 explain: explain,
-                models: models
+                models: models,
+                receivedTime: ReceivedTimeRule(fixed: receivedAt.flatMap(UTCInstant.init(iso8601:)))
             )
             let summary: VerificationSummary
             do {

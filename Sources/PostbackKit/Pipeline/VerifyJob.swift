@@ -10,6 +10,9 @@ public struct VerifyJob: Sendable {
     public var width: Int
     /// `--model`: decode each valid postback's conversion value through these models.
     public var models: ConversionModels?
+    /// When each postback counts as received, for its estimated install time (as `ingest`
+    /// decides it: `--received-at`, a forwarder's `timestamp`, or now).
+    public var receivedTime: ReceivedTimeRule
 
     public init(
         paths: [String],
@@ -17,8 +20,10 @@ public struct VerifyJob: Sendable {
         format: ResultFormat = .text,
         explain: Bool = false,
         width: Int = ActiveProcessors.count,
-        models: ConversionModels? = nil
+        models: ConversionModels? = nil,
+        receivedTime: ReceivedTimeRule = ReceivedTimeRule()
     ) {
+        self.receivedTime = receivedTime
         self.paths = paths
         self.keyRing = keyRing
         self.format = format
@@ -41,16 +46,31 @@ public struct VerifyJob: Sendable {
         let format = self.format
         let explain = self.explain
         let models = self.models
+        let rule = receivedTime
+        let now = UTCInstant.now()
         try await VerificationPipeline(keyRing: keyRing, width: width).run(reader) { verified in
             for (entry, result) in verified.items {
                 summary.count(result)
+                let received = result.postback.map {
+                    rule.receivedTime(forwarderTimestamp: $0.forwarderTimestamp, now: now)
+                }
                 switch format {
                 case .text:
                     output.line(VerificationReport.textLine(entry.location, result))
                     if let models, let decoded = VerificationReport.decodedText(result, models) { output.line(decoded) }
-                    if explain, let block = VerificationReport.explanationText(result) { output.line(block) }
+                    if explain, let block = VerificationReport.explanationText(result, received: received) {
+                        output.line(block)
+                    }
                 case .json:
-                    output.line(VerificationReport.jsonLine(entry.location, result, explain: explain, models: models))
+                    output.line(
+                        VerificationReport.jsonLine(
+                            entry.location,
+                            result,
+                            explain: explain,
+                            models: models,
+                            received: received
+                        )
+                    )
                 }
             }
             for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }

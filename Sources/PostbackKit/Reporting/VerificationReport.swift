@@ -95,13 +95,17 @@ public enum VerificationReport {
 
     /// One JSON object: `source`, `index`, `line`, `form`, `verdict`, `kind`, `version`,
     /// `transaction_id` (AdAttributionKit: `postback-identifier`), `ad_network_id`, `field`,
-    /// `reason`, `test_mode`, `development`, `key`, `warnings`, and with `explain` the signed
-    /// message and its SHA-256.
+    /// `reason`, `test_mode`, `development`, `key`, `warnings`; for a valid postback with its
+    /// received time, `received_at`, `received_at_source`, `estimated_install_at`,
+    /// `install_date`, `crowd_anonymity_tier` and `source_identifier_digits`; and with
+    /// `explain` the signed message and its SHA-256, and how the install time and tier were
+    /// inferred.
     public static func jsonLine(
         _ location: EntryLocation,
         _ result: VerificationResult,
         explain: Bool,
-        models: ConversionModels? = nil
+        models: ConversionModels? = nil,
+        received: (UTCInstant, ReceivedTimeSource)? = nil
     ) -> String {
         var object = JSONObjectWriter()
         object.add("source", location.source)
@@ -121,10 +125,28 @@ public enum VerificationReport {
             )
             object.addRaw("decoded", json: decoded.json())
         }
-        if explain, let explanation = SignatureExplanation(result) {
+        let inference = Self.inference(result, received: received)
+        if let (instant, source) = received, let inference {
+            object.add("received_at", instant.iso8601)
+            object.add("received_at_source", source == .ingestion ? "now" : source.rawValue)
+            object.add("estimated_install_at", inference.estimatedInstallAt.iso8601)
+            object.add("install_date", inference.installDate.description)
+            object.add("crowd_anonymity_tier", inference.crowdAnonymityTier)
+            object.add("source_identifier_digits", inference.sourceIdentifierDigits)
+        }
+        if explain, var explanation = SignatureExplanation(result) {
+            explanation.inference = inference
             object.addRaw("explain", json: explanation.json)
         }
         return object.text
+    }
+
+    /// Section 9's inferences for a valid postback received at `received`.
+    static func inference(_ result: VerificationResult, received: (UTCInstant, ReceivedTimeSource)?)
+        -> PostbackInference?
+    {
+        guard result.verdict == .valid, let postback = result.postback, let (instant, _) = received else { return nil }
+        return PostbackInference(postback, receivedAt: instant)
     }
 
     /// `verdict`, `kind`, `version`, `transaction_id`, `ad_network_id`, `field` and `reason`:
@@ -155,9 +177,16 @@ public enum VerificationReport {
             )
     }
 
-    /// The indented `--explain` block printed under a text line.
-    public static func explanationText(_ result: VerificationResult) -> String? {
-        SignatureExplanation(result)?.text
+    /// The indented `--explain` block printed under a text line: the signature, then for a
+    /// valid postback with its received time the inferred install time and tier.
+    public static func explanationText(
+        _ result: VerificationResult,
+        received: (UTCInstant, ReceivedTimeSource)? = nil
+    ) -> String? {
+        guard var explanation = SignatureExplanation(result) else { return nil }
+        explanation.inference = inference(result, received: received)
+        explanation.received = received
+        return explanation.text
     }
 }
 
@@ -175,6 +204,9 @@ struct SignatureExplanation {
     let messages: [Message]
     let signatureLength: String
     let outcome: String
+    /// A valid postback's inferences, and when it counts as received.
+    var inference: PostbackInference?
+    var received: (UTCInstant, ReceivedTimeSource)?
 
     init?(_ result: VerificationResult) {
         guard let postback = result.postback else { return nil }
@@ -245,6 +277,20 @@ struct SignatureExplanation {
             lines.append("      sha256 \(message.digest)")
         }
         lines.append("    signature (\(signatureLength)): \(outcome)")
+        if let inference, let (instant, source) = received {
+            let from =
+                switch source {
+                case .option: "--received-at"
+                case .timestamp: "the forwarder's timestamp"
+                case .ingestion, .http: "now"
+                }
+            lines.append(
+                "    estimated install: \(inference.estimatedInstallAt.iso8601), install date \(inference.installDate) (received \(instant.iso8601), from \(from), \(inference.installBasis))"
+            )
+            lines.append(
+                "    crowd-anonymity tier: \(inference.crowdAnonymityTier.map(String.init) ?? "none") (\(inference.tierBasis)); source identifier: \(inference.sourceIdentifierDigits.map { "\($0) digits" } ?? "none (campaign-id before 4.0)")"
+            )
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -269,6 +315,10 @@ struct SignatureExplanation {
         object.addRaw("messages", json: "[" + list.joined(separator: ",") + "]")
         object.add("signature", signatureLength)
         object.add("outcome", outcome)
+        if let inference {
+            object.add("install_offset_hours", inference.installOffsetHours)
+            object.add("tier_basis", inference.tierBasis)
+        }
         return object.text
     }
 }

@@ -23,6 +23,18 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// 10, 20, 30 or 40; NULL for other networks and other ids. Derived when reporting, not
     /// stored.
     case placement
+    /// The UTC day of the estimated install time (`received_at` minus 36, 84, 252 or 924
+    /// hours; `../shared/spec/postbacks.md`, section 9).
+    case installDate = "install_date"
+    /// 0–3 for postback 0 of a winning 4.0 or AdAttributionKit attribution; NULL otherwise.
+    case crowdAnonymityTier = "crowd_anonymity_tier"
+    /// 2, 3 or 4: the digits of the source identifier; NULL before 4.0.
+    case sourceIdentifierDigits = "source_identifier_digits"
+    /// The network's campaign, ad group and creative for the source identifier (before 4.0,
+    /// the campaign id) on the install date, from `postbackd campaigns add`; NULL unmapped.
+    case campaign
+    case adGroup = "ad_group"
+    case creative
 
     /// The column name, which is also the name in reports.
     public var column: String { rawValue }
@@ -30,9 +42,12 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// The SQL type of the column.
     var sqlType: String {
         switch self {
-        case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement:
+        case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement,
+            .installDate, .campaign, .adGroup, .creative:
             "TEXT"
-        case .appID, .sourceAppID, .fidelityType, .redownload, .didWin, .postbackSequenceIndex: "INTEGER"
+        case .appID, .sourceAppID, .fidelityType, .redownload, .didWin, .postbackSequenceIndex, .crowdAnonymityTier,
+            .sourceIdentifierDigits:
+            "INTEGER"
         }
     }
 
@@ -52,6 +67,11 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     static let version2: [AggregateDimension] = [
         .date, .appID, .adNetworkID, .sourceIdentifier, .sourceAppID, .sourceDomain, .version, .fidelityType,
         .redownload, .didWin, .postbackSequenceIndex, .countryCode,
+    ]
+
+    /// The dimensions schema v11 (PostgreSQL migration 7) added to the aggregate tables.
+    static let inferred: [AggregateDimension] = [
+        .installDate, .crowdAnonymityTier, .sourceIdentifierDigits, .campaign, .adGroup, .creative,
     ]
 
     /// `date TEXT, app_id INTEGER, …` for a CREATE TABLE.

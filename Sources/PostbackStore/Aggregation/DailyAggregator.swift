@@ -88,6 +88,7 @@ public enum DailyAggregator {
 struct DayAggregation: Sendable {
     let day: UTCDay
     let models: ConversionModels
+    let campaigns: CampaignMappings
     var groups: [GroupKey: GroupMetrics] = [:]
     var histogram: [HistogramKey: Int] = [:]
     /// Postbacks added.
@@ -95,9 +96,10 @@ struct DayAggregation: Sendable {
     /// Apps whose postbacks had no model.
     var unmodelled = Set<Int64>()
 
-    init(day: UTCDay, models: ConversionModels) {
+    init(day: UTCDay, models: ConversionModels, campaigns: CampaignMappings) {
         self.day = day
         self.models = models
+        self.campaigns = campaigns
     }
 
     /// Adds `postback` (`postback.count` identical ones, when the engine grouped them).
@@ -109,7 +111,10 @@ struct DayAggregation: Sendable {
             sequenceIndex: postback.sequenceIndex
         )
         if case .unmodelled = decoded { unmodelled.insert(postback.appID) }
-        groups[GroupKey(day: day, postback), default: GroupMetrics()].add(postback, decoded)
+        let mapping = postback.installDate.flatMap {
+            campaigns.lookup(network: postback.adNetworkID, identifier: postback.sourceIdentifierDimension, installDate: $0)
+        }
+        groups[GroupKey(day: day, postback, mapping: mapping), default: GroupMetrics()].add(postback, decoded)
         if postback.countsInFineValueHistogram {
             let key = HistogramKey(appID: postback.appID, network: postback.adNetworkID, fine: postback.conversionValue?.fine)
             histogram[key, default: 0] += postback.count
@@ -140,6 +145,10 @@ struct AggregatedPostback {
     var conversionValue: ConversionValue?
     var conversionType: String?
     var marketplaceID: String?
+    /// The stored inferences (``PostbackInference``).
+    var installDate: UTCDay?
+    var crowdAnonymityTier: Int?
+    var sourceIdentifierDigits: Int?
     /// How many identical postbacks this row stands for (an engine may group them in SQL).
     var count = 1
 
@@ -178,8 +187,13 @@ struct GroupKey: Hashable, Comparable, Sendable {
     var sequenceIndex: Int
     var countryCode: String?
     var marketplaceID: String?
+    var installDate: UTCDay?
+    var crowdAnonymityTier: Int?
+    var sourceIdentifierDigits: Int?
+    /// The campaign mapping row (an index into ``CampaignMappings/rows``), if any.
+    var mapping: Int?
 
-    init(day: UTCDay, _ postback: AggregatedPostback) {
+    init(day: UTCDay, _ postback: AggregatedPostback, mapping: Int?) {
         date = day.description
         appID = postback.appID
         adNetworkID = postback.adNetworkID
@@ -193,6 +207,10 @@ struct GroupKey: Hashable, Comparable, Sendable {
         sequenceIndex = postback.sequenceIndex
         countryCode = postback.countryCode
         marketplaceID = postback.marketplaceID
+        installDate = postback.installDate
+        crowdAnonymityTier = postback.crowdAnonymityTier
+        sourceIdentifierDigits = postback.sourceIdentifierDigits
+        self.mapping = mapping
     }
 
     static func < (lhs: GroupKey, rhs: GroupKey) -> Bool {
@@ -210,6 +228,10 @@ struct GroupKey: Hashable, Comparable, Sendable {
         if order == 0 { order = compare(lhs.version, rhs.version) }
         if order == 0 { order = compare(lhs.countryCode, rhs.countryCode) }
         if order == 0 { order = compare(lhs.marketplaceID, rhs.marketplaceID) }
+        if order == 0 { order = compare(lhs.installDate, rhs.installDate) }
+        if order == 0 { order = compare(lhs.crowdAnonymityTier, rhs.crowdAnonymityTier) }
+        if order == 0 { order = compare(lhs.sourceIdentifierDigits, rhs.sourceIdentifierDigits) }
+        if order == 0 { order = compare(lhs.mapping, rhs.mapping) }
         return order < 0
     }
 }

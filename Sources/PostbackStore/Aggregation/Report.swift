@@ -55,6 +55,23 @@ public struct ReportRow: Sendable {
     public var revenue: [String: RevenueTotal] = [:]
     /// Columns from other measurements (``Report/extraColumns``), by name.
     public var extras: [String: Int] = [:]
+    /// With `crowd_anonymity_tier` among the dimensions: this row's share of the production
+    /// postbacks that have a tier (postback 0 of a winning 4.0 or AdAttributionKit
+    /// attribution) among the rows with the same other dimensions; nil for the rows without a
+    /// tier.
+    public var tierShare: Double?
+
+    /// `null_rate`: winning postbacks without a conversion value over winning postbacks (every
+    /// key space, as `null_conversion_values` counts them); nil when there are none.
+    public var nullRate: Double? {
+        let winning = (counts[.postbacks] ?? 0) - (counts[.nonWinning] ?? 0)
+        return winning > 0 ? Double(counts[.nullConversionValues] ?? 0) / Double(winning) : nil
+    }
+
+    /// Postbacks of production keys (not test mode, not development).
+    var productionPostbacks: Int {
+        (counts[.postbacks] ?? 0) - (counts[.testMode] ?? 0) - (counts[.development] ?? 0)
+    }
 }
 
 /// A dimension value as stored: text, integer, or NULL.
@@ -176,20 +193,34 @@ struct ReportSQL {
     /// The groups: the dimensions, then `event` for an events report.
     var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event"] : []) }
 
+    /// The bounds: `date` (received) or `install_date` within `from...to`. An install date
+    /// bound also bounds `date` by the days that can hold such installs
+    /// (``PostbackInference/receivedDays(forInstallDays:_:)``), so that the `date` index
+    /// narrows the rows read.
+    private var bounds: [(condition: String, value: String)] {
+        var bounds: [(String, String)] = []
+        switch query.dateBasis {
+        case .received:
+            if let from = query.from { bounds.append(("date >=", from.description)) }
+            if let to = query.to { bounds.append(("date <=", to.description)) }
+        case .install:
+            if let from = query.from {
+                bounds.append(("install_date >=", from.description))
+                bounds.append(("date >=", PostbackInference.receivedDays(forInstallDays: from, from).from.description))
+            }
+            if let to = query.to {
+                bounds.append(("install_date <=", to.description))
+                bounds.append(("date <=", PostbackInference.receivedDays(forInstallDays: to, to).to.description))
+            }
+        }
+        return bounds
+    }
+
     /// The date bounds as parameters, in order.
-    var arguments: [String] { [query.from?.description, query.to?.description].compactMap { $0 } }
+    var arguments: [String] { bounds.map(\.value) }
 
     private var filter: String {
-        var conditions: [String] = []
-        var number = 0
-        if query.from != nil {
-            number += 1
-            conditions.append("date >= \(parameter(number))")
-        }
-        if query.to != nil {
-            number += 1
-            conditions.append("date <= \(parameter(number))")
-        }
+        let conditions = bounds.enumerated().map { number, bound in "\(bound.condition) \(parameter(number + 1))" }
         return conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
     }
 
@@ -287,24 +318,62 @@ struct ReportAssembler {
     }
 
     func report(policy: String?) -> Report {
-        Report(
+        var ordered = keys.compactMap { rows[$0] }
+        if !query.events, let tier = query.dimensions.firstIndex(of: .crowdAnonymityTier) {
+            func others(_ row: ReportRow) -> [DimensionValue] {
+                var values = row.dimensions
+                values.remove(at: tier)
+                return values
+            }
+            var totals: [[DimensionValue]: Int] = [:]
+            for row in ordered where row.dimensions[tier] != .null {
+                totals[others(row), default: 0] += row.productionPostbacks
+            }
+            for index in ordered.indices where ordered[index].dimensions[tier] != .null {
+                let total = totals[others(ordered[index])] ?? 0
+                ordered[index].tierShare = total > 0 ? Double(ordered[index].productionPostbacks) / Double(total) : nil
+            }
+        }
+        return Report(
             dimensions: query.dimensions,
             events: query.events,
-            rows: keys.compactMap { rows[$0] },
+            rows: ordered,
             currencies: currencies.sorted(),
             policy: policy
         )
     }
 }
 
-/// The staleness warning from the times of the last ingest that accepted something and of the
-/// last aggregate run (ISO 8601 text, or nil when there is none).
-func stalenessWarning(lastIngest: String?, lastAggregate: String?) -> String? {
-    guard let lastIngest else { return nil }
+/// The staleness warning from the times of the last ingest that accepted something, of the
+/// last aggregate run, of the last campaign mapping change and of the last aggregate run over
+/// every day (ISO 8601 text, or nil when there is none), and whether aggregate rows written
+/// before the section 9 dimensions remain (`staleRows`).
+func stalenessWarning(
+    lastIngest: String?,
+    lastAggregate: String?,
+    lastMappingChange: String? = nil,
+    lastWholeAggregate: String? = nil,
+    staleRows: Bool = false
+) -> String? {
     guard let lastAggregate else {
-        return "no aggregate rows yet: run postbackd aggregate first"
+        return lastIngest == nil ? nil : "no aggregate rows yet: run postbackd aggregate first"
     }
-    return lastIngest > lastAggregate
-        ? "postbacks were ingested after the last aggregate run (\(lastAggregate)); run postbackd aggregate to include them"
-        : nil
+    var warnings: [String] = []
+    if let lastIngest, lastIngest > lastAggregate {
+        warnings.append(
+            "postbacks were ingested after the last aggregate run (\(lastAggregate)); run postbackd aggregate to include them"
+        )
+    }
+    if staleRows {
+        warnings.append(
+            "some aggregate rows were computed before install dates, crowd-anonymity tiers and campaigns were stored; run postbackd aggregate (every day) to recompute them"
+        )
+    }
+    // A mapping applies to every day: only a run over every day since applies it everywhere.
+    if let lastMappingChange, lastMappingChange > (lastWholeAggregate ?? "") {
+        warnings.append(
+            "campaign mappings changed after the last aggregate run over every day; run postbackd aggregate to apply them"
+        )
+    }
+    return warnings.isEmpty ? nil : warnings.joined(separator: "\n")
 }

@@ -33,6 +33,9 @@ extension Report {
                 object.add("postbacks", row.eventPostbacks)
             } else {
                 for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
+                for (name, ratio) in ratios(row) {
+                    object.addRaw(name, json: ratio.map { formatJSONNumber(roundedRatio($0)) } ?? "null")
+                }
                 for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
             }
             let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
@@ -67,6 +70,7 @@ extension Report {
         header +=
             events
             ? ["event", "occurrences_min", "occurrences_max", "postbacks"] : ReportMetric.allCases.map(\.rawValue)
+        if !events { header += ratioColumns }
         header += extraColumns
         for currency in currencies {
             header += ["revenue_\(currency)_min", "revenue_\(currency)_max", "revenue_\(currency)"]
@@ -80,6 +84,7 @@ extension Report {
                 ]
             } else {
                 fields += ReportMetric.allCases.map { String(row.counts[$0] ?? 0) }
+                fields += ratios(row).map { $0.1.map { formatJSONNumber(roundedRatio($0)) } ?? "" }
                 fields += extraColumns.map { String(row.extras[$0] ?? 0) }
             }
             for currency in currencies {
@@ -171,6 +176,22 @@ extension Report {
                 )
             }
         }
+        if !events {
+            let totals = ReportRow(dimensions: [], counts: ReportMetric.allCases.reduce(into: [:]) { sums, metric in
+                sums[metric] = rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) }
+            })
+            for (index, name) in ratioColumns.enumerated() {
+                columns.append(
+                    TableColumn(
+                        header: name == "null_rate" ? "null rate" : "tier share",
+                        rightAligned: true,
+                        cells: rows.map { row in ratios(row)[index].1.map(formatPercent) ?? "–" },
+                        total: rows.count > 1 && name == "null_rate" ? totals.nullRate.map(formatPercent) ?? "–" : nil,
+                        priority: name == "null_rate" ? 85 : 96
+                    )
+                )
+            }
+        }
         for column in extraColumns {
             columns.append(
                 TableColumn(
@@ -225,6 +246,23 @@ extension Report {
         return (lines + notes.flatMap { wrap($0, width: width) }).map { $0.trailingSpacesRemoved }.joined(
             separator: "\n"
         ) + "\n"
+    }
+
+    /// The ratio columns after the count metrics: `null_rate`, and `tier_share` when grouped
+    /// by tier.
+    var ratioColumns: [String] {
+        ["null_rate"] + (dimensions.contains(.crowdAnonymityTier) ? ["tier_share"] : [])
+    }
+
+    private func ratios(_ row: ReportRow) -> [(String, Double?)] {
+        ratioColumns.map { ($0, $0 == "null_rate" ? row.nullRate : row.tierShare) }
+    }
+
+    private func roundedRatio(_ value: Double) -> Double { (value * 10_000).rounded() / 10_000 }
+
+    private func formatPercent(_ value: Double) -> String {
+        let tenths = Int((value * 1000).rounded())
+        return "\(tenths / 10).\(tenths % 10)%"
     }
 
     private func human(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {

@@ -21,6 +21,8 @@ enum ExportColumnType {
     case bool
     /// ISO 8601 text (`2026-11-21T08:00:00.000Z`).
     case time
+    /// A UTC day as text (`2026-11-21`).
+    case day
     /// The stored bytes as text (the postback's JSON); quarantined bytes that are not UTF-8 are
     /// written with U+FFFD where they break, and `raw_base64` holds them exactly.
     case rawText
@@ -55,7 +57,8 @@ extension ExportTable {
                 .init("received_at", .time), .init("received_at_source", .text), .init("raw", .rawText),
                 .init("raw_sha256", .hex), .init("dedup_key", .hex), .init("source", .text), .init("source_index", .integer),
                 .init("source_line", .integer), .init("run_id", .integer), .init("client_address", .text),
-                .init("request_id", .text),
+                .init("request_id", .text), .init("estimated_install_at", .time), .init("install_date", .day),
+                .init("crowd_anonymity_tier", .integer), .init("source_identifier_digits", .integer),
             ]
         case .quarantine:
             [

@@ -20,6 +20,8 @@ enum PostgresSchema {
     static let migrationLock: Int64 = 8_101_821_198_366_761_835
     static let aggregateLock: Int64 = 8_098_145_226_036_045_682
     static let modelsLock: Int64 = 8_098_145_226_237_895_788
+    /// "pbd-camp": `campaigns add`, so that two at once for one network do not both insert.
+    static let campaignsLock: Int64 = 8_098_145_226_069_208_432
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 
@@ -34,7 +36,11 @@ enum PostgresSchema {
         case .appID, .sourceAppID: "bigint"
         case .fidelityType, .postbackSequenceIndex: "integer"
         case .redownload, .didWin: "boolean"
-        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement: "text"
+        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement,
+            .campaign, .adGroup, .creative:
+            "text"
+        case .installDate: "date"
+        case .crowdAnonymityTier, .sourceIdentifierDigits: "integer"
         }
     }
 
@@ -381,6 +387,44 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX apple_ads_attributions_date ON apple_ads_attributions (date)",
             ]
+        ),
+        // Section 9 of the spec: estimated install times, tiers and source identifier digits
+        // (filled in for the rows stored before), campaign mappings, and the new aggregate
+        // dimensions (NULL in rows written before, until `aggregate` recomputes their days).
+        Migration(
+            version: 7,
+            name: "install dates, crowd-anonymity tiers, campaign mappings",
+            statements: [
+                """
+                ALTER TABLE postbacks ADD COLUMN estimated_install_at timestamptz, ADD COLUMN install_date date,
+                    ADD COLUMN crowd_anonymity_tier integer, ADD COLUMN source_identifier_digits integer
+                """,
+                InferenceSQL.postgresBackfill,
+                "ALTER TABLE aggregate_runs ADD COLUMN dimensions text, ADD COLUMN whole boolean NOT NULL DEFAULT false",
+                """
+                CREATE TABLE campaign_mappings (
+                    ad_network_id text NOT NULL,
+                    source_identifier text NOT NULL,
+                    valid_from date,
+                    valid_to date,
+                    campaign text NOT NULL,
+                    ad_group text,
+                    creative text,
+                    source text NOT NULL,
+                    line integer NOT NULL,
+                    added_at timestamptz NOT NULL
+                )
+                """,
+                "CREATE INDEX campaign_mappings_network ON campaign_mappings (ad_network_id, source_identifier)",
+            ]
+                + [
+                    "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events",
+                    "aggregate_daily_event_revenue",
+                ].map { table in
+                    "ALTER TABLE \(table) "
+                        + AggregateDimension.inferred.map { "ADD COLUMN \($0.column) \(postgresType($0))" }
+                        .joined(separator: ", ")
+                }
         ),
     ]
 

@@ -23,12 +23,14 @@ extension PostgresStore {
             )
             let stored = try await Self.currentModels(connection, logger: logger)
             let models = ConversionModels(stored.map(\.model))
+            let campaigns = CampaignMappings(try await Self.campaignMappings(connection, logger: logger))
             try await Self.deleteRows(selection, connection, logger: logger)
             var summary = try await client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
                 try await Self.readOnly(reader, logger: logger) {
                     try await Self.aggregateDays(
                         selection,
                         models: models,
+                        campaigns: campaigns,
                         policy: policy,
                         reader: reader,
                         writer: connection,
@@ -39,10 +41,11 @@ extension PostgresStore {
             summary.policy = policy
             try await connection.send(
                 """
-                INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version)
+                INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
                 VALUES (\(UTCInstant.now().iso8601)::timestamptz, \(summary.days.first?.description)::date,
                     \(summary.days.last?.description)::date, \(Int32(summary.days.count)), \(Int64(summary.postbacks)),
-                    \(policy.rawValue), \(DailyAggregator.modelsJSON(stored))::jsonb, \(PostbackdVersion.current))
+                    \(policy.rawValue), \(DailyAggregator.modelsJSON(stored))::jsonb, \(PostbackdVersion.current),
+                    \(AggregateDimension.columnList), \(selection == .all))
                 """,
                 logger: logger
             )
@@ -98,6 +101,7 @@ extension PostgresStore {
     private static func aggregateDays(
         _ selection: DaySelection,
         models: ConversionModels,
+        campaigns: CampaignMappings,
         policy: RevenueEstimatePolicy,
         reader: PostgresConnection,
         writer: PostgresConnection,
@@ -130,7 +134,7 @@ extension PostgresStore {
         for day in days {
             let finished = previous
             async let written: Void = write(finished, policy: policy, writer, logger: logger)
-            var aggregation = DayAggregation(day: day, models: models)
+            var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
             var binds = PostgresBindings()
             binds.append(day.description)
             for try await row in try await reader.send(PostgresQuery(unsafeSQL: selectPostbacks, binds: binds), logger: logger) {
@@ -151,11 +155,12 @@ extension PostgresStore {
     static let selectPostbacks = """
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type, marketplace_id, COUNT(*)::bigint
+            coarse_value, conversion_type, marketplace_id, (install_date - DATE '1970-01-01')::integer,
+            crowd_anonymity_tier, source_identifier_digits, COUNT(*)::bigint
         FROM postbacks WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date
         GROUP BY app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type, marketplace_id
+            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits
         """
 
     /// Inserts a day's rows (nothing for nil). The rows go in the groups' hash order: a table's
@@ -178,20 +183,20 @@ extension PostgresStore {
         var events = AggregateRows(metrics: [.text, .int8, .int8, .int8], capacity: capacity)
         var eventRevenue = AggregateRows(metrics: [.text, .text, .float8, .float8, .float8], capacity: capacity)
         for (key, metrics) in groups {
-            daily.appendKey(key, day: aggregation.day)
+            daily.appendKey(key, day: aggregation.day, aggregation.campaigns)
             for (index, count) in metrics.counts.enumerated() { daily.metrics[index].append(count) }
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                revenue.appendKey(key, day: aggregation.day)
+                revenue.appendKey(key, day: aggregation.day, aggregation.campaigns)
                 revenue.appendRevenue(currency, range, policy, from: 0)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
-                events.appendKey(key, day: aggregation.day)
+                events.appendKey(key, day: aggregation.day, aggregation.campaigns)
                 events.metrics[0].append(name)
                 events.metrics[1].append(event.occurrencesMin)
                 events.metrics[2].append(event.occurrencesMax)
                 events.metrics[3].append(event.postbacks)
                 for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
-                    eventRevenue.appendKey(key, day: aggregation.day)
+                    eventRevenue.appendKey(key, day: aggregation.day, aggregation.campaigns)
                     eventRevenue.metrics[0].append(name)
                     eventRevenue.appendRevenue(currency, range, policy, from: 1)
                 }
@@ -248,6 +253,12 @@ struct AggregateRows {
     var sequenceIndex: PostgresArrayColumn
     var country: PostgresArrayColumn
     var marketplaceID: PostgresArrayColumn
+    var installDate: PostgresArrayColumn
+    var crowdAnonymityTier: PostgresArrayColumn
+    var sourceIdentifierDigits: PostgresArrayColumn
+    var campaign: PostgresArrayColumn
+    var adGroup: PostgresArrayColumn
+    var creative: PostgresArrayColumn
     var metrics: [PostgresArrayColumn]
 
     /// Columns with room for `capacity` rows.
@@ -265,6 +276,12 @@ struct AggregateRows {
         sequenceIndex = PostgresArrayColumn(.int4, capacity: capacity)
         country = PostgresArrayColumn(.text, capacity: capacity)
         marketplaceID = PostgresArrayColumn(.text, capacity: capacity)
+        installDate = PostgresArrayColumn(.date, capacity: capacity)
+        crowdAnonymityTier = PostgresArrayColumn(.int4, capacity: capacity)
+        sourceIdentifierDigits = PostgresArrayColumn(.int4, capacity: capacity)
+        campaign = PostgresArrayColumn(.text, capacity: capacity)
+        adGroup = PostgresArrayColumn(.text, capacity: capacity)
+        creative = PostgresArrayColumn(.text, capacity: capacity)
         self.metrics = metrics.map { PostgresArrayColumn($0, capacity: capacity) }
     }
 
@@ -274,11 +291,12 @@ struct AggregateRows {
     var columns: [PostgresArrayColumn] {
         [
             date, appID, network, sourceIdentifier, sourceAppID, sourceDomain, version, fidelityType, redownload,
-            didWin, sequenceIndex, country, marketplaceID,
+            didWin, sequenceIndex, country, marketplaceID, installDate, crowdAnonymityTier, sourceIdentifierDigits,
+            campaign, adGroup, creative,
         ] + metrics
     }
 
-    mutating func appendKey(_ key: GroupKey, day: UTCDay) {
+    mutating func appendKey(_ key: GroupKey, day: UTCDay, _ campaigns: CampaignMappings) {
         date.append(day)
         appID.append(key.appID)
         network.append(key.adNetworkID)
@@ -292,6 +310,13 @@ struct AggregateRows {
         sequenceIndex.append(key.sequenceIndex)
         country.append(key.countryCode)
         marketplaceID.append(key.marketplaceID)
+        installDate.append(key.installDate)
+        crowdAnonymityTier.append(key.crowdAnonymityTier)
+        sourceIdentifierDigits.append(key.sourceIdentifierDigits)
+        let mapped = key.mapping.map { campaigns.rows[$0] }
+        campaign.append(mapped?.campaign)
+        adGroup.append(mapped?.adGroup)
+        creative.append(mapped?.creative)
     }
 
     /// The currency, minimum, maximum and estimate, from metric column `first` on.
@@ -327,6 +352,9 @@ extension AggregatedPostback {
             fine.map { .fine($0) } ?? coarse.flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
         conversionType = try cells[16].decode(String?.self)
         marketplaceID = try cells[17].decode(String?.self)
-        count = Int(try cells[18].decode(Int64.self))
+        installDate = try cells[18].decode(Int32?.self).map { UTCDay(daysSinceEpoch: Int64($0)) }
+        crowdAnonymityTier = try cells[19].decode(Int32?.self).map(Int.init)
+        sourceIdentifierDigits = try cells[20].decode(Int32?.self).map(Int.init)
+        count = Int(try cells[21].decode(Int64.self))
     }
 }

@@ -97,6 +97,7 @@ extension PostgresStore {
             case .text: name
             case .bool: name
             case .time: isoText(name)
+            case .day: "to_char(\(name), 'YYYY-MM-DD')"
             case .rawText: name
             case .hex: "encode(\(name), 'hex')"
             }
@@ -114,7 +115,7 @@ extension PostgresStore {
             switch column.type {
             case .integer:
                 values.append(try cell.decode(Int64?.self).map { .integer($0) } ?? .null)
-            case .text, .time:
+            case .text, .time, .day:
                 values.append(try cell.decode(String?.self).map { .text($0) } ?? .null)
             case .bool:
                 values.append(try cell.decode(Bool?.self).map { .bool($0) } ?? .null)

@@ -23,6 +23,8 @@ struct PendingWrites {
         /// Received over HTTP: the request, and the entry's position in its group.
         var request: ReceivedRequest? = nil
         var entry = 0
+        /// Section 9's inferences from the postback and `receivedAt`.
+        var inference: PostbackInference
     }
 
     struct Refused {
@@ -493,7 +495,8 @@ extension PendingWrites.Candidate {
             receivedSource: receivedSource,
             runID: runID,
             request: request,
-            entry: entry
+            entry: entry,
+            inference: PostbackInference(postback, receivedAt: receivedAt)
         )
     }
 }
@@ -506,6 +509,7 @@ struct PostbackInsertColumns {
     var adInteractionType, fine, coarse, country, testMode, development, keyName: PostgresArrayColumn
     var receivedAt, receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey: PostgresArrayColumn
     var clientAddress, requestID: PostgresArrayColumn
+    var estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits: PostgresArrayColumn
 
     init(capacity n: Int) {
         kind = PostgresArrayColumn(.text, capacity: n)
@@ -543,6 +547,10 @@ struct PostbackInsertColumns {
         dedupKey = PostgresArrayColumn(.bytea, capacity: n * 2)
         clientAddress = PostgresArrayColumn(.text, capacity: n)
         requestID = PostgresArrayColumn(.text, capacity: n)
+        estimatedInstallAt = PostgresArrayColumn(.timestamptz, capacity: n)
+        installDate = PostgresArrayColumn(.date, capacity: n)
+        crowdAnonymityTier = PostgresArrayColumn(.int4, capacity: n)
+        sourceIdentifierDigits = PostgresArrayColumn(.int4, capacity: n)
     }
 
     mutating func append(_ row: PendingWrites.Candidate) {
@@ -582,6 +590,10 @@ struct PostbackInsertColumns {
         dedupKey.append(bytes: row.dedupKey)
         clientAddress.append(row.request?.clientAddress)
         requestID.append(row.request?.requestID)
+        estimatedInstallAt.append(row.inference.estimatedInstallAt)
+        installDate.append(row.inference.installDate)
+        crowdAnonymityTier.append(row.inference.crowdAnonymityTier)
+        sourceIdentifierDigits.append(row.inference.sourceIdentifierDigits)
     }
 
     var query: PostgresQuery {
@@ -592,14 +604,15 @@ struct PostbackInsertColumns {
                 source_identifier, source_app_id, source_domain, fidelity_type, did_win, redownload, conversion_type,
                 marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
                 development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
-                source_line, run_id, dedup_key, client_address, request_id)
+                source_line, run_id, dedup_key, client_address, request_id, estimated_install_at, install_date,
+                crowd_anonymity_tier, source_identifier_digits)
             """,
             [
                 kind, keySpace, network, transaction, sequenceIndex, version, appID, campaignID, sourceIdentifier,
                 sourceAppID, sourceDomain, fidelityType, didWin, redownload, conversionType, marketplaceID,
                 impressionType, adInteractionType, fine, coarse, country, testMode, development, keyName, receivedAt,
                 receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey, clientAddress,
-                requestID,
+                requestID, estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits,
             ],
             suffix: "ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key"
         )

@@ -14,7 +14,7 @@ extension PostgresStore {
             orderTerm: { expression, isText in expression + (isText ? " COLLATE \"C\"" : "") + " NULLS FIRST" }
         )
         let textColumns =
-            query.dimensions.map { $0.sqlType == "TEXT" || $0 == .date } + (query.events ? [true] : [])
+            query.dimensions.map { $0.sqlType == "TEXT" } + (query.events ? [true] : [])
         return try await transaction("read the report", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
             connection in
             var assembler = ReportAssembler(query)
@@ -70,29 +70,40 @@ extension PostgresStore {
     /// SQLite stores it.
     static func reportExpression(_ dimension: AggregateDimension) -> String {
         switch dimension {
-        case .date: "to_char(date, 'YYYY-MM-DD')"
+        case .date, .installDate: "to_char(\(dimension.column), 'YYYY-MM-DD')"
         case .redownload, .didWin: "\(dimension.column)::integer::bigint"
-        case .appID, .sourceAppID, .fidelityType, .postbackSequenceIndex: "\(dimension.column)::bigint"
-        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID: dimension.column
+        case .appID, .sourceAppID, .fidelityType, .postbackSequenceIndex, .crowdAnonymityTier, .sourceIdentifierDigits:
+            "\(dimension.column)::bigint"
+        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .campaign, .adGroup,
+            .creative:
+            dimension.column
         case .placement: dimension.selectExpression
         }
     }
 
     package func stalenessWarning() async throws -> String? {
         try await transaction("read the run log", isolation: " READ ONLY") { connection in
-            var lastIngest: String?
-            var lastAggregate: String?
-            for try await (ingest, aggregate) in try await connection.send(
+            var times: (String?, String?, String?, String?, Bool) = (nil, nil, nil, nil, false)
+            for try await row in try await connection.send(
                 """
                 SELECT (SELECT \(unescaped: isoText("MAX(finished_at)")) FROM ingest_runs WHERE accepted > 0),
-                    (SELECT \(unescaped: isoText("MAX(run_at)")) FROM aggregate_runs)
+                    (SELECT \(unescaped: isoText("MAX(run_at)")) FROM aggregate_runs),
+                    (SELECT \(unescaped: isoText("MAX(added_at)")) FROM campaign_mappings),
+                    (SELECT \(unescaped: isoText("MAX(run_at)")) FROM aggregate_runs WHERE whole),
+                    CASE WHEN EXISTS (SELECT 1 FROM aggregate_runs WHERE dimensions IS DISTINCT FROM \(AggregateDimension.columnList))
+                        THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL) ELSE false END
                 """,
                 logger: logger
-            ).decode((String?, String?).self) {
-                lastIngest = ingest
-                lastAggregate = aggregate
+            ).decode((String?, String?, String?, String?, Bool).self) {
+                times = row
             }
-            return PostbackStore.stalenessWarning(lastIngest: lastIngest, lastAggregate: lastAggregate)
+            return PostbackStore.stalenessWarning(
+                lastIngest: times.0,
+                lastAggregate: times.1,
+                lastMappingChange: times.2,
+                lastWholeAggregate: times.3,
+                staleRows: times.4
+            )
         }
     }
 }

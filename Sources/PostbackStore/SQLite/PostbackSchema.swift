@@ -17,6 +17,8 @@ import GRDB
 ///   `aggregate_daily_event_revenue`, `aggregate_fine_values`: what `postbackd aggregate`
 ///   computes, keyed by their dimensions (no surrogate ids, so a re-run gives identical rows).
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
+/// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
+///   group and creative over time (`postbackd campaigns add`).
 public enum PostbackSchema {
     public static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -369,6 +371,44 @@ public enum PostbackSchema {
                     CREATE INDEX apple_ads_attributions_date ON apple_ads_attributions (date);
                     """
             )
+        }
+        // Section 9 of the spec: each postback's estimated install time and day, crowd-anonymity
+        // tier and source identifier digits (filled in here for the rows stored before; stored
+        // with each postback after); the campaign mappings; and those, with the campaign, ad
+        // group and creative, as aggregate dimensions. Aggregate rows written before hold NULL
+        // until `aggregate` recomputes their days (a report says so: `aggregate_runs.dimensions`).
+        migrator.registerMigration("v11: install dates, crowd-anonymity tiers, campaign mappings") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE postbacks ADD COLUMN estimated_install_at TEXT;
+                    ALTER TABLE postbacks ADD COLUMN install_date TEXT;
+                    ALTER TABLE postbacks ADD COLUMN crowd_anonymity_tier INTEGER;
+                    ALTER TABLE postbacks ADD COLUMN source_identifier_digits INTEGER;
+                    \(InferenceSQL.sqliteBackfill);
+                    ALTER TABLE aggregate_runs ADD COLUMN dimensions TEXT;
+                    ALTER TABLE aggregate_runs ADD COLUMN whole INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE campaign_mappings (
+                        ad_network_id TEXT NOT NULL,
+                        source_identifier TEXT NOT NULL,
+                        valid_from TEXT,
+                        valid_to TEXT,
+                        campaign TEXT NOT NULL,
+                        ad_group TEXT,
+                        creative TEXT,
+                        source TEXT NOT NULL,
+                        line INTEGER NOT NULL,
+                        added_at TEXT NOT NULL
+                    );
+                    CREATE INDEX campaign_mappings_network ON campaign_mappings (ad_network_id, source_identifier);
+                    """
+            )
+            for table in [
+                "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
+            ] {
+                for dimension in AggregateDimension.inferred {
+                    try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(dimension.column) \(dimension.sqlType)")
+                }
+            }
         }
         return migrator
     }

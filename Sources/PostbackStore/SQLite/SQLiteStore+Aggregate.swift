@@ -16,6 +16,7 @@ extension SQLiteStore {
                 summary.policy = policy
                 let stored = try Self.currentModels(db)
                 let models = ConversionModels(stored.map(\.model))
+                let campaigns = CampaignMappings(try Self.campaignMappings(db))
                 let days = try Self.days(selection, db)
                 summary.days = days
                 var unmodelled = Set<Int64>()
@@ -31,7 +32,7 @@ extension SQLiteStore {
                     }
                 }
                 for day in days {
-                    var aggregation = DayAggregation(day: day, models: models)
+                    var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
                     let rows = SQLiteRowReader(
                         try db.cachedStatement(sql: Self.selectPostbacks),
                         textArguments: [day.description]
@@ -47,13 +48,13 @@ extension SQLiteStore {
                 summary.unmodelledApps = unmodelled.sorted()
                 try db.execute(
                     sql: """
-                        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         UTCInstant.now().iso8601, days.first?.description, days.last?.description, days.count,
                         summary.postbacks, policy.rawValue, DailyAggregator.modelsJSON(stored),
-                        PostbackdVersion.current,
+                        PostbackdVersion.current, AggregateDimension.columnList, selection == .all,
                     ]
                 )
                 return .commit
@@ -66,7 +67,7 @@ extension SQLiteStore {
     static let selectPostbacks = """
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type, marketplace_id
+            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits
         FROM postbacks WHERE substr(received_at, 1, 10) = ?
         """
 
@@ -101,20 +102,20 @@ extension SQLiteStore {
         )
         for (key, metrics) in aggregation.sortedGroups {
             var row = SQLiteBinder(daily)
-            key.bind(into: &row)
+            key.bind(into: &row, aggregation.campaigns)
             for count in metrics.counts {
                 row.bind(count)
             }
             _ = try row.step(db)
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                 var row = SQLiteBinder(revenue)
-                key.bind(into: &row)
+                key.bind(into: &row, aggregation.campaigns)
                 range.bind(currency, policy, into: &row)
                 _ = try row.step(db)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
                 var row = SQLiteBinder(events)
-                key.bind(into: &row)
+                key.bind(into: &row, aggregation.campaigns)
                 row.bind(name)
                 row.bind(event.occurrencesMin)
                 row.bind(event.occurrencesMax)
@@ -122,7 +123,7 @@ extension SQLiteStore {
                 _ = try row.step(db)
                 for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
                     var row = SQLiteBinder(eventRevenue)
-                    key.bind(into: &row)
+                    key.bind(into: &row, aggregation.campaigns)
                     row.bind(name)
                     range.bind(currency, policy, into: &row)
                     _ = try row.step(db)
@@ -162,12 +163,16 @@ extension AggregatedPostback {
             fine.map { .fine($0) } ?? coarse.flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
         conversionType = row.text(16)
         marketplaceID = row.text(17)
+        installDate = row.text(18).flatMap(UTCDay.init)
+        crowdAnonymityTier = row.int64(19).map { Int($0) }
+        sourceIdentifierDigits = row.int64(20).map { Int($0) }
     }
 }
 
 extension GroupKey {
-    /// Binds the dimensions in ``AggregateDimension`` order.
-    func bind(into row: inout SQLiteBinder) {
+    /// Binds the stored dimensions in ``AggregateDimension`` order, the mapping's names from
+    /// `campaigns`.
+    func bind(into row: inout SQLiteBinder, _ campaigns: CampaignMappings) {
         row.bind(date)
         row.bind(appID)
         row.bind(adNetworkID)
@@ -181,6 +186,13 @@ extension GroupKey {
         row.bind(sequenceIndex)
         row.bind(countryCode)
         row.bind(marketplaceID)
+        row.bind(installDate?.description)
+        row.bind(crowdAnonymityTier)
+        row.bind(sourceIdentifierDigits)
+        let mapped = mapping.map { campaigns.rows[$0] }
+        row.bind(mapped?.campaign)
+        row.bind(mapped?.adGroup)
+        row.bind(mapped?.creative)
     }
 }
 

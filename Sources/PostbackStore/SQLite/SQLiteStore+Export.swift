@@ -44,7 +44,7 @@ extension SQLiteStore {
             switch column.type {
             case .integer:
                 values.append((Int64.fromDatabaseValue(value)).map { .integer($0) } ?? .null)
-            case .text, .time:
+            case .text, .time, .day:
                 values.append((String.fromDatabaseValue(value)).map { .text($0) } ?? .null)
             case .bool:
                 values.append((Int64.fromDatabaseValue(value)).map { .bool($0 != 0) } ?? .null)

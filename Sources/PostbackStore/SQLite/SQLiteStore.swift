@@ -304,6 +304,13 @@ package final class SQLiteStore: PostbackStorage {
         insert.bind(location.index)
         insert.bind(location.line)
         insert.bind(runID)
+        let inference = PostbackInference(postback, receivedAt: receivedAt)
+        inference.estimatedInstallAt.withISO8601Bytes { bytes in
+            insert.bindText(bytes)
+            insert.bindText(UnsafeRawBufferPointer(rebasing: bytes[0..<10]))
+        }
+        insert.bind(inference.crowdAnonymityTier)
+        insert.bind(inference.sourceIdentifierDigits)
         let dedupKey = DedupKeyDigest.digest(
             kind: postback.kind.rawValue,
             keySpace: keySpace.rawValue,
@@ -402,15 +409,16 @@ package final class SQLiteStore: PostbackStorage {
             source_identifier, source_app_id, source_domain, fidelity_type, did_win, redownload, conversion_type,
             marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
             development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
-            source_line, run_id, dedup_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            source_line, run_id, estimated_install_at, install_date, crowd_anonymity_tier, source_identifier_digits,
+            dedup_key)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (dedup_key) DO NOTHING
         """
 
     /// ``insertPostback`` with the HTTP request's client address and id.
     static let insertReceivedPostback = insertPostback.replacingOccurrences(
-        of: "run_id, dedup_key)\nVALUES (?,",
-        with: "run_id, dedup_key, client_address, request_id)\nVALUES (?, ?, ?,"
+        of: "dedup_key)\nVALUES (?,",
+        with: "dedup_key, client_address, request_id)\nVALUES (?, ?, ?,"
     )
 
     static let selectStored = """

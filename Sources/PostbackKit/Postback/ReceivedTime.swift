@@ -1,4 +1,3 @@
-import PostbackKit
 /// Where a stored postback's received time came from.
 public enum ReceivedTimeSource: String, Sendable, Hashable {
     /// `--received-at`.

@@ -1,0 +1,123 @@
+import PostbackKit
+
+/// A stored campaign mapping row and when it was added.
+public struct StoredCampaignMapping: Sendable, Hashable {
+    public var mapping: CampaignMapping
+    /// ISO 8601.
+    public var addedAt: String
+}
+
+/// What `campaigns add` changed: per network, the rows it had and has.
+public struct CampaignMappingChange: Sendable, Hashable {
+    public struct Network: Sendable, Hashable {
+        public var adNetworkID: String
+        public var removed: Int
+        public var added: Int
+    }
+
+    public var networks: [Network] = []
+
+    /// For people: one line per network.
+    public var text: String {
+        networks.map { network in
+            "\(network.adNetworkID): \(formatCount(network.added)) row\(network.added == 1 ? "" : "s") stored"
+                + (network.removed > 0 ? ", replacing \(formatCount(network.removed))" : "")
+        }.joined(separator: "\n")
+            + "\nrun postbackd aggregate to apply the mappings to the aggregates"
+    }
+
+    public var json: String {
+        var object = JSONObjectWriter()
+        object.addRaw(
+            "networks",
+            json: "["
+                + networks.map { network in
+                    var entry = JSONObjectWriter()
+                    entry.add("ad_network_id", network.adNetworkID)
+                    entry.add("added", network.added)
+                    entry.add("removed", network.removed)
+                    return entry.text
+                }.joined(separator: ",") + "]"
+        )
+        return object.text
+    }
+}
+
+/// `postbackd campaigns add` and `campaigns list`.
+public enum CampaignsJob {
+    /// Reads and checks the files together, then replaces the mappings of the networks they
+    /// name, in one transaction: any problem in any file, and nothing is stored.
+    public static func add(_ location: StoreLocation, files: [String]) async throws -> CampaignMappingChange {
+        let rows: [CampaignMapping]
+        switch CampaignMappingFile.read(files) {
+        case .success(let read): rows = read
+        case .failure(let error): throw error
+        }
+        guard !rows.isEmpty else {
+            throw CampaignMappingError(problems: ["\(files.joined(separator: ", ")): no mapping rows (only a header)"])
+        }
+        return try await PostbackStores.with(location) { store in
+            try await store.replaceCampaignMappings(rows)
+        }
+    }
+
+    /// Every stored row, or those of `network`.
+    public static func list(_ location: StoreLocation, network: String?) async throws -> [StoredCampaignMapping] {
+        try await PostbackStores.with(location) { store in
+            try await store.campaignMappings().filter { network == nil || $0.mapping.adNetworkID == network }
+        }
+    }
+
+    /// The rows as CSV: a mapping file's columns (`campaigns add` reads it back), then where
+    /// each was read and when it was added.
+    public static func csv(_ rows: [StoredCampaignMapping]) -> String {
+        var out = CampaignMapping.header + ",source,line,added_at\n"
+        for stored in rows {
+            let row = stored.mapping
+            let cells = [
+                row.adNetworkID, row.prefix, row.validFrom?.description ?? "", row.validTo?.description ?? "",
+                row.campaign, row.adGroup ?? "", row.creative ?? "", row.source, String(row.line), stored.addedAt,
+            ]
+            out += cells.map(csvCell).joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
+    /// JSON Lines, one object per row (null for empty cells).
+    public static func json(_ rows: [StoredCampaignMapping]) -> String {
+        rows.map { stored in
+            let row = stored.mapping
+            var object = JSONObjectWriter()
+            object.add("ad_network_id", row.adNetworkID)
+            object.add("source_identifier", row.prefix)
+            object.add("valid_from", row.validFrom?.description)
+            object.add("valid_to", row.validTo?.description)
+            object.add("campaign", row.campaign)
+            object.add("ad_group", row.adGroup)
+            object.add("creative", row.creative)
+            object.add("source", row.source)
+            object.add("line", row.line)
+            object.add("added_at", stored.addedAt)
+            return object.text + "\n"
+        }.joined()
+    }
+
+    /// An aligned table for people.
+    public static func table(_ rows: [StoredCampaignMapping]) -> String {
+        guard !rows.isEmpty else { return "no campaign mappings (postbackd campaigns add FILE)\n" }
+        func column(_ header: String, _ cell: (CampaignMapping) -> String) -> TableColumn {
+            TableColumn(header: header, rightAligned: false, cells: rows.map { cell($0.mapping) }, priority: 90)
+        }
+        let columns = [
+            column("ad network") { $0.adNetworkID }, column("prefix") { $0.prefix }, column("valid") { $0.period },
+            column("campaign") { $0.campaign }, column("ad group") { $0.adGroup ?? "-" },
+            column("creative") { $0.creative ?? "-" }, column("read from") { $0.place },
+        ]
+        return TableColumn.lines(columns, rows: rows.count).joined(separator: "\n") + "\n"
+    }
+
+    private static func csvCell(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,113 @@
+import PostbackKit
+import PostgresNIO
+
+extension PostgresStore {
+    /// Serialized with other `campaigns add` runs by an advisory lock (under READ COMMITTED,
+    /// two runs for one network would otherwise each delete the rows they saw and both insert),
+    /// and with `aggregate` by its lock, so that `added_at` falls after any run that read the
+    /// old rows.
+    package func replaceCampaignMappings(_ rows: [CampaignMapping]) async throws -> CampaignMappingChange {
+        let logger = self.logger
+        let networks = Set(rows.map(\.adNetworkID)).sorted()
+        return try await transaction("replace campaign mappings") { connection in
+            try await connection.send(
+                "SELECT pg_advisory_xact_lock(\(PostgresSchema.campaignsLock)), pg_advisory_xact_lock(\(PostgresSchema.aggregateLock))",
+                logger: logger
+            )
+            let addedAt = UTCInstant.now()
+            var change = CampaignMappingChange()
+            for network in networks {
+                var removed = 0
+                for try await count in try await connection.send(
+                    "WITH gone AS (DELETE FROM campaign_mappings WHERE ad_network_id = \(network) RETURNING 1) SELECT COUNT(*)::bigint FROM gone",
+                    logger: logger
+                ).decode(Int64.self) {
+                    removed = Int(count)
+                }
+                change.networks.append(
+                    .init(adNetworkID: network, removed: removed, added: rows.count { $0.adNetworkID == network })
+                )
+            }
+            var network = PostgresArrayColumn(.text)
+            var prefix = PostgresArrayColumn(.text)
+            var validFrom = PostgresArrayColumn(.date)
+            var validTo = PostgresArrayColumn(.date)
+            var campaign = PostgresArrayColumn(.text)
+            var adGroup = PostgresArrayColumn(.text)
+            var creative = PostgresArrayColumn(.text)
+            var source = PostgresArrayColumn(.text)
+            var line = PostgresArrayColumn(.int4)
+            var added = PostgresArrayColumn(.timestamptz)
+            for row in rows {
+                network.append(row.adNetworkID)
+                prefix.append(row.prefix)
+                validFrom.append(row.validFrom)
+                validTo.append(row.validTo)
+                campaign.append(row.campaign)
+                adGroup.append(row.adGroup)
+                creative.append(row.creative)
+                source.append(row.source)
+                line.append(row.line)
+                added.append(addedAt)
+            }
+            try await connection.send(
+                unnestInsert(
+                    """
+                    INSERT INTO campaign_mappings (ad_network_id, source_identifier, valid_from, valid_to, campaign,
+                        ad_group, creative, source, line, added_at)
+                    """,
+                    [network, prefix, validFrom, validTo, campaign, adGroup, creative, source, line, added]
+                ),
+                logger: logger
+            )
+            return change
+        }
+    }
+
+    package func campaignMappings() async throws -> [StoredCampaignMapping] {
+        let logger = self.logger
+        return try await transaction("read campaign mappings", isolation: " READ ONLY") { connection in
+            try await Self.storedCampaignMappings(connection, logger: logger)
+        }
+    }
+
+    /// The mappings in force, for aggregation.
+    static func campaignMappings(_ connection: PostgresConnection, logger: Logger) async throws -> [CampaignMapping] {
+        try await storedCampaignMappings(connection, logger: logger).map(\.mapping)
+    }
+
+    private static func storedCampaignMappings(_ connection: PostgresConnection, logger: Logger) async throws
+        -> [StoredCampaignMapping]
+    {
+        var rows: [StoredCampaignMapping] = []
+        for try await (network, prefix, from, to, campaign, adGroup, creative, source, line, added) in try await connection
+            .send(
+                """
+                SELECT ad_network_id, source_identifier, to_char(valid_from, 'YYYY-MM-DD'), to_char(valid_to, 'YYYY-MM-DD'),
+                    campaign, ad_group, creative, source, line, \(unescaped: isoText("added_at"))
+                FROM campaign_mappings
+                ORDER BY ad_network_id COLLATE "C", source_identifier COLLATE "C", valid_from NULLS FIRST, line
+                """,
+                logger: logger
+            ).decode((String, String, String?, String?, String, String?, String?, String, Int32, String).self)
+        {
+            rows.append(
+                StoredCampaignMapping(
+                    mapping: CampaignMapping(
+                        adNetworkID: network,
+                        prefix: prefix,
+                        validFrom: from.flatMap(UTCDay.init),
+                        validTo: to.flatMap(UTCDay.init),
+                        campaign: campaign,
+                        adGroup: adGroup,
+                        creative: creative,
+                        source: source,
+                        line: Int(line)
+                    ),
+                    addedAt: added
+                )
+            )
+        }
+        return rows
+    }
+}

@@ -1,0 +1,71 @@
+import GRDB
+import PostbackKit
+
+extension SQLiteStore {
+    package func replaceCampaignMappings(_ rows: [CampaignMapping]) throws -> CampaignMappingChange {
+        let networks = Set(rows.map(\.adNetworkID)).sorted()
+        return try queue.write { db in
+            var change = CampaignMappingChange()
+            for network in networks {
+                try db.execute(sql: "DELETE FROM campaign_mappings WHERE ad_network_id = ?", arguments: [network])
+                change.networks.append(
+                    .init(adNetworkID: network, removed: db.changesCount, added: rows.count { $0.adNetworkID == network })
+                )
+            }
+            // Taken once the write lock is held (the first DELETE took it): an aggregate run
+            // holds it throughout, so one that ran before these rows has an earlier run_at, and
+            // the staleness warning compares the right times.
+            let addedAt = UTCInstant.now()
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO campaign_mappings (ad_network_id, source_identifier, valid_from, valid_to, campaign,
+                        ad_group, creative, source, line, added_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
+            for row in rows {
+                try insert.execute(arguments: [
+                    row.adNetworkID, row.prefix, row.validFrom?.description, row.validTo?.description, row.campaign,
+                    row.adGroup, row.creative, row.source, row.line, addedAt.iso8601,
+                ])
+            }
+            return change
+        }
+    }
+
+    package func campaignMappings() throws -> [StoredCampaignMapping] {
+        try queue.read { db in try Self.storedCampaignMappings(db) }
+    }
+
+    /// The mappings in force, for aggregation.
+    static func campaignMappings(_ db: Database) throws -> [CampaignMapping] {
+        try storedCampaignMappings(db).map(\.mapping)
+    }
+
+    private static func storedCampaignMappings(_ db: Database) throws -> [StoredCampaignMapping] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT ad_network_id, source_identifier, valid_from, valid_to, campaign, ad_group, creative, source,
+                    line, added_at
+                FROM campaign_mappings
+                ORDER BY ad_network_id, source_identifier, valid_from IS NOT NULL, valid_from, line
+                """
+        ).map { row in
+            StoredCampaignMapping(
+                mapping: CampaignMapping(
+                    adNetworkID: row[0],
+                    prefix: row[1],
+                    validFrom: (row[2] as String?).flatMap(UTCDay.init),
+                    validTo: (row[3] as String?).flatMap(UTCDay.init),
+                    campaign: row[4],
+                    adGroup: row[5],
+                    creative: row[6],
+                    source: row[7],
+                    line: row[8]
+                ),
+                addedAt: row[9]
+            )
+        }
+    }
+}

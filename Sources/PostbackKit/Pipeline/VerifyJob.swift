@@ -48,12 +48,15 @@ public struct VerifyJob: Sendable {
         let models = self.models
         let rule = receivedTime
         let now = UTCInstant.now()
+        // The received time feeds only the JSON fields and the --explain block.
+        let showsInferences = format == .json || explain
         try await VerificationPipeline(keyRing: keyRing, width: width).run(reader) { verified in
             for (entry, result) in verified.items {
                 summary.count(result)
-                let received = result.postback.map {
-                    rule.receivedTime(forwarderTimestamp: $0.forwarderTimestamp, now: now)
-                }
+                let received =
+                    showsInferences
+                    ? result.postback.map { rule.receivedTime(forwarderTimestamp: $0.forwarderTimestamp, now: now) }
+                    : nil
                 switch format {
                 case .text:
                     output.line(VerificationReport.textLine(entry.location, result))

@@ -183,20 +183,22 @@ extension PostgresStore {
         var events = AggregateRows(metrics: [.text, .int8, .int8, .int8], capacity: capacity)
         var eventRevenue = AggregateRows(metrics: [.text, .text, .float8, .float8, .float8], capacity: capacity)
         for (key, metrics) in groups {
-            daily.appendKey(key, day: aggregation.day, aggregation.campaigns)
+            // The mapping's names, looked up once for the group's rows in all four tables.
+            let mapped = key.mapping.map { aggregation.campaigns.rows[$0] }
+            daily.appendKey(key, day: aggregation.day, mapped: mapped)
             for (index, count) in metrics.counts.enumerated() { daily.metrics[index].append(count) }
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                revenue.appendKey(key, day: aggregation.day, aggregation.campaigns)
+                revenue.appendKey(key, day: aggregation.day, mapped: mapped)
                 revenue.appendRevenue(currency, range, policy, from: 0)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
-                events.appendKey(key, day: aggregation.day, aggregation.campaigns)
+                events.appendKey(key, day: aggregation.day, mapped: mapped)
                 events.metrics[0].append(name)
                 events.metrics[1].append(event.occurrencesMin)
                 events.metrics[2].append(event.occurrencesMax)
                 events.metrics[3].append(event.postbacks)
                 for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
-                    eventRevenue.appendKey(key, day: aggregation.day, aggregation.campaigns)
+                    eventRevenue.appendKey(key, day: aggregation.day, mapped: mapped)
                     eventRevenue.metrics[0].append(name)
                     eventRevenue.appendRevenue(currency, range, policy, from: 1)
                 }
@@ -296,7 +298,8 @@ struct AggregateRows {
         ] + metrics
     }
 
-    mutating func appendKey(_ key: GroupKey, day: UTCDay, _ campaigns: CampaignMappings) {
+    /// The dimensions of `key`, with `mapped`'s names (its mapping row's).
+    mutating func appendKey(_ key: GroupKey, day: UTCDay, mapped: CampaignMapping?) {
         date.append(day)
         appID.append(key.appID)
         network.append(key.adNetworkID)
@@ -313,7 +316,6 @@ struct AggregateRows {
         installDate.append(key.installDate)
         crowdAnonymityTier.append(key.crowdAnonymityTier)
         sourceIdentifierDigits.append(key.sourceIdentifierDigits)
-        let mapped = key.mapping.map { campaigns.rows[$0] }
         campaign.append(mapped?.campaign)
         adGroup.append(mapped?.adGroup)
         creative.append(mapped?.creative)

@@ -100,22 +100,25 @@ extension SQLiteStore {
             sql:
                 "INSERT INTO aggregate_daily_event_revenue (\(dimensions), event, currency, revenue_min, revenue_max, revenue_estimate) VALUES (\(placeholders), ?, ?, ?, ?, ?)"
         )
-        for (key, metrics) in aggregation.sortedGroups {
+        for (group, metrics) in aggregation.sortedGroups {
+            // The group's dimensions, the install date formatted and the mapping looked up
+            // once for its rows in all four tables.
+            let key = BoundGroupKey(group, aggregation.campaigns)
             var row = SQLiteBinder(daily)
-            key.bind(into: &row, aggregation.campaigns)
+            key.bind(into: &row)
             for count in metrics.counts {
                 row.bind(count)
             }
             _ = try row.step(db)
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                 var row = SQLiteBinder(revenue)
-                key.bind(into: &row, aggregation.campaigns)
+                key.bind(into: &row)
                 range.bind(currency, policy, into: &row)
                 _ = try row.step(db)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
                 var row = SQLiteBinder(events)
-                key.bind(into: &row, aggregation.campaigns)
+                key.bind(into: &row)
                 row.bind(name)
                 row.bind(event.occurrencesMin)
                 row.bind(event.occurrencesMax)
@@ -123,7 +126,7 @@ extension SQLiteStore {
                 _ = try row.step(db)
                 for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
                     var row = SQLiteBinder(eventRevenue)
-                    key.bind(into: &row, aggregation.campaigns)
+                    key.bind(into: &row)
                     row.bind(name)
                     range.bind(currency, policy, into: &row)
                     _ = try row.step(db)
@@ -169,27 +172,36 @@ extension AggregatedPostback {
     }
 }
 
-extension GroupKey {
-    /// Binds the stored dimensions in ``AggregateDimension`` order, the mapping's names from
-    /// `campaigns`.
-    func bind(into row: inout SQLiteBinder, _ campaigns: CampaignMappings) {
-        row.bind(date)
-        row.bind(appID)
-        row.bind(adNetworkID)
-        row.bind(sourceIdentifier)
-        row.bind(sourceAppID)
-        row.bind(sourceDomain)
-        row.bind(version)
-        row.bind(fidelityType)
-        row.bind(redownload)
-        row.bind(didWin)
-        row.bind(sequenceIndex)
-        row.bind(countryCode)
-        row.bind(marketplaceID)
-        row.bind(installDate?.description)
-        row.bind(crowdAnonymityTier)
-        row.bind(sourceIdentifierDigits)
-        let mapped = mapping.map { campaigns.rows[$0] }
+/// A group's dimensions ready to bind: its install date as text and its mapping's names.
+struct BoundGroupKey {
+    let key: GroupKey
+    let installDate: String?
+    let mapped: CampaignMapping?
+
+    init(_ key: GroupKey, _ campaigns: CampaignMappings) {
+        self.key = key
+        installDate = key.installDate?.description
+        mapped = key.mapping.map { campaigns.rows[$0] }
+    }
+
+    /// Binds the stored dimensions in ``AggregateDimension`` order.
+    func bind(into row: inout SQLiteBinder) {
+        row.bind(key.date)
+        row.bind(key.appID)
+        row.bind(key.adNetworkID)
+        row.bind(key.sourceIdentifier)
+        row.bind(key.sourceAppID)
+        row.bind(key.sourceDomain)
+        row.bind(key.version)
+        row.bind(key.fidelityType)
+        row.bind(key.redownload)
+        row.bind(key.didWin)
+        row.bind(key.sequenceIndex)
+        row.bind(key.countryCode)
+        row.bind(key.marketplaceID)
+        row.bind(installDate)
+        row.bind(key.crowdAnonymityTier)
+        row.bind(key.sourceIdentifierDigits)
         row.bind(mapped?.campaign)
         row.bind(mapped?.adGroup)
         row.bind(mapped?.creative)

@@ -43,4 +43,17 @@ struct UTCInstantTests {
         #expect(UTCDay("2026-11-21")?.next.description == "2026-11-22")
         #expect(UTCDay("2026-12-31")?.next.description == "2027-01-01")
     }
+
+    @Test(
+        "a day read from stored bytes parses as the text does, valid or not",
+        arguments: [
+            "2026-11-21", "2024-02-29", "2025-02-29", "2026-12-31", "1970-01-01", "0000-03-01", "9999-12-31",
+            "2026-13-01", "2026-00-10", "2026-11-00", "2026-04-31", "2026-11-2", "2026-11-210", "2026/11/21",
+            "2026-1a-21", "+026-11-21", "", "2026-11-21 ",
+        ]
+    )
+    func dayFromBytes(_ text: String) {
+        let fromBytes = Array(text.utf8).withUnsafeBufferPointer { UTCDay(utf8: $0) }
+        #expect(fromBytes == UTCDay(text))
+    }
 }

@@ -134,6 +134,25 @@ public struct UTCDay: Sendable, Hashable, Comparable, CustomStringConvertible {
         self = day
     }
 
+    /// Parses `YYYY-MM-DD` from UTF-8 bytes, as ``init(_:)`` does, without making a String or an
+    /// array (a stored column read a million times by `aggregate`).
+    public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
+            for index in range {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int64(digit)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), (1...12).contains(month),
+            day >= 1, day <= daysInMonth(year, month)
+        else { return nil }
+        self.init(daysSinceEpoch: days(fromCivil: year, month, day))
+    }
+
     public static func < (lhs: UTCDay, rhs: UTCDay) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
 
     /// Midnight UTC at the start of the day.

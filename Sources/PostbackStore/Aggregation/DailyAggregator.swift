@@ -96,10 +96,13 @@ struct DayAggregation: Sendable {
     /// Apps whose postbacks had no model.
     var unmodelled = Set<Int64>()
 
-    init(day: UTCDay, models: ConversionModels, campaigns: CampaignMappings) {
+    /// `expectedGroups`: room to reserve (e.g. the previous day's group count), sparing the
+    /// dictionary's regrowth, which rehashes every key.
+    init(day: UTCDay, models: ConversionModels, campaigns: CampaignMappings, expectedGroups: Int = 0) {
         self.day = day
         self.models = models
         self.campaigns = campaigns
+        groups.reserveCapacity(expectedGroups)
     }
 
     /// Adds `postback` (`postback.count` identical ones, when the engine grouped them).
@@ -114,15 +117,13 @@ struct DayAggregation: Sendable {
         let mapping = postback.installDate.flatMap {
             campaigns.lookup(network: postback.adNetworkID, identifier: postback.sourceIdentifierDimension, installDate: $0)
         }
-        groups[GroupKey(day: day, postback, mapping: mapping), default: GroupMetrics()].add(postback, decoded)
+        groups[GroupKey(postback, mapping: mapping), default: GroupMetrics()].add(postback, decoded)
         if postback.countsInFineValueHistogram {
             let key = HistogramKey(appID: postback.appID, network: postback.adNetworkID, fine: postback.conversionValue?.fine)
             histogram[key, default: 0] += postback.count
         }
     }
 
-    /// The groups in a fixed order, so that the same inputs write the same rows in the same order.
-    var sortedGroups: [(key: GroupKey, value: GroupMetrics)] { groups.sorted { $0.key < $1.key } }
     var sortedHistogram: [(key: HistogramKey, value: Int)] { histogram.sorted { $0.key < $1.key } }
 }
 
@@ -172,9 +173,8 @@ struct AggregatedPostback {
     }
 }
 
-/// The dimensions of one aggregate row.
-struct GroupKey: Hashable, Comparable, Sendable {
-    var date: String
+/// The dimensions of one aggregate row within its day (``DayAggregation/day`` is its date).
+struct GroupKey: Hashable, Sendable {
     var appID: Int64
     var adNetworkID: String
     var sourceIdentifier: String?
@@ -193,8 +193,7 @@ struct GroupKey: Hashable, Comparable, Sendable {
     /// The campaign mapping row (an index into ``CampaignMappings/rows``), if any.
     var mapping: Int?
 
-    init(day: UTCDay, _ postback: AggregatedPostback, mapping: Int?) {
-        date = day.description
+    init(_ postback: AggregatedPostback, mapping: Int?) {
         appID = postback.appID
         adNetworkID = postback.adNetworkID
         sourceIdentifier = postback.sourceIdentifierDimension
@@ -211,39 +210,6 @@ struct GroupKey: Hashable, Comparable, Sendable {
         crowdAnonymityTier = postback.crowdAnonymityTier
         sourceIdentifierDigits = postback.sourceIdentifierDigits
         self.mapping = mapping
-    }
-
-    static func < (lhs: GroupKey, rhs: GroupKey) -> Bool {
-        // Integers before strings (cheaper), nil before any value.
-        var order = compare(lhs.appID, rhs.appID)
-        if order == 0 { order = compare(lhs.sequenceIndex, rhs.sequenceIndex) }
-        if order == 0 { order = compare(lhs.sourceAppID, rhs.sourceAppID) }
-        if order == 0 { order = compare(lhs.fidelityType, rhs.fidelityType) }
-        if order == 0 { order = compare(lhs.redownload.map { $0 ? 1 : 0 }, rhs.redownload.map { $0 ? 1 : 0 }) }
-        if order == 0 { order = compare(lhs.didWin.map { $0 ? 1 : 0 }, rhs.didWin.map { $0 ? 1 : 0 }) }
-        if order == 0 { order = compare(lhs.date, rhs.date) }
-        if order == 0 { order = compare(lhs.adNetworkID, rhs.adNetworkID) }
-        if order == 0 { order = compare(lhs.sourceIdentifier, rhs.sourceIdentifier) }
-        if order == 0 { order = compare(lhs.sourceDomain, rhs.sourceDomain) }
-        if order == 0 { order = compare(lhs.version, rhs.version) }
-        if order == 0 { order = compare(lhs.countryCode, rhs.countryCode) }
-        if order == 0 { order = compare(lhs.marketplaceID, rhs.marketplaceID) }
-        if order == 0 { order = compare(lhs.installDate, rhs.installDate) }
-        if order == 0 { order = compare(lhs.crowdAnonymityTier, rhs.crowdAnonymityTier) }
-        if order == 0 { order = compare(lhs.sourceIdentifierDigits, rhs.sourceIdentifierDigits) }
-        if order == 0 { order = compare(lhs.mapping, rhs.mapping) }
-        return order < 0
-    }
-}
-
-/// -1, 0 or 1 as `a` sorts before, with or after `b`; nil sorts first.
-@inline(__always)
-private func compare<T: Comparable>(_ a: T?, _ b: T?) -> Int {
-    switch (a, b) {
-    case (nil, nil): 0
-    case (nil, _): -1
-    case (_, nil): 1
-    case (let a?, let b?): a < b ? -1 : a == b ? 0 : 1
     }
 }
 

@@ -134,7 +134,12 @@ extension PostgresStore {
         for day in days {
             let finished = previous
             async let written: Void = write(finished, policy: policy, writer, logger: logger)
-            var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
+            var aggregation = DayAggregation(
+                day: day,
+                models: models,
+                campaigns: campaigns,
+                expectedGroups: finished?.groups.count ?? 0
+            )
             var binds = PostgresBindings()
             binds.append(day.description)
             for try await row in try await reader.send(PostgresQuery(unsafeSQL: selectPostbacks, binds: binds), logger: logger) {

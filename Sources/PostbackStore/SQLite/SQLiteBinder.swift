@@ -127,6 +127,12 @@ struct SQLiteRowReader {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
+    /// The column's `YYYY-MM-DD` text as a day, without making a String; nil for NULL or other text.
+    func day(_ column: Int32) -> UTCDay? {
+        guard let bytes = sqlite3_column_text(statement, column) else { return nil }
+        return UTCDay(utf8: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column))))
+    }
+
     /// Whether the column's text is exactly `expected`, without making a String.
     func text(_ column: Int32, is expected: StaticString) -> Bool {
         guard let bytes = sqlite3_column_text(statement, column) else { return false }

@@ -293,19 +293,27 @@ public struct ReportQuery: Sendable, Hashable {
     public var events: Bool
     /// Which day `from` and `to` bound: the day received (`date`) or the install date.
     public var dateBasis: DateBasis
+    /// Only these apps (all when empty).
+    public var appIDs: [Int64]
+    /// Only these ad networks (all when empty).
+    public var adNetworkIDs: [String]
 
     public init(
         from: UTCDay?,
         to: UTCDay?,
         by dimensions: [AggregateDimension],
         events: Bool,
-        dateBasis: DateBasis = .received
+        dateBasis: DateBasis = .received,
+        appIDs: [Int64] = [],
+        adNetworkIDs: [String] = []
     ) {
         self.from = from
         self.to = to
         self.dimensions = dimensions
         self.events = events
         self.dateBasis = dateBasis
+        self.appIDs = appIDs
+        self.adNetworkIDs = adNetworkIDs
     }
 }
 

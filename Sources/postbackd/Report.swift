@@ -40,6 +40,7 @@ extension Postbackd {
                   postbackd report --by campaign,ad_group,creative --date-basis install --from 2026-11-01
                   postbackd report --by date --events --format csv > events.csv
                   postbackd report --by date,app_id --with-apple-ads
+                  postbackd report --app-id 1234567890 --ad-network-id example.skadnetwork
 
                 Exit status: 0 done; 2 usage error or a database that cannot be used.
                 """
@@ -59,10 +60,17 @@ extension Postbackd {
         )
         var by: String?
 
-        /// `--by`, or the default of the date basis.
-        private var dimensions: String {
-            by ?? (basis.dateBasis == .install ? "install_date,ad_network_id" : "date,ad_network_id")
-        }
+        @Option(
+            name: .customLong("app-id"),
+            help: ArgumentHelp("Only this app (repeat, or separate by commas, for several).", valueName: "id")
+        )
+        var appIDs: [String] = []
+
+        @Option(
+            name: .customLong("ad-network-id"),
+            help: ArgumentHelp("Only this ad network (repeat, or separate by commas, for several).", valueName: "id")
+        )
+        var adNetworkIDs: [String] = []
 
         @Flag(help: "One row per group and event name: occurrences, postbacks with the event, revenue.")
         var events = false
@@ -73,34 +81,33 @@ extension Postbackd {
         @Option(help: "table (aligned, 100 columns), csv or json.")
         var format: ReportFormat = .table
 
+        /// The options as `GET /api/v1/report` takes them too.
+        private var options: ReportRequest.Options {
+            var options = ReportRequest.Options()
+            options.from = period.from
+            options.to = period.to
+            options.by = by
+            options.events = events
+            options.dateBasis = basis.dateBasis.rawValue
+            options.appIDs = appIDs
+            options.adNetworkIDs = adNetworkIDs
+            options.withAppleAds = withAppleAds
+            return options
+        }
+
         func validate() throws {
             do {
-                _ = try AggregateDimension.list(dimensions)
+                _ = try ReportRequest.parse(options)
             } catch {
-                throw ValidationError("--by: \(error)")
-            }
-            if withAppleAds {
-                let dimensions = (try? AggregateDimension.list(dimensions)) ?? []
-                guard !events, basis.dateBasis == .received, dimensions.allSatisfy(PostbackStore.Report.sideBySideDimensions.contains) else {
-                    throw ValidationError("--with-apple-ads groups by date and app_id only (not with --events or --date-basis install)")
-                }
+                throw ValidationError(error.description)
             }
         }
 
         func run() async throws {
             let result: (report: PostbackStore.Report, warning: String?)
-            let query = ReportQuery(
-                from: period.first,
-                to: period.last,
-                by: try AggregateDimension.list(dimensions),
-                events: events,
-                dateBasis: basis.dateBasis
-            )
+            let request = try ReportRequest.parse(options)
             do {
-                result =
-                    withAppleAds
-                    ? try await PostbackStore.Report.readSideBySide(database.location, query)
-                    : try await PostbackStore.Report.read(database.location, query)
+                result = try await request.read(database.location)
             } catch {
                 throw failStore(error, database.location)
             }

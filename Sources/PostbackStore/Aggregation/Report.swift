@@ -127,52 +127,52 @@ extension Report {
     /// installs of postbacks from `com.apple.ads`; `apple_ads_installs` and
     /// `apple_ads_redownloads`, from the AdServices attribution records. A group only Apple Ads
     /// has gets a row with zero SKAN counts.
-    public static func readSideBySide(
-        _ location: StoreLocation,
-        _ query: ReportQuery
-    ) async throws -> (report: Report, warning: String?) {
+    static func sideBySide(_ store: any PostbackStorage, _ query: ReportQuery) async throws -> Report {
         precondition(query.dimensions.allSatisfy(sideBySideDimensions.contains) && !query.events)
-        return try await PostbackStores.with(location) { store in
-            var report = try await store.report(query)
-            var byNetwork = query
-            byNetwork.dimensions.append(.adNetworkID)
-            let skan = try await store.report(byNetwork)
-            let appleAds = try await store.appleAdsReport(
-                AppleAdsReportQuery(
-                    from: query.from,
-                    to: query.to,
-                    by: query.dimensions.map { $0 == .date ? AppleAdsDimension.date : AppleAdsDimension.appID }
-                )
+        var report = try await store.report(query)
+        var byNetwork = query
+        byNetwork.dimensions.append(.adNetworkID)
+        let skan = try await store.report(byNetwork)
+        let appleAds = try await store.appleAdsReport(
+            AppleAdsReportQuery(
+                from: query.from,
+                to: query.to,
+                by: query.dimensions.map { $0 == .date ? AppleAdsDimension.date : AppleAdsDimension.appID }
             )
-            var extras: [[DimensionValue]: [String: Int]] = [:]
-            for row in skan.rows where row.dimensions.last == .text(ApplePlacement.adNetworkID) {
-                extras[Array(row.dimensions.dropLast()), default: [:]]["apple_ads_skan_installs", default: 0] +=
-                    row.counts[.installs] ?? 0
-            }
-            for row in appleAds.rows {
-                extras[row.dimensions, default: [:]]["apple_ads_installs", default: 0] += row.counts[.installs] ?? 0
-                extras[row.dimensions, default: [:]]["apple_ads_redownloads", default: 0] +=
-                    row.counts[.redownloads] ?? 0
-            }
-            report.extraColumns = ["apple_ads_skan_installs", "apple_ads_installs", "apple_ads_redownloads"]
-            var known = Set<[DimensionValue]>()
-            for index in report.rows.indices {
-                known.insert(report.rows[index].dimensions)
-                report.rows[index].extras = extras[report.rows[index].dimensions] ?? [:]
-            }
-            let added = extras.filter { !known.contains($0.key) }
-            if !added.isEmpty {
-                for (key, values) in added {
-                    var row = ReportRow(dimensions: key)
-                    for metric in ReportMetric.allCases { row.counts[metric] = 0 }
-                    row.extras = values
-                    report.rows.append(row)
-                }
-                report.rows.sort { $0.dimensions.lexicographicallyPrecedes($1.dimensions) }
-            }
-            return (report, try await store.stalenessWarning())
+        )
+        var extras: [[DimensionValue]: [String: Int]] = [:]
+        for row in skan.rows where row.dimensions.last == .text(ApplePlacement.adNetworkID) {
+            extras[Array(row.dimensions.dropLast()), default: [:]]["apple_ads_skan_installs", default: 0] +=
+                row.counts[.installs] ?? 0
         }
+        for row in appleAds.rows {
+            extras[row.dimensions, default: [:]]["apple_ads_installs", default: 0] += row.counts[.installs] ?? 0
+            extras[row.dimensions, default: [:]]["apple_ads_redownloads", default: 0] +=
+                row.counts[.redownloads] ?? 0
+        }
+        report.extraColumns = ["apple_ads_skan_installs", "apple_ads_installs", "apple_ads_redownloads"]
+        var known = Set<[DimensionValue]>()
+        for index in report.rows.indices {
+            known.insert(report.rows[index].dimensions)
+            report.rows[index].extras = extras[report.rows[index].dimensions] ?? [:]
+        }
+        let added = extras.filter { !known.contains($0.key) }
+        if !added.isEmpty {
+            for (key, values) in added {
+                var row = ReportRow(dimensions: key)
+                for metric in ReportMetric.allCases { row.counts[metric] = 0 }
+                row.extras = values
+                report.rows.append(row)
+            }
+            report.rows.sort { $0.dimensions.lexicographicallyPrecedes($1.dimensions) }
+        }
+        return report
     }
+}
+
+/// The SQL type of a report parameter.
+enum ReportParameterType {
+    case date, integer, text
 }
 
 /// The SQL of a report, for either engine: the same statements, with each engine's spelling
@@ -184,8 +184,8 @@ struct ReportSQL {
     var dimension: (AggregateDimension) -> String
     /// How the engine spells the sum of an integer column.
     var integerSum: (String) -> String
-    /// How the engine spells the n-th (1-based) parameter.
-    var parameter: (Int) -> String
+    /// How the engine spells the n-th (1-based) parameter of a type.
+    var parameter: (Int, ReportParameterType) -> String
     /// How the engine sorts by a group's select expression as SQLite does (NULL first, text by
     /// its bytes), given whether it is text.
     var orderTerm: (_ expression: String, _ isText: Bool) -> String
@@ -193,34 +193,50 @@ struct ReportSQL {
     /// The groups: the dimensions, then `event` for an events report.
     var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event"] : []) }
 
-    /// The bounds: `date` (received) or `install_date` within `from...to`. An install date
-    /// bound also bounds `date` by the days that can hold such installs
-    /// (``PostbackInference/receivedDays(forInstallDays:_:)``), so that the `date` index
-    /// narrows the rows read.
-    private var bounds: [(condition: String, value: String)] {
-        var bounds: [(String, String)] = []
+    /// The conditions: `date` (received) or `install_date` within `from...to`, then the apps and
+    /// networks. An install date bound also bounds `date` by the days that can hold such
+    /// installs (``PostbackInference/receivedDays(forInstallDays:_:)``), so that the `date`
+    /// index narrows the rows read.
+    private var bounds: [(condition: String, values: [String], type: ReportParameterType)] {
+        var bounds: [(String, [String], ReportParameterType)] = []
         switch query.dateBasis {
         case .received:
-            if let from = query.from { bounds.append(("date >=", from.description)) }
-            if let to = query.to { bounds.append(("date <=", to.description)) }
+            if let from = query.from { bounds.append(("date >=", [from.description], .date)) }
+            if let to = query.to { bounds.append(("date <=", [to.description], .date)) }
         case .install:
             if let from = query.from {
-                bounds.append(("install_date >=", from.description))
-                bounds.append(("date >=", PostbackInference.receivedDays(forInstallDays: from, from).from.description))
+                bounds.append(("install_date >=", [from.description], .date))
+                bounds.append(("date >=", [PostbackInference.receivedDays(forInstallDays: from, from).from.description], .date))
             }
             if let to = query.to {
-                bounds.append(("install_date <=", to.description))
-                bounds.append(("date <=", PostbackInference.receivedDays(forInstallDays: to, to).to.description))
+                bounds.append(("install_date <=", [to.description], .date))
+                bounds.append(("date <=", [PostbackInference.receivedDays(forInstallDays: to, to).to.description], .date))
             }
         }
+        if !query.appIDs.isEmpty { bounds.append(("app_id IN", query.appIDs.map(String.init), .integer)) }
+        if !query.adNetworkIDs.isEmpty { bounds.append(("ad_network_id IN", query.adNetworkIDs, .text)) }
         return bounds
     }
 
-    /// The date bounds as parameters, in order.
-    var arguments: [String] { bounds.map(\.value) }
+    /// The parameters, in order, as text (PostgreSQL casts each to its type).
+    var arguments: [String] { bounds.flatMap(\.values) }
+
+    /// The parameters, in order, with their types.
+    var typedArguments: [(value: String, type: ReportParameterType)] {
+        bounds.flatMap { bound in bound.values.map { ($0, bound.type) } }
+    }
 
     private var filter: String {
-        let conditions = bounds.enumerated().map { number, bound in "\(bound.condition) \(parameter(number + 1))" }
+        var number = 0
+        let conditions = bounds.map { bound in
+            let placeholders = bound.values.map { _ in
+                number += 1
+                return parameter(number, bound.type)
+            }
+            return bound.condition.hasSuffix(" IN")
+                ? "\(bound.condition) (\(placeholders.joined(separator: ", ")))"
+                : "\(bound.condition) \(placeholders[0])"
+        }
         return conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
     }
 

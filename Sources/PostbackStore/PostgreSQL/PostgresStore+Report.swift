@@ -9,7 +9,13 @@ extension PostgresStore {
             query: query,
             dimension: Self.reportExpression,
             integerSum: { "SUM(\($0))::bigint" },
-            parameter: { "$\($0)::date" },
+            parameter: { number, type in
+                switch type {
+                case .date: "$\(number)::date"
+                case .integer: "$\(number)::bigint"
+                case .text: "$\(number)::text"
+                }
+            },
             // SQLite's order: NULL first, text by its bytes.
             orderTerm: { expression, isText in expression + (isText ? " COLLATE \"C\"" : "") + " NULLS FIRST" }
         )

@@ -7,12 +7,19 @@ extension SQLiteStore {
             query: query,
             dimension: { $0.selectExpression },
             integerSum: { "SUM(\($0))" },
-            parameter: { _ in "?" },
+            parameter: { _, _ in "?" },
             orderTerm: { expression, _ in expression }
         )
         return try queue.read { db in
             var assembler = ReportAssembler(query)
-            let arguments = StatementArguments(sql.arguments)
+            // An app id compared as an integer: SQLite would not equate the text "1" with 1.
+            let values: [(any DatabaseValueConvertible)?] = sql.typedArguments.map { value, type in
+                switch type {
+                case .integer: Int64(value)
+                case .date, .text: value
+                }
+            }
+            let arguments = StatementArguments(values)
             let groups = sql.groupColumns.count
             for row in try Row.fetchAll(db, sql: sql.metrics, arguments: arguments) {
                 let key = (0..<groups).map { DimensionValue(row[$0] as DatabaseValue) }

@@ -1,0 +1,132 @@
+import PostbackKit
+
+/// A report as asked for, by `postbackd report`'s options or `GET /api/v1/report`'s query
+/// parameters: parsed and checked in one place, so the two give the same answer (and the same
+/// refusal) for the same options.
+public struct ReportRequest: Sendable, Hashable {
+    public var query: ReportQuery
+    /// `--with-apple-ads`: Apple Ads' two measurements beside each row.
+    public var withAppleAds: Bool
+
+    /// The options as given, text as typed (nil or empty: not given).
+    public struct Options: Sendable, Hashable {
+        public var from: String?
+        public var to: String?
+        public var by: String?
+        public var events = false
+        public var dateBasis: String?
+        /// Each may be a comma-separated list.
+        public var appIDs: [String] = []
+        public var adNetworkIDs: [String] = []
+        public var withAppleAds = false
+
+        public init() {}
+    }
+
+    /// The most apps or networks one request may name.
+    public static let maximumFilterValues = 100
+
+    /// Parses and checks `options`.
+    ///
+    /// - Throws: ``ReportRequestError`` naming the option (`by`, `from`, …; the CLI spells it
+    ///   `--by`) and what is wrong with it.
+    public static func parse(_ options: Options) throws(ReportRequestError) -> ReportRequest {
+        func day(_ text: String?, _ option: String) throws(ReportRequestError) -> UTCDay? {
+            guard let text, !text.isEmpty else { return nil }
+            guard let day = UTCDay(text) else {
+                throw ReportRequestError(option: option, reason: "\"\(text)\" is not a date; use YYYY-MM-DD")
+            }
+            return day
+        }
+        let from = try day(options.from, "from")
+        let to = try day(options.to, "to")
+        if let from, let to, from > to {
+            throw ReportRequestError(option: "from", reason: "\(from) is after --to \(to)")
+        }
+        var basis = DateBasis.received
+        if let text = options.dateBasis, !text.isEmpty {
+            guard let parsed = DateBasis(rawValue: text) else {
+                throw ReportRequestError(option: "date-basis", reason: "\"\(text)\" is not received or install")
+            }
+            basis = parsed
+        }
+        // Not given: the basis's default; given empty: no dimensions (one row of totals).
+        let byText = options.by ?? (basis == .install ? "install_date,ad_network_id" : "date,ad_network_id")
+        let dimensions: [AggregateDimension]
+        do {
+            dimensions = try AggregateDimension.list(byText)
+        } catch {
+            throw ReportRequestError(option: "by", reason: error.description)
+        }
+        var appIDs: [Int64] = []
+        for text in options.appIDs.flatMap({ $0.split(separator: ",") }) {
+            let trimmed = text.trimmingSpaces
+            guard let id = Int64(trimmed), id > 0 else {
+                throw ReportRequestError(option: "app-id", reason: "\"\(trimmed)\" is not an app id (a positive integer)")
+            }
+            if !appIDs.contains(id) { appIDs.append(id) }
+        }
+        var networks: [String] = []
+        for text in options.adNetworkIDs.flatMap({ $0.split(separator: ",") }) {
+            let trimmed = text.trimmingSpaces
+            guard !trimmed.isEmpty, trimmed.utf8.count <= 255 else {
+                throw ReportRequestError(option: "ad-network-id", reason: "an ad network id is 1 to 255 bytes")
+            }
+            if !networks.contains(trimmed) { networks.append(trimmed) }
+        }
+        guard appIDs.count <= maximumFilterValues, networks.count <= maximumFilterValues else {
+            throw ReportRequestError(
+                option: appIDs.count > maximumFilterValues ? "app-id" : "ad-network-id",
+                reason: "at most \(maximumFilterValues) values"
+            )
+        }
+        if options.withAppleAds {
+            guard !options.events, basis == .received, dimensions.allSatisfy(Report.sideBySideDimensions.contains),
+                networks.isEmpty, appIDs.isEmpty
+            else {
+                throw ReportRequestError(
+                    option: "with-apple-ads",
+                    reason: "groups by date and app_id only (not with --events, --date-basis install, --app-id or --ad-network-id)"
+                )
+            }
+        }
+        return ReportRequest(
+            query: ReportQuery(
+                from: from,
+                to: to,
+                by: dimensions,
+                events: options.events,
+                dateBasis: basis,
+                appIDs: appIDs,
+                adNetworkIDs: networks
+            ),
+            withAppleAds: options.withAppleAds
+        )
+    }
+
+    /// Reads the report from `location` (opened for this call only).
+    public func read(_ location: StoreLocation) async throws -> (report: Report, warning: String?) {
+        try await PostbackStores.with(location) { store in try await read(store) }
+    }
+
+    /// Reads the report from an open store: the report and, when the aggregates may be out of
+    /// date, a warning.
+    package func read(_ store: any PostbackStorage) async throws -> (report: Report, warning: String?) {
+        let report = withAppleAds ? try await Report.sideBySide(store, query) : try await store.report(query)
+        return (report, try await store.stalenessWarning())
+    }
+}
+
+/// An option of a report request that cannot be used.
+public struct ReportRequestError: Error, Hashable, CustomStringConvertible {
+    /// The option's name without dashes (`by`, `from`, `app-id`, …).
+    public var option: String
+    public var reason: String
+    public var description: String { "--\(option): \(reason)" }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}

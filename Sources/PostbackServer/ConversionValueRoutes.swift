@@ -168,13 +168,7 @@ extension PostbackResponder {
 
     func bearerToken(_ request: Request) -> String? {
         guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
-        return String(value.dropFirst(7)).trimmingSpaces
-    }
-}
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        String(self.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        return value.dropFirst(7).withoutSurroundingSpaces
     }
 }
 

@@ -87,7 +87,7 @@ extension Postbackd {
         }
 
         private func parsedVersions() throws -> [SKANVersion] {
-            let parsed = versions.split(separator: ",").map { $0.trimmingSpaces }
+            let parsed = versions.split(separator: ",").map { $0.withoutSurroundingSpaces }
             var result: [SKANVersion] = []
             for text in parsed {
                 guard let version = SKANVersion(rawValue: text) else {
@@ -126,9 +126,3 @@ extension Postbackd {
 }
 
 extension GeneratedKind: ExpressibleByArgument {}
-
-extension Substring {
-    var trimmingSpaces: String {
-        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-    }
-}

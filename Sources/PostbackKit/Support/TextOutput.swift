@@ -107,3 +107,10 @@ public final class TextOutput: Sendable {
         }
     }
 }
+
+extension StringProtocol {
+    /// Without leading and trailing spaces (only U+0020: option values and header lists).
+    package var withoutSurroundingSpaces: String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}

@@ -140,7 +140,7 @@ func dimensionList<Dimension: RawRepresentable & Equatable>(_ text: String, as _
 {
     var dimensions: [Dimension] = []
     for part in text.split(separator: ",") {
-        let name = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        let name = part.withoutSurroundingSpaces
         guard let dimension = Dimension(rawValue: name) else { return .failure(UnknownDimension(name: name)) }
         if !dimensions.contains(dimension) { dimensions.append(dimension) }
     }

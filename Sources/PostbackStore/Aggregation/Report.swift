@@ -114,9 +114,7 @@ extension Report {
         _ location: StoreLocation,
         _ query: ReportQuery
     ) async throws -> (report: Report, warning: String?) {
-        try await PostbackStores.with(location) { store in
-            (try await store.report(query), try await store.stalenessWarning())
-        }
+        try await ReportRequest(query: query, withAppleAds: false).read(location)
     }
 
     /// The dimensions `--with-apple-ads` can group by: those both measurements have.

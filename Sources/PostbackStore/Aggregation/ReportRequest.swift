@@ -60,7 +60,7 @@ public struct ReportRequest: Sendable, Hashable {
         }
         var appIDs: [Int64] = []
         for text in options.appIDs.flatMap({ $0.split(separator: ",") }) {
-            let trimmed = text.trimmingSpaces
+            let trimmed = text.withoutSurroundingSpaces
             guard let id = Int64(trimmed), id > 0 else {
                 throw ReportRequestError(option: "app-id", reason: "\"\(trimmed)\" is not an app id (a positive integer)")
             }
@@ -68,7 +68,7 @@ public struct ReportRequest: Sendable, Hashable {
         }
         var networks: [String] = []
         for text in options.adNetworkIDs.flatMap({ $0.split(separator: ",") }) {
-            let trimmed = text.trimmingSpaces
+            let trimmed = text.withoutSurroundingSpaces
             guard !trimmed.isEmpty, trimmed.utf8.count <= 255 else {
                 throw ReportRequestError(option: "ad-network-id", reason: "an ad network id is 1 to 255 bytes")
             }
@@ -123,10 +123,4 @@ public struct ReportRequestError: Error, Hashable, CustomStringConvertible {
     public var option: String
     public var reason: String
     public var description: String { "--\(option): \(reason)" }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-    }
 }

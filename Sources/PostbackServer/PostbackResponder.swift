@@ -17,7 +17,8 @@ struct ServeRequestContext: RequestContext {
 }
 
 /// `serve`'s routes: the two report-attribution endpoints, the conversion value endpoints
-/// (``ConversionValueRoutes.swift``), health, readiness and metrics.
+/// (``ConversionValueRoutes.swift``), the report API and the dashboard
+/// (``DashboardRoutes.swift``), health, readiness and metrics.
 ///
 /// Routing is a switch over the path rather than Hummingbird's router, which answers a wrong
 /// method with 404: here an unknown path is 404 and a known path with another method is 405
@@ -38,6 +39,12 @@ struct PostbackResponder: HTTPResponder {
     /// entry is stored instead of the peer's address.
     let clientAddressHeader: HTTPField.Name?
     let accessLog: Bool
+    /// The store the report, summary and dashboard routes read.
+    let reader: ReportReader
+    /// `--dashboard-token`: when set, the reading routes take only it (bearer or login cookie).
+    let dashboardToken: String?
+    /// Whether the login cookie is marked `Secure` (served over TLS).
+    let secureCookie: Bool
     let logger: Logger
 
     /// The routes, by path without its trailing slash.
@@ -50,6 +57,11 @@ struct PostbackResponder: HTTPResponder {
         case health = "/healthz"
         case ready = "/readyz"
         case metrics = "/metrics"
+        case report = "/api/v1/report"
+        case summary = "/api/v1/summary"
+        case root = "/"
+        case dashboard = "/dashboard"
+        case login = "/login"
 
         init?(path: String) {
             var path = Substring(path)
@@ -57,11 +69,17 @@ struct PostbackResponder: HTTPResponder {
             self.init(rawValue: String(path))
         }
 
-        var method: HTTPRequest.Method {
+        /// The methods the route takes (`GET` also takes `HEAD`).
+        var methods: [HTTPRequest.Method] {
             switch self {
-            case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: .post
-            case .health, .ready, .metrics, .snippet: .get
+            case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
+            case .health, .ready, .metrics, .snippet, .report, .summary, .root, .dashboard: [.get]
+            case .login: [.get, .post]
             }
+        }
+
+        func takes(_ method: HTTPRequest.Method) -> Bool {
+            methods.contains(method) || (method == .head && methods.contains(.get))
         }
     }
 
@@ -72,7 +90,7 @@ struct PostbackResponder: HTTPResponder {
         let route = Route(path: request.uri.path)
         var response: Response
         if let route {
-            if request.method == route.method || (route.method == .get && request.method == .head) {
+            if route.takes(request.method) {
                 switch route {
                 case .skadnetwork, .appattribution:
                     response = await receive(request, context: context, arrival: arrival, requestID: requestID)
@@ -98,13 +116,24 @@ struct PostbackResponder: HTTPResponder {
                         headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.text()))
                     )
+                case .report:
+                    response = await report(request)
+                case .summary:
+                    response = await summary(request)
+                case .root:
+                    response = Self.redirect(to: Route.dashboard.rawValue)
+                case .dashboard:
+                    response = await dashboard(request)
+                case .login:
+                    response = await login(request)
                 }
             } else {
+                let allowed = route.methods.map(\.rawValue).joined(separator: ", ")
                 response = Self.json(
                     .methodNotAllowed,
-                    Self.problem(status: "method_not_allowed", reason: "\(route.rawValue) takes \(route.method.rawValue)")
+                    Self.problem(status: "method_not_allowed", reason: "\(route.rawValue) takes \(allowed)")
                 )
-                response.headers[.allow] = route.method == .get ? "GET, HEAD" : route.method.rawValue
+                response.headers[.allow] = route.methods.contains(.get) ? allowed + ", HEAD" : allowed
             }
         } else {
             response = Self.json(.notFound, Self.problem(status: "not_found", reason: "no such endpoint"))

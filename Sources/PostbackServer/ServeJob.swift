@@ -45,6 +45,9 @@ public struct ServeJob: Sendable {
     /// `--apple-ads`: exchanges the tokens received at `POST /v1/apple-ads/token` (and any
     /// other pending ones) as `apple-ads fetch --follow` does, on a store connection of its own.
     public var appleAds: AppleAdsFetchJob?
+    /// `--dashboard-token`: when set, the report API and the dashboard take only it, as a
+    /// bearer token or through the login form's cookie (never logged).
+    public var dashboardToken: String?
     public var logger: Logger
 
     public static let defaultMaximumBody = 65_536
@@ -67,8 +70,10 @@ public struct ServeJob: Sendable {
         apiKeys: [String] = [],
         forward: ForwardJob? = nil,
         appleAds: AppleAdsFetchJob? = nil,
+        dashboardToken: String? = nil,
         logger: Logger = Logger(label: "postbackd.serve")
     ) {
+        self.dashboardToken = dashboardToken
         self.appleAds = appleAds
         self.apiKeys = apiKeys
         self.forward = forward
@@ -97,102 +102,118 @@ public struct ServeJob: Sendable {
         let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
         let scheme = tls == nil ? "http" : "https"
         return try await PostbackStores.with(location, access: .receive, logger: logger) { store in
-            let runID = try await store.beginRun(
-                inputs: ["\(scheme)://\(host):\(port)"],
-                receivedAtOption: nil,
-                startedAt: .now()
-            )
-            let metrics = ServerMetrics()
-            let models = ModelDirectory()
-            models.replace(with: try await store.currentModels())
-            let committer = GroupCommitter(
-                maximumGroup: maximumGroup,
-                quarantineRowsPerHour: quarantineRowsPerHour,
-                metrics: metrics,
-                models: models,
-                logger: logger
-            )
-            let writer = CommitterService(
-                committer: committer,
-                store: StoreHandle(store),
-                runID: runID,
-                executor: WriterExecutor()
-            )
-            let responder = PostbackResponder(
-                verifiers: VerifierPool(keyRing: keyRing),
-                committer: committer,
-                metrics: metrics,
-                apiKeys: apiKeys,
-                maximumBody: maximumBody,
-                clientAddressHeader: clientAddressHeader.flatMap { HTTPField.Name($0) },
-                accessLog: accessLog,
-                logger: logger
-            )
-            let seconds = readTimeout.components.seconds
-            let http1 = HTTPServerBuilder.http1(
-                configuration: HTTP1Channel.Configuration(
-                    additionalChannelHandlers: [RequestDeadlineHandler(bodyTimeout: .seconds(seconds))],
-                    idleTimeout: .seconds(seconds)
-                )
-            )
-            let host = self.host
-            let listening = Mutex<String?>(nil)
-            let app = Application(
-                responder: responder,
-                server: try tlsConfiguration.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
-                configuration: ApplicationConfiguration(
-                    address: .hostname(host, port: port),
-                    serverName: nil,
-                    availableConnectionsDelegate: ConnectionCap(
-                        maximum: maximumConnections,
-                        count: ConnectionCap.Count(metrics: metrics)
-                    )
-                ),
-                onServerRunning: { channel in
-                    let port = channel.localAddress?.port ?? 0
-                    let line = "listening on \(scheme)://\(host):\(port)"
-                    listening.withLock { $0 = line }
-                    ready(line)
-                },
-                logger: logger
-            )
-            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: writer)]
-            if let forward {
-                services.append(.init(service: ForwarderService(job: forward, mode: .follow, metrics: metrics)))
+            // The reading routes' store, beside the writer's.
+            try await PostbackStores.with(location, logger: logger) { readerStore in
+                try await serve(store, reader: ReportReader(readerStore), scheme: scheme, tls: tlsConfiguration, ready: ready)
             }
-            if let appleAds {
-                services.append(.init(service: AppleAdsFetchService(job: appleAds, mode: .follow)))
-            }
-            services.append(.init(service: app))
-            var configuration = ServiceGroupConfiguration(
-                // Shut down in reverse order: the server first (it stops accepting and finishes
-                // its requests, which wait for commits), then the forwarder (it finishes its
-                // requests in flight), then the writer.
-                services: services,
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-            configuration.maximumGracefulShutdownDuration =
-                readTimeout + .seconds(20) + .seconds(Int64(forward?.config.destinations.map(\.timeoutSeconds).max() ?? 0))
-                + (appleAds?.timeout ?? .zero)
-            do {
-                try await ServiceGroup(configuration: configuration).run()
-            } catch {
-                let summary = writer.summary
-                try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
-                if listening.withLock({ $0 }) == nil {
-                    throw ServeError("cannot listen on \(host):\(port): \(error); choose another --host or --port")
-                }
-                throw error
-            }
-            let summary = writer.summary
-            try await store.finishRun(runID, summary: summary, status: "completed", finishedAt: .now())
-            logger.info(
-                "serve stopped",
-                metadata: ["serve.received": "\(summary.read)", "serve.stored": "\(summary.accepted)"]
-            )
-            return summary
         }
+    }
+
+    private func serve(
+        _ store: any PostbackStorage,
+        reader: ReportReader,
+        scheme: String,
+        tls tlsConfiguration: TLSConfiguration?,
+        ready: @escaping @Sendable (String) -> Void
+    ) async throws -> IngestSummary {
+        let runID = try await store.beginRun(
+            inputs: ["\(scheme)://\(host):\(port)"],
+            receivedAtOption: nil,
+            startedAt: .now()
+        )
+        let metrics = ServerMetrics()
+        let models = ModelDirectory()
+        models.replace(with: try await store.currentModels())
+        let committer = GroupCommitter(
+            maximumGroup: maximumGroup,
+            quarantineRowsPerHour: quarantineRowsPerHour,
+            metrics: metrics,
+            models: models,
+            logger: logger
+        )
+        let writer = CommitterService(
+            committer: committer,
+            store: StoreHandle(store),
+            runID: runID,
+            executor: WriterExecutor()
+        )
+        let responder = PostbackResponder(
+            verifiers: VerifierPool(keyRing: keyRing),
+            committer: committer,
+            metrics: metrics,
+            apiKeys: apiKeys,
+            maximumBody: maximumBody,
+            clientAddressHeader: clientAddressHeader.flatMap { HTTPField.Name($0) },
+            accessLog: accessLog,
+            reader: reader,
+            dashboardToken: dashboardToken,
+            secureCookie: tls != nil,
+            logger: logger
+        )
+        let seconds = readTimeout.components.seconds
+        let http1 = HTTPServerBuilder.http1(
+            configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [RequestDeadlineHandler(bodyTimeout: .seconds(seconds))],
+                idleTimeout: .seconds(seconds)
+            )
+        )
+        let host = self.host
+        let listening = Mutex<String?>(nil)
+        let app = Application(
+            responder: responder,
+            server: try tlsConfiguration.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: port),
+                serverName: nil,
+                availableConnectionsDelegate: ConnectionCap(
+                    maximum: maximumConnections,
+                    count: ConnectionCap.Count(metrics: metrics)
+                )
+            ),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let line = "listening on \(scheme)://\(host):\(port)"
+                listening.withLock { $0 = line }
+                ready(line)
+            },
+            logger: logger
+        )
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: writer)]
+        if let forward {
+            services.append(.init(service: ForwarderService(job: forward, mode: .follow, metrics: metrics)))
+        }
+        if let appleAds {
+            services.append(.init(service: AppleAdsFetchService(job: appleAds, mode: .follow)))
+        }
+        services.append(.init(service: app))
+        var configuration = ServiceGroupConfiguration(
+            // Shut down in reverse order: the server first (it stops accepting and finishes
+            // its requests, which wait for commits), then the forwarder (it finishes its
+            // requests in flight), then the writer.
+            services: services,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        configuration.maximumGracefulShutdownDuration =
+            readTimeout + .seconds(20) + .seconds(Int64(forward?.config.destinations.map(\.timeoutSeconds).max() ?? 0))
+            + (appleAds?.timeout ?? .zero)
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch {
+            let summary = writer.summary
+            try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
+            if listening.withLock({ $0 }) == nil {
+                throw ServeError("cannot listen on \(host):\(port): \(error); choose another --host or --port")
+            }
+            throw error
+        }
+        let summary = writer.summary
+        try await store.finishRun(runID, summary: summary, status: "completed", finishedAt: .now())
+        logger.info(
+            "serve stopped",
+            metadata: ["serve.received": "\(summary.read)", "serve.stored": "\(summary.accepted)"]
+        )
+        return summary
     }
 
     static func serverTLS(certificate: String, key: String) throws -> TLSConfiguration {

@@ -163,6 +163,12 @@ package protocol PostbackStorage: AnyObject {
     /// A warning when postbacks were ingested after the last aggregate run.
     func stalenessWarning() async throws -> String?
 
+    /// The dashboard's series beyond the reports, as one snapshot: the fine-value histogram
+    /// per day received (`aggregate_fine_values`, for the query's period as received days, its
+    /// apps and networks) and the intake per day received (`aggregate_daily_intake`, every app
+    /// and network).
+    func dashboardSeries(_ query: ReportQuery) async throws -> DashboardSeries
+
     /// Releases connections; the store is not used after.
     func close() async
 }

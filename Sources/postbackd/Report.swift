@@ -41,8 +41,16 @@ extension Postbackd {
                   postbackd report --by date --events --format csv > events.csv
                   postbackd report --by date,app_id --with-apple-ads
                   postbackd report --app-id 1234567890 --ad-network-id example.skadnetwork
+                  postbackd report --format html --output dashboard.html --from 2026-11-01
 
-                Exit status: 0 done; 2 usage error or a database that cannot be used.
+                --format html writes the dashboard `serve` shows at /dashboard as one \
+                self-contained file (no script, nothing fetched from elsewhere): installs and \
+                redownloads per day by network, revenue with its range, the fine-value histogram and \
+                null rate, crowd-anonymity tiers, quarantined/duplicates/conflicts, and Apple Ads \
+                beside SKAN, each chart with its numbers as a table.
+
+                Exit status: 0 done; 2 usage error, a database that cannot be used, or an output \
+                file that cannot be written.
                 """
         )
 
@@ -78,8 +86,23 @@ extension Postbackd {
         @Flag(help: "Add Apple Ads' SKAN installs and its AdServices installs and redownloads beside each row (--by date,app_id at most).")
         var withAppleAds = false
 
-        @Option(help: "table (aligned, 100 columns), csv or json.")
-        var format: ReportFormat = .table
+        @Option(
+            help: "table (aligned, 100 columns), csv, json, or html (the dashboard as one self-contained page: charts of the filtered period)."
+        )
+        var format: OutputFormat = .table
+
+        @Option(
+            help: ArgumentHelp(
+                "Write to this file (whole, or not at all: under FILE.partial, then renamed) instead of standard output.",
+                valueName: "file"
+            )
+        )
+        var output: String?
+
+        /// `--format`: a report's formats and the dashboard page.
+        enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+            case table, csv, json, html
+        }
 
         /// The options as `GET /api/v1/report` takes them too.
         private var options: ReportRequest.Options {
@@ -96,6 +119,12 @@ extension Postbackd {
         }
 
         func validate() throws {
+            if format == .html, by != nil || events || withAppleAds {
+                throw ValidationError(
+                    "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id and --ad-network-id"
+                )
+            }
+            if output?.isEmpty == true { throw ValidationError("--output needs a file name") }
             do {
                 _ = try ReportRequest.parse(options)
             } catch {
@@ -104,6 +133,10 @@ extension Postbackd {
         }
 
         func run() async throws {
+            if format == .html {
+                try await writePage()
+                return
+            }
             let result: (report: PostbackStore.Report, warning: String?)
             let request = try ReportRequest.parse(options)
             do {
@@ -116,9 +149,38 @@ extension Postbackd {
                 errors.line("postbackd: warning: \(warning)")
                 errors.flush()
             }
-            let output = TextOutput.standardOutput()
-            output.write(result.report.formatted(format))
-            output.flush()
+            let text = result.report.formatted(ReportFormat(rawValue: format.rawValue) ?? .table)
+            try write(text)
+        }
+
+        /// `--format html`: the dashboard page for the filters.
+        private func writePage() async throws {
+            let dashboard: Dashboard
+            do {
+                dashboard = try await Dashboard.read(database.location, try Dashboard.query(options))
+            } catch {
+                throw failStore(error, database.location)
+            }
+            if let warning = dashboard.warning {
+                let errors = TextOutput.standardError()
+                errors.line("postbackd: warning: \(warning)")
+                errors.flush()
+            }
+            try write(DashboardPage(dashboard, mode: .file).html)
+        }
+
+        private func write(_ text: String) throws {
+            guard let output else {
+                let standard = TextOutput.standardOutput()
+                standard.write(text)
+                standard.flush()
+                return
+            }
+            do {
+                try OutputFile.write(text, to: output)
+            } catch {
+                throw failInput("\(error)")
+            }
         }
     }
 }

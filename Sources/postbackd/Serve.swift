@@ -27,6 +27,17 @@ extension Postbackd {
                 --api-key or --api-key-file, both take only those keys (a=KEY, or \
                 Authorization: Bearer KEY); others get 401.
 
+                Reading, from the aggregate tables (run `postbackd aggregate`): GET /dashboard \
+                (GET / redirects there) is the dashboard page, charts of the last 30 days with \
+                data or of the filters from, to, date_basis, app_id and ad_network_id; GET \
+                /api/v1/report takes report's options as parameters (by, from, to, events, \
+                date_basis, app_id, ad_network_id, with_apple_ads) and answers exactly what \
+                `postbackd report --format json` prints, the staleness warning in \
+                X-Postbackd-Warning; GET /api/v1/summary answers the headline numbers. With \
+                --dashboard-token or --dashboard-token-file, these take only that token \
+                (Authorization: Bearer TOKEN, or sign in at /login for a cookie); the postback \
+                routes stay open.
+
                 Also: GET /healthz (the process is up), GET /readyz (the store accepts writes), \
                 GET /metrics (Prometheus text).
 
@@ -37,6 +48,7 @@ extension Postbackd {
                   postbackd serve --db postgres://postbackd@db.internal/postbackd --host 0.0.0.0 --port 8080
                   postbackd serve --host 0.0.0.0 --port 443 --tls-cert /etc/postbackd/cert.pem --tls-key /etc/postbackd/key.pem
                   postbackd serve --api-key-file /etc/postbackd/api-keys
+                  postbackd serve --dashboard-token-file /etc/postbackd/dashboard-token
 
                 Exit status: 0 stopped by a signal; 2 usage error, a certificate or key file \
                 that cannot be read, an address that cannot be listened on, a database that \
@@ -118,6 +130,17 @@ extension Postbackd {
 
         @Option(
             help: ArgumentHelp(
+                "Guard the dashboard and the report API with this token (Authorization: Bearer TOKEN, or the login form at /login). Visible in the process list: prefer --dashboard-token-file.",
+                valueName: "token"
+            )
+        )
+        var dashboardToken: String?
+
+        @Option(help: ArgumentHelp("A file holding the dashboard token (its first line).", valueName: "file"))
+        var dashboardTokenFile: String?
+
+        @Option(
+            help: ArgumentHelp(
                 "Also forward stored postbacks to the destinations of this config, as `forward --follow` does (see `postbackd forward --help`); status in /metrics.",
                 valueName: "file"
             )
@@ -171,6 +194,26 @@ extension Postbackd {
             return keys
         }
 
+        /// The token of --dashboard-token or --dashboard-token-file, checked.
+        func theDashboardToken() throws -> String? {
+            var token = dashboardToken
+            if let dashboardTokenFile {
+                guard token == nil else {
+                    throw failInput("give --dashboard-token or --dashboard-token-file, not both")
+                }
+                guard let bytes = ConversionModelFile.readWholeFile(dashboardTokenFile) else {
+                    throw failInput("cannot read --dashboard-token-file \(dashboardTokenFile)")
+                }
+                token = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first
+                    .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            }
+            if let token, token.utf8.count < 16 || token.utf8.count > 256 || token.contains(where: \.isWhitespace) {
+                _ = token
+                throw failInput("a dashboard token has 16 to 256 characters and no spaces")
+            }
+            return token
+        }
+
         /// The `--forward` job, its config read and checked.
         func forwardJob() throws -> ForwardJob? {
             guard let forward else { return nil }
@@ -211,6 +254,7 @@ extension Postbackd {
                         rules: AppleAdsExchangeRules(retryAfterMs: Int64(appleAdsRetryAfter) * 1000),
                         logger: Logger(label: "postbackd.apple-ads")
                     ) : nil,
+                dashboardToken: try theDashboardToken(),
                 logger: Logger(label: "postbackd.serve")
             )
             let summary: IngestSummary

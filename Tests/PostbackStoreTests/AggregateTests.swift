@@ -78,6 +78,10 @@ enum AggregateFixture {
         _ = try await ModelsJob.add(files: [modelFile], location: store.location)
         try await ingest([dayOne], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-20T10:00:00Z"))
         try await ingest([dayTwo], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-21T10:00:00Z"))
+        // A copy of P14 and a body that is not a postback, received on day two: the intake.
+        let copy = try String(contentsOfFile: dayTwo, encoding: .utf8)
+        let intake = try directory.write("intake.jsonl", copy + "\n{\"not\": \"a postback\"}\n")
+        try await ingest([intake], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-21T11:00:00Z"))
         _ = try await DailyAggregator.run(store.location, .all, policy: policy)
         return store.location
     }
@@ -203,7 +207,7 @@ struct AggregateTests {
         let database = try await AggregateFixture.database(in: directory, engine: engine)
         let tables = [
             "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
-            "aggregate_fine_values",
+            "aggregate_fine_values", "aggregate_daily_intake",
         ]
         let store = TestStore(engine: engine, location: database)
         func dump() async throws -> [[String]] {
@@ -213,6 +217,11 @@ struct AggregateTests {
         }
         let first = try await dump()
         #expect(first.allSatisfy { !$0.isEmpty })
+        // Day two's copy and its quarantined body; nothing on day one.
+        #expect(
+            try await store.rows("SELECT quarantined, duplicates, conflicts FROM aggregate_daily_intake")
+                == [engine == .sqlite ? "1|1|0" : "(1,1,0)"]
+        )
         _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
         #expect(try await dump() == first)
         let day = try #require(UTCDay("2026-11-20"))

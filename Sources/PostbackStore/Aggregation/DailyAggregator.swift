@@ -75,8 +75,26 @@ public enum DailyAggregator {
 
     static let tables = [
         "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
-        "aggregate_fine_values",
+        "aggregate_fine_values", "aggregate_daily_intake",
     ]
+
+    /// Fills `aggregate_daily_intake` for the days received in `[$1, $2]` (both bounds
+    /// optional: NULL), given how the engine spells a row's UTC day received and a parameter.
+    ///
+    /// `quarantined` sums `received_count` (a body `serve` refused again and again is one row);
+    /// a count is on the day its row was first received.
+    static func intakeSQL(day: String, from: String, to: String) -> String {
+        """
+        INSERT INTO aggregate_daily_intake (date, quarantined, duplicates, conflicts)
+        SELECT day, SUM(quarantined), SUM(duplicates), SUM(conflicts) FROM (
+            SELECT \(day) AS day, received_count AS quarantined, 0 AS duplicates, 0 AS conflicts FROM quarantine
+            UNION ALL
+            SELECT \(day), 0, 1, CASE WHEN conflict THEN 1 ELSE 0 END FROM sightings
+        ) AS intake
+        WHERE (\(from) IS NULL OR day >= \(from)) AND (\(to) IS NULL OR day <= \(to))
+        GROUP BY day
+        """
+    }
 
     /// `aggregate_runs.models`: the model digest of each app, as a JSON object.
     static func modelsJSON(_ stored: [StoredModel]) -> String {

@@ -289,6 +289,25 @@ struct ReportSQL {
     }
 
     static let policy = "SELECT revenue_estimate FROM aggregate_runs ORDER BY id DESC LIMIT 1"
+
+    /// The fine-value histogram per day received: day, fine value (NULL: none), postbacks.
+    /// For a query on the received basis (the table has no install date).
+    var fineValues: String {
+        precondition(query.dateBasis == .received)
+        return """
+            SELECT \(dimension(.date)), fine_value, \(integerSum("postbacks")) FROM aggregate_fine_values \(filter)
+            GROUP BY 1, 2 ORDER BY 1, 2
+            """
+    }
+
+    /// The intake per day received in the query's period (its apps and networks do not apply).
+    var intake: String {
+        precondition(query.dateBasis == .received && query.appIDs.isEmpty && query.adNetworkIDs.isEmpty)
+        return """
+            SELECT \(dimension(.date)), \(integerSum("quarantined")), \(integerSum("duplicates")), \(integerSum("conflicts"))
+            FROM aggregate_daily_intake \(filter) GROUP BY 1 ORDER BY 1
+            """
+    }
 }
 
 /// Builds a report from its rows as the engines read them.

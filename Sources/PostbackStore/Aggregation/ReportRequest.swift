@@ -41,7 +41,7 @@ public struct ReportRequest: Sendable, Hashable {
         let from = try day(options.from, "from")
         let to = try day(options.to, "to")
         if let from, let to, from > to {
-            throw ReportRequestError(option: "from", reason: "\(from) is after --to \(to)")
+            throw ReportRequestError(option: "from", reason: "\(from) is after the period's end, \(to)")
         }
         var basis = DateBasis.received
         if let text = options.dateBasis, !text.isEmpty {
@@ -123,4 +123,9 @@ public struct ReportRequestError: Error, Hashable, CustomStringConvertible {
     public var option: String
     public var reason: String
     public var description: String { "--\(option): \(reason)" }
+
+    package init(option: String, reason: String) {
+        self.option = option
+        self.reason = reason
+    }
 }

@@ -94,6 +94,22 @@ public struct ExportOutputError: Error, CustomStringConvertible {
     public var description: String
 }
 
+/// Writes a whole output at once: to a file under `NAME.partial`, synced and renamed into
+/// place (a reader never sees half of it), or to standard output when there is no path.
+public enum OutputFile {
+    /// - Throws: ``ExportOutputError`` naming the file and what failed.
+    public static func write(_ text: String, to path: String?) throws {
+        let sink = try ExportSink(path: path)
+        do {
+            try sink.write(text)
+            try sink.finish()
+        } catch {
+            sink.abandon()
+            throw error
+        }
+    }
+}
+
 /// Buffered writes that fail loudly, flushed and synced to disk at the end; a file is written
 /// under `NAME.partial` and renamed when complete.
 final class ExportSink {

@@ -426,6 +426,22 @@ enum PostgresSchema {
                         .joined(separator: ", ")
                 }
         ),
+        // The dashboard's intake chart: per day received, quarantined bodies, duplicate copies
+        // and conflicting copies, counted by `aggregate`.
+        Migration(
+            version: 8,
+            name: "daily intake",
+            statements: [
+                """
+                CREATE TABLE aggregate_daily_intake (
+                    date date NOT NULL PRIMARY KEY,
+                    quarantined bigint NOT NULL,
+                    duplicates bigint NOT NULL,
+                    conflicts bigint NOT NULL
+                )
+                """
+            ]
+        ),
     ]
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the

@@ -39,6 +39,26 @@ extension PostgresStore {
                 }
             }
             summary.policy = policy
+            var bounds = PostgresBindings()
+            switch selection {
+            case .all:
+                bounds.appendNull()
+                bounds.appendNull()
+            case .range(let from, let to):
+                bounds.append(from.description)
+                bounds.append(to.description)
+            }
+            try await connection.send(
+                PostgresQuery(
+                    unsafeSQL: DailyAggregator.intakeSQL(
+                        day: "(received_at AT TIME ZONE 'UTC')::date",
+                        from: "$1::date",
+                        to: "$2::date"
+                    ),
+                    binds: bounds
+                ),
+                logger: logger
+            )
             try await connection.send(
                 """
                 INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)

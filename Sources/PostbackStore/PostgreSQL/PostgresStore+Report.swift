@@ -5,30 +5,12 @@ extension PostgresStore {
     /// Reads the report in one read-only `REPEATABLE READ` transaction: its statements see one
     /// snapshot, so a concurrent `aggregate` is seen whole or not at all.
     package func report(_ query: ReportQuery) async throws -> Report {
-        let sql = ReportSQL(
-            query: query,
-            dimension: Self.reportExpression,
-            integerSum: { "SUM(\($0))::bigint" },
-            parameter: { number, type in
-                switch type {
-                case .date: "$\(number)::date"
-                case .integer: "$\(number)::bigint"
-                case .text: "$\(number)::text"
-                }
-            },
-            // SQLite's order: NULL first, text by its bytes.
-            orderTerm: { expression, isText in expression + (isText ? " COLLATE \"C\"" : "") + " NULLS FIRST" }
-        )
+        let sql = ReportSQL.postgres(query)
         let textColumns =
             query.dimensions.map { $0.sqlType == "TEXT" } + (query.events ? [true] : [])
         return try await transaction("read the report", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
             connection in
             var assembler = ReportAssembler(query)
-            func bindings() -> PostgresBindings {
-                var binds = PostgresBindings()
-                for argument in sql.arguments { binds.append(argument) }
-                return binds
-            }
             func key(_ cells: PostgresRandomAccessRow) throws -> [DimensionValue] {
                 try textColumns.enumerated().map { index, isText in
                     if isText {
@@ -39,7 +21,7 @@ extension PostgresStore {
             }
             let groups = textColumns.count
             for try await row in try await connection.send(
-                PostgresQuery(unsafeSQL: sql.metrics, binds: bindings()),
+                PostgresQuery(unsafeSQL: sql.metrics, binds: sql.bindings),
                 logger: logger
             ) {
                 let cells = row.makeRandomAccess()
@@ -47,7 +29,7 @@ extension PostgresStore {
                 assembler.addMetrics(try key(cells), sums)
             }
             for try await row in try await connection.send(
-                PostgresQuery(unsafeSQL: sql.revenue, binds: bindings()),
+                PostgresQuery(unsafeSQL: sql.revenue, binds: sql.bindings),
                 logger: logger
             ) {
                 let cells = row.makeRandomAccess()
@@ -111,5 +93,62 @@ extension PostgresStore {
                 staleRows: times.4
             )
         }
+    }
+}
+
+extension PostgresStore {
+    /// Reads the fine values and the intake in one read-only `REPEATABLE READ` transaction.
+    package func dashboardSeries(_ query: ReportQuery) async throws -> DashboardSeries {
+        let (fineQuery, intakeQuery) = DashboardSeries.queries(query)
+        let fine = ReportSQL.postgres(fineQuery)
+        let intake = ReportSQL.postgres(intakeQuery)
+        return try await transaction("read the dashboard series", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+            connection in
+            var series = DashboardSeries()
+            for try await (text, value, postbacks) in try await connection.send(
+                PostgresQuery(unsafeSQL: fine.fineValues, binds: fine.bindings),
+                logger: logger
+            ).decode((String, Int64?, Int64).self) {
+                guard let day = UTCDay(text) else { continue }
+                series.fineValues.append(FineValueCount(day: day, fineValue: value.map { Int($0) }, postbacks: Int(postbacks)))
+            }
+            for try await (text, quarantined, duplicates, conflicts) in try await connection.send(
+                PostgresQuery(unsafeSQL: intake.intake, binds: intake.bindings),
+                logger: logger
+            ).decode((String, Int64, Int64, Int64).self) {
+                guard let day = UTCDay(text) else { continue }
+                series.intake.append(
+                    DailyIntake(day: day, quarantined: Int(quarantined), duplicates: Int(duplicates), conflicts: Int(conflicts))
+                )
+            }
+            return series
+        }
+    }
+}
+
+extension ReportSQL {
+    /// The statements in PostgreSQL's spelling.
+    static func postgres(_ query: ReportQuery) -> ReportSQL {
+        ReportSQL(
+            query: query,
+            dimension: PostgresStore.reportExpression,
+            integerSum: { "SUM(\($0))::bigint" },
+            parameter: { number, type in
+                switch type {
+                case .date: "$\(number)::date"
+                case .integer: "$\(number)::bigint"
+                case .text: "$\(number)::text"
+                }
+            },
+            // SQLite's order: NULL first, text by its bytes.
+            orderTerm: { expression, isText in expression + (isText ? " COLLATE \"C\"" : "") + " NULLS FIRST" }
+        )
+    }
+
+    /// The parameters, each as text (the statement casts it to its type).
+    var bindings: PostgresBindings {
+        var binds = PostgresBindings()
+        for argument in arguments { binds.append(argument) }
+        return binds
     }
 }

@@ -16,6 +16,8 @@ import GRDB
 /// - `aggregate_daily`, `aggregate_daily_revenue`, `aggregate_daily_events`,
 ///   `aggregate_daily_event_revenue`, `aggregate_fine_values`: what `postbackd aggregate`
 ///   computes, keyed by their dimensions (no surrogate ids, so a re-run gives identical rows).
+/// - `aggregate_daily_intake`: per day received, what `aggregate` counted besides stored
+///   postbacks: quarantined bodies, duplicate copies and conflicting copies.
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
@@ -409,6 +411,20 @@ public enum PostbackSchema {
                     try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(dimension.column) \(dimension.sqlType)")
                 }
             }
+        }
+        // The dashboard's intake chart, read from a table of its own rather than by scanning
+        // `quarantine` and `sightings` (neither is indexed by day).
+        migrator.registerMigration("v12: daily intake") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE aggregate_daily_intake (
+                        date TEXT NOT NULL PRIMARY KEY,
+                        quarantined INTEGER NOT NULL,
+                        duplicates INTEGER NOT NULL,
+                        conflicts INTEGER NOT NULL
+                    )
+                    """
+            )
         }
         return migrator
     }

@@ -53,6 +53,15 @@ extension SQLiteStore {
                     try Self.write(db, aggregation, policy: policy)
                 }
                 summary.unmodelledApps = unmodelled.sorted()
+                let bounds: (from: String?, to: String?) =
+                    switch selection {
+                    case .all: (nil, nil)
+                    case .range(let from, let to): (from.description, to.description)
+                    }
+                try db.execute(
+                    sql: DailyAggregator.intakeSQL(day: "substr(received_at, 1, 10)", from: "?1", to: "?2"),
+                    arguments: [bounds.from, bounds.to]
+                )
                 try db.execute(
                     sql: """
                         INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)

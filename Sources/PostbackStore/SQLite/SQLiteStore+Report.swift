@@ -3,23 +3,10 @@ import PostbackKit
 
 extension SQLiteStore {
     package func report(_ query: ReportQuery) throws -> Report {
-        let sql = ReportSQL(
-            query: query,
-            dimension: { $0.selectExpression },
-            integerSum: { "SUM(\($0))" },
-            parameter: { _, _ in "?" },
-            orderTerm: { expression, _ in expression }
-        )
+        let sql = ReportSQL.sqlite(query)
         return try queue.read { db in
             var assembler = ReportAssembler(query)
-            // An app id compared as an integer: SQLite would not equate the text "1" with 1.
-            let values: [(any DatabaseValueConvertible)?] = sql.typedArguments.map { value, type in
-                switch type {
-                case .integer: Int64(value)
-                case .date, .text: value
-                }
-            }
-            let arguments = StatementArguments(values)
+            let arguments = sql.sqliteArguments
             let groups = sql.groupColumns.count
             for row in try Row.fetchAll(db, sql: sql.metrics, arguments: arguments) {
                 let key = (0..<groups).map { DimensionValue(row[$0] as DatabaseValue) }
@@ -71,5 +58,53 @@ extension DimensionValue {
         case .double(let number): self = .integer(Int64(number))
         default: self = .null
         }
+    }
+}
+
+extension SQLiteStore {
+    package func dashboardSeries(_ query: ReportQuery) throws -> DashboardSeries {
+        let (fineQuery, intakeQuery) = DashboardSeries.queries(query)
+        return try queue.read { db in
+            var series = DashboardSeries()
+            let fine = ReportSQL.sqlite(fineQuery)
+            for row in try Row.fetchAll(db, sql: fine.fineValues, arguments: fine.sqliteArguments) {
+                guard let day = UTCDay(row[0] as String? ?? "") else { continue }
+                series.fineValues.append(
+                    FineValueCount(day: day, fineValue: (row[1] as Int64?).map { Int($0) }, postbacks: row[2])
+                )
+            }
+            let intake = ReportSQL.sqlite(intakeQuery)
+            for row in try Row.fetchAll(db, sql: intake.intake, arguments: intake.sqliteArguments) {
+                guard let day = UTCDay(row[0] as String? ?? "") else { continue }
+                series.intake.append(DailyIntake(day: day, quarantined: row[1], duplicates: row[2], conflicts: row[3]))
+            }
+            return series
+        }
+    }
+}
+
+extension ReportSQL {
+    /// The statements in SQLite's spelling.
+    static func sqlite(_ query: ReportQuery) -> ReportSQL {
+        ReportSQL(
+            query: query,
+            dimension: { $0.selectExpression },
+            integerSum: { "SUM(\($0))" },
+            parameter: { _, _ in "?" },
+            orderTerm: { expression, _ in expression }
+        )
+    }
+
+    /// The parameters as SQLite binds them: an app id as an integer (SQLite would not equate
+    /// the text "1" with 1).
+    var sqliteArguments: StatementArguments {
+        StatementArguments(
+            typedArguments.map { value, type -> (any DatabaseValueConvertible)? in
+                switch type {
+                case .integer: Int64(value)
+                case .date, .text: value
+                }
+            }
+        )
     }
 }

@@ -1,0 +1,339 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import PostbackKit
+import PostbackStore
+
+/// The reading routes: `GET /api/v1/report` (what `postbackd report --format json` prints),
+/// `GET /api/v1/summary` (the headline numbers), `GET /dashboard` (the page), and the login
+/// that guards them when `serve --dashboard-token` is given.
+extension PostbackResponder {
+    /// The parameters of `GET /api/v1/report`, each the report option of the same name.
+    static let reportParameters: [String] = [
+        "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads",
+    ]
+    /// The filters of the dashboard and the summary.
+    static let dashboardParameters: [String] = ["from", "to", "date_basis", "app_id", "ad_network_id"]
+    /// The login cookie's name.
+    static let sessionCookie = "postbackd_session"
+    /// The largest login form accepted.
+    static let maximumLoginBody = 4_096
+
+    // MARK: GET /api/v1/report
+
+    func report(_ request: Request) async -> Response {
+        if let refusal = refuseReader(request, page: false) { return refusal }
+        let options: ReportRequest.Options
+        let parsed: ReportRequest
+        do throws(ReportRequestError) {
+            options = try Self.reportOptions(request.uri.queryParameters, allowed: Self.reportParameters)
+            parsed = try ReportRequest.parse(options)
+        } catch {
+            return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
+        }
+        do {
+            let (report, warning) = try await reader.read { store in try await parsed.read(store) }
+            var response = Response(
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: report.formatted(.json)))
+            )
+            if let warning { response.headers[.postbackdWarning] = warning.oneLine }
+            return response
+        } catch {
+            return unreadable(error)
+        }
+    }
+
+    // MARK: GET /api/v1/summary
+
+    func summary(_ request: Request) async -> Response {
+        if let refusal = refuseReader(request, page: false) { return refusal }
+        let query: ReportQuery
+        do throws(ReportRequestError) {
+            query = try Dashboard.query(Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters))
+        } catch {
+            return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
+        }
+        do {
+            let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: dashboard.summaryJSON + "\n"))
+            )
+        } catch {
+            return unreadable(error)
+        }
+    }
+
+    // MARK: GET /dashboard
+
+    func dashboard(_ request: Request) async -> Response {
+        if let refusal = refuseReader(request, page: true) { return refusal }
+        let query: ReportQuery
+        do throws(ReportRequestError) {
+            query = try Dashboard.query(Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters))
+        } catch {
+            return Self.page(
+                .badRequest,
+                title: "Filters not understood",
+                body: "<p>\(escapeHTML(error.option.replacingDashes)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
+            )
+        }
+        do {
+            let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
+            return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: Route.dashboard.rawValue)).html)
+        } catch {
+            logger.error("cannot read the dashboard", metadata: ["serve.error": "\(error)"])
+            var response = Self.page(
+                .serviceUnavailable,
+                title: "The store cannot be read now",
+                body: "<p>The numbers could not be read from the store. Reload in a few seconds.</p>"
+            )
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+
+    // MARK: Login
+
+    /// `GET /login`: the form; `POST /login`: checks the token and sets the session cookie.
+    func login(_ request: Request) async -> Response {
+        guard let token = dashboardToken else {
+            return Self.redirect(to: Route.dashboard.rawValue)
+        }
+        if request.method != .post { return Self.loginPage(.ok, message: nil) }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maximumLoginBody)
+        } catch {
+            return Self.loginPage(.contentTooLarge, message: "The form was too large.")
+        }
+        let given = Self.formValue("token", in: String(buffer: body))
+        guard let given, constantTimeEqual(given, token) else {
+            logger.warning("dashboard login refused")
+            return Self.loginPage(.unauthorized, message: "That is not the dashboard token.")
+        }
+        var response = Self.redirect(to: Route.dashboard.rawValue)
+        response.headers[.setCookie] =
+            "\(Self.sessionCookie)=\(Self.session(token)); Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000"
+            + (secureCookie ? "; Secure" : "")
+        return response
+    }
+
+    /// The session cookie's value for `token`: a MAC of a fixed text under the token, so the
+    /// cookie never holds the token and changing the token ends every session.
+    static func session(_ token: String) -> String {
+        HMACSHA256.hex(key: Array(token.utf8), message: Array("postbackd dashboard session".utf8))
+    }
+
+    /// Nil when the request may read: no token configured, or the bearer token or the session
+    /// cookie matches. Else 401 (the API) or a redirect to the login form (the page).
+    private func refuseReader(_ request: Request, page: Bool) -> Response? {
+        guard let token = dashboardToken else { return nil }
+        if let bearer = bearerToken(request), constantTimeEqual(bearer, token) { return nil }
+        let expected = Self.session(token)
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].withoutSurroundingSpaces == Self.sessionCookie,
+                    constantTimeEqual(parts[1].withoutSurroundingSpaces, expected)
+                {
+                    return nil
+                }
+            }
+        }
+        if page { return Self.redirect(to: Route.login.rawValue) }
+        var response = Self.json(
+            .unauthorized,
+            Self.error("send Authorization: Bearer TOKEN (serve --dashboard-token)", field: nil)
+        )
+        response.headers[.wwwAuthenticate] = "Bearer"
+        return response
+    }
+
+    private func unreadable(_ error: any Error) -> Response {
+        logger.error("cannot read the report", metadata: ["serve.error": "\(error)"])
+        var response = Self.json(
+            .serviceUnavailable,
+            Self.problem(status: "unavailable", reason: "the store could not be read now; retry later")
+        )
+        response.headers[.retryAfter] = "5"
+        return response
+    }
+
+    // MARK: Parameters
+
+    /// The report options in `parameters`: each name once (`app_id` and `ad_network_id` may
+    /// repeat), flags as `true`/`false`/`1`/`0`/empty, nothing unknown.
+    static func reportOptions(
+        _ parameters: FlatDictionary<Substring, Substring>,
+        allowed: [String]
+    ) throws(ReportRequestError) -> ReportRequest.Options {
+        var options = ReportRequest.Options()
+        var seen = Set<Substring>()
+        for (name, value) in parameters {
+            guard allowed.contains(String(name)) else {
+                throw ReportRequestError(
+                    option: String(name.prefix(64)),
+                    reason: "unknown parameter; known: " + allowed.joined(separator: ", ")
+                )
+            }
+            let text = String(value)
+            if name != "app_id" && name != "ad_network_id" {
+                guard seen.insert(name).inserted else {
+                    throw ReportRequestError(option: String(name), reason: "given more than once")
+                }
+            }
+            switch name {
+            case "by": options.by = text
+            case "from": options.from = text
+            case "to": options.to = text
+            case "date_basis": options.dateBasis = text
+            case "app_id": if !text.isEmpty { options.appIDs.append(text) }
+            case "ad_network_id": if !text.isEmpty { options.adNetworkIDs.append(text) }
+            case "events": options.events = try flag(text, name: "events")
+            case "with_apple_ads": options.withAppleAds = try flag(text, name: "with_apple_ads")
+            default: break
+            }
+        }
+        return options
+    }
+
+    private static func flag(_ text: String, name: String) throws(ReportRequestError) -> Bool {
+        switch text {
+        case "", "true", "1": return true
+        case "false", "0": return false
+        default: throw ReportRequestError(option: name, reason: "\"\(text.prefix(64))\" is not true or false")
+        }
+    }
+
+    /// The value of `name` in an `application/x-www-form-urlencoded` body.
+    static func formValue(_ name: String, in body: String) -> String? {
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == name else { continue }
+            return formDecoded(parts[1])
+        }
+        return nil
+    }
+
+    /// `+` as a space and `%XX` as its byte; nil when a `%` is not followed by two hex digits
+    /// or the bytes are not UTF-8.
+    static func formDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    // MARK: Pages
+
+    /// The page's policy: nothing from anywhere but inline styles, data: images and forms to
+    /// this server. A browser enforces it, so the page cannot reach another host.
+    static let contentSecurityPolicy =
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+    static func html(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(
+            status: status,
+            headers: [
+                .contentType: "text/html; charset=utf-8",
+                .contentSecurityPolicy: contentSecurityPolicy,
+                .cacheControl: "no-store",
+                .xContentTypeOptions: "nosniff",
+                .referrerPolicy: "no-referrer",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text))
+        )
+    }
+
+    static func redirect(to path: String) -> Response {
+        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
+    }
+
+    /// A small page in the dashboard's style.
+    static func page(_ status: HTTPResponse.Status, title: String, body: String) -> Response {
+        html(
+            status,
+            """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>postbackd: \(escapeHTML(title))</title><style>\(DashboardPage.style)</style></head>
+            <body><header><h1>postbackd</h1></header><section class="empty"><h2>\(escapeHTML(title))</h2>\(body)</section></body></html>
+
+            """
+        )
+    }
+
+    static func loginPage(_ status: HTTPResponse.Status, message: String?) -> Response {
+        page(
+            status,
+            title: "Sign in to the dashboard",
+            body: (message.map { "<p class=\"warning\" role=\"alert\">\(escapeHTML($0))</p>" } ?? "")
+                + """
+                <form method="post" action="/login" class="filters">
+                <label>Dashboard token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
+                <button type="submit">Sign in</button></form>
+                """
+        )
+    }
+}
+
+/// The store the reading routes use: a connection (SQLite) or pool (PostgreSQL) of its own,
+/// beside the writer's, used on a thread of its own so that SQLite's blocking reads never
+/// stall the cooperative pool. On SQLite reads take turns on that thread; PostgreSQL's run side
+/// by side on its pool.
+final class ReportReader: Sendable {
+    private let store: StoreHandle
+    private let executor = WriterExecutor(label: "postbackd.serve.reader")
+
+    init(_ store: any PostbackStorage) {
+        self.store = StoreHandle(store)
+    }
+
+    func read<Result: Sendable>(_ body: @Sendable (any PostbackStorage) async throws -> Result) async throws -> Result {
+        let store = self.store
+        return try await withTaskExecutorPreference(executor) {
+            try await body(store.store)
+        }
+    }
+}
+
+extension String {
+    /// A report option's name as a query parameter: `app-id` as `app_id`.
+    fileprivate var replacingDashes: String {
+        String(map { $0 == "-" ? "_" : $0 })
+    }
+
+    /// Lines joined by "; ", for a header.
+    fileprivate var oneLine: String {
+        split(separator: "\n").joined(separator: "; ")
+    }
+}
+
+extension HTTPField.Name {
+    static let postbackdWarning = HTTPField.Name("X-Postbackd-Warning")!
+    static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+}

@@ -1,0 +1,144 @@
+import PostbackKit
+
+/// The numbers of the dashboard (`GET /dashboard`, `report --format html`) and of
+/// `GET /api/v1/summary`, read from the aggregate tables in a few grouped queries.
+public struct Dashboard: Sendable {
+    /// The filters: period, basis, apps and networks (its dimensions unused).
+    public var query: ReportQuery
+    /// Installs, redownloads and revenue per day (received or install, by the basis) and network.
+    public var byDayAndNetwork: Report
+    /// The same per day: revenue per currency, null rate.
+    public var byDay: Report
+    /// Per crowd-anonymity tier.
+    public var byTier: Report
+    /// One row of totals (none when nothing matched).
+    public var totals: Report
+    /// The fine-value histogram and the intake, by day received.
+    public var series: DashboardSeries
+    /// Apple Ads' AdServices installs per day, for the apps of the query (all when none), when
+    /// the basis is the day received and the networks filter lets Apple Ads through.
+    public var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
+    /// The staleness warning of the aggregates, if any.
+    public var warning: String?
+    public var generatedAt: UTCInstant
+
+    /// The days shown when no `from` is given.
+    public static let defaultDays = 30
+
+    /// The filters a dashboard takes: `from`, `to`, `date_basis`, `app_id`, `ad_network_id`.
+    /// Parsed as the report options are, with the same refusals.
+    public static func query(_ options: ReportRequest.Options) throws(ReportRequestError) -> ReportQuery {
+        var options = options
+        options.by = ""
+        options.events = false
+        options.withAppleAds = false
+        return try ReportRequest.parse(options).query
+    }
+
+    /// Reads the dashboard's numbers for `query`'s filters.
+    ///
+    /// Without `from`, the period is the ``defaultDays`` days up to `to`, or up to the last day
+    /// with postbacks.
+    package static func read(_ store: any PostbackStorage, _ query: ReportQuery) async throws -> Dashboard {
+        var query = query
+        let dayDimension: AggregateDimension = query.dateBasis == .install ? .installDate : .date
+        if query.from == nil {
+            var days = query
+            days.dimensions = [dayDimension]
+            days.events = false
+            // Rows come by day, ascending.
+            var last = query.to
+            if last == nil { last = try await store.report(days).rows.last(where: { $0.day != nil })?.day }
+            if let last {
+                query.to = last
+                query.from = UTCDay(daysSinceEpoch: last.daysSinceEpoch - Int64(defaultDays - 1))
+            }
+        }
+        func report(_ dimensions: [AggregateDimension]) async throws -> Report {
+            var grouped = query
+            grouped.dimensions = dimensions
+            grouped.events = false
+            return try await store.report(grouped)
+        }
+        var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
+        if query.dateBasis == .received,
+            query.adNetworkIDs.isEmpty || query.adNetworkIDs.contains(ApplePlacement.adNetworkID)
+        {
+            let records = try await store.appleAdsReport(
+                AppleAdsReportQuery(from: query.from, to: query.to, by: [.date, .appID])
+            )
+            var days: [UTCDay: (installs: Int, redownloads: Int)] = [:]
+            for row in records.rows {
+                guard row.dimensions.count == 2, case .text(let text) = row.dimensions[0], let day = UTCDay(text)
+                else { continue }
+                if !query.appIDs.isEmpty {
+                    guard case .integer(let app) = row.dimensions[1], query.appIDs.contains(app) else { continue }
+                }
+                days[day, default: (0, 0)].installs += row.counts[.installs] ?? 0
+                days[day, default: (0, 0)].redownloads += row.counts[.redownloads] ?? 0
+            }
+            appleAds = days
+        }
+        return Dashboard(
+            query: query,
+            byDayAndNetwork: try await report([dayDimension, .adNetworkID]),
+            byDay: try await report([dayDimension]),
+            byTier: try await report([.crowdAnonymityTier]),
+            totals: try await report([]),
+            series: try await store.dashboardSeries(query),
+            appleAds: appleAds,
+            warning: try await store.stalenessWarning(),
+            generatedAt: .now()
+        )
+    }
+
+    /// Reads the dashboard from `location` (opened for this call only).
+    public static func read(_ location: StoreLocation, _ query: ReportQuery) async throws -> Dashboard {
+        try await PostbackStores.with(location) { store in try await read(store, query) }
+    }
+
+    /// The totals row (zeros when nothing matched).
+    public var total: ReportRow {
+        totals.rows.first ?? ReportRow(dimensions: [])
+    }
+
+    /// Quarantined, duplicate and conflicting copies over the period.
+    public var intakeTotals: (quarantined: Int, duplicates: Int, conflicts: Int) {
+        series.intake.reduce(into: (0, 0, 0)) { sums, day in
+            sums.0 += day.quarantined
+            sums.1 += day.duplicates
+            sums.2 += day.conflicts
+        }
+    }
+
+    /// `GET /api/v1/summary`: the headline numbers as one JSON object.
+    public var summaryJSON: String {
+        var object = JSONObjectWriter()
+        object.add("from", query.from?.description)
+        object.add("to", query.to?.description)
+        object.add("date_basis", query.dateBasis.rawValue)
+        if !query.appIDs.isEmpty { object.addRaw("app_id", json: "[" + query.appIDs.map(String.init).joined(separator: ",") + "]") }
+        if !query.adNetworkIDs.isEmpty { object.add("ad_network_id", strings: query.adNetworkIDs) }
+        let row = total
+        for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
+        object.addRaw("null_rate", json: row.nullRate.map { formatJSONNumber(($0 * 10_000).rounded() / 10_000) } ?? "null")
+        let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
+            var money = JSONObjectWriter()
+            money.add("min", roundedMoney(total.min))
+            money.add("max", roundedMoney(total.max))
+            money.add("estimate", roundedMoney(total.estimate))
+            return jsonQuoted(currency) + ":" + money.text
+        }
+        object.addRaw("revenue", json: "{" + revenue.joined(separator: ",") + "}")
+        let intake = intakeTotals
+        object.add("quarantined", intake.quarantined)
+        object.add("duplicates", intake.duplicates)
+        object.add("conflicts", intake.conflicts)
+        if let appleAds {
+            object.add("apple_ads_installs", appleAds.values.reduce(0) { $0 + $1.installs })
+            object.add("apple_ads_redownloads", appleAds.values.reduce(0) { $0 + $1.redownloads })
+        }
+        object.add("warning", warning)
+        return object.text
+    }
+}

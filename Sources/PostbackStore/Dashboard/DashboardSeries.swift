@@ -1,0 +1,55 @@
+import PostbackKit
+
+/// What the dashboard reads beside the reports (``PostbackStorage/dashboardSeries(_:)``).
+public struct DashboardSeries: Sendable, Hashable {
+    /// Winning postbacks per day received and fine value (nil: no fine value), day then value.
+    public var fineValues: [FineValueCount] = []
+    /// Quarantined, duplicate and conflicting copies per day received.
+    public var intake: [DailyIntake] = []
+
+    public init(fineValues: [FineValueCount] = [], intake: [DailyIntake] = []) {
+        self.fineValues = fineValues
+        self.intake = intake
+    }
+
+    /// The queries: the fine values for `query`'s period taken as received days, apps and
+    /// networks; the intake for that period only.
+    static func queries(_ query: ReportQuery) -> (fineValues: ReportQuery, intake: ReportQuery) {
+        var fineValues = query
+        fineValues.dateBasis = .received
+        fineValues.dimensions = []
+        fineValues.events = false
+        return (fineValues, ReportQuery(from: query.from, to: query.to, by: [], events: false))
+    }
+}
+
+/// Postbacks with one fine value (or none) on one day.
+public struct FineValueCount: Sendable, Hashable {
+    public var day: UTCDay
+    public var fineValue: Int?
+    public var postbacks: Int
+
+    public init(day: UTCDay, fineValue: Int?, postbacks: Int) {
+        self.day = day
+        self.fineValue = fineValue
+        self.postbacks = postbacks
+    }
+}
+
+/// What arrived on a day besides the postbacks stored.
+public struct DailyIntake: Sendable, Hashable {
+    public var day: UTCDay
+    /// Bodies quarantined (a body refused repeatedly by `serve` counts each time).
+    public var quarantined: Int
+    /// Further copies of stored postbacks.
+    public var duplicates: Int
+    /// Copies among them whose unsigned values differ from the stored postback.
+    public var conflicts: Int
+
+    public init(day: UTCDay, quarantined: Int, duplicates: Int, conflicts: Int) {
+        self.day = day
+        self.quarantined = quarantined
+        self.duplicates = duplicates
+        self.conflicts = conflicts
+    }
+}

@@ -1,0 +1,427 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import PostbackKit
+import PostbackStore
+import PostbackTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The report API, the summary and the dashboard of `postbackd serve`, and `report --format
+/// html`: the built binary on a loopback port, a real HTTP client, a real browser (headless
+/// Chromium), both engines.
+@Suite("postbackd serve: report API and dashboard", .serialized)
+struct DashboardTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory("dashboard")
+    }
+
+    /// The README's sample: the generated postbacks and Apple's, the models, aggregated.
+    private func sampleStore(_ engine: TestEngine) async throws -> TestStore {
+        let store = try await TestStore.make(engine, in: directory)
+        let generated = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/generated"))
+            .filter { $0.hasSuffix(".jsonl") }.sorted().map { Repository.path("SamplePostbacks/generated/" + $0) }
+        let models = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/models"))
+            .filter { $0.hasSuffix(".json") }.sorted().map { Repository.path("SamplePostbacks/models/" + $0) }
+        for arguments in [
+            ["ingest", "--db", store.argument, "--keys", Repository.path("Keys/test"), "--keys", Repository.path("Keys/apple")]
+                + generated + [Repository.path("SamplePostbacks/apple")],
+            ["models", "add", "--db", store.argument] + models,
+            ["aggregate", "--db", store.argument],
+        ] {
+            let run = try Postbackd.run(arguments)
+            #expect(run.status == 0, "\(arguments.prefix(2)): \(run.standardError)")
+        }
+        return store
+    }
+
+    // MARK: The report API
+
+    @Test("GET /api/v1/report answers byte for byte what report --format json prints", arguments: TestEngine.available)
+    func reportEqualsCLI(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        defer { server.stop() }
+        let client = try HTTPClient.forTests()
+        // (query, the same options on the command line)
+        let cases: [(String, [String])] = [
+            ("", []),
+            ("by=app_id,ad_network_id&from=2026-11-15&to=2026-11-18", ["--by", "app_id,ad_network_id", "--from", "2026-11-15", "--to", "2026-11-18"]),
+            ("by=date&events=true", ["--by", "date", "--events"]),
+            ("date_basis=install&by=install_date,crowd_anonymity_tier", ["--date-basis", "install", "--by", "install_date,crowd_anonymity_tier"]),
+            ("by=date,app_id&with_apple_ads=1", ["--by", "date,app_id", "--with-apple-ads"]),
+            ("by=date&app_id=1254734734&ad_network_id=fzbddbi26k.skadnetwork&ad_network_id=vdsbuozq6b.skadnetwork",
+             ["--by", "date", "--app-id", "1254734734", "--ad-network-id", "fzbddbi26k.skadnetwork,vdsbuozq6b.skadnetwork"]),
+            ("by=", ["--by", ""]),
+            ("by=campaign,source_identifier_digits&from=2026-11-16", ["--by", "campaign,source_identifier_digits", "--from", "2026-11-16"]),
+        ]
+        for (query, arguments) in cases {
+            let cli = try Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
+            #expect(cli.status == 0, "\(arguments): \(cli.standardError)")
+            let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)
+            #expect(answer.status == 200, "\(query): \(answer.body)")
+            #expect(answer.header("Content-Type") == "application/json")
+            #expect(answer.body == cli.standardOutput, "\(query)")
+            #expect(answer.body.count > 2, "\(query): rows expected")
+        }
+        // The filtered report holds only the app and networks asked for.
+        let filtered = try await client.send(
+            .GET,
+            server.base + "/api/v1/report?by=app_id,ad_network_id&app_id=1254734734&ad_network_id=fzbddbi26k.skadnetwork"
+        )
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(filtered.body.utf8)) as? [[String: Any]])
+        #expect(rows.count == 1)
+        #expect(rows.first?["app_id"] as? Int == 1254734734)
+        #expect(rows.first?["ad_network_id"] as? String == "fzbddbi26k.skadnetwork")
+    }
+
+    @Test("the report API refuses what report refuses, naming the parameter; unknown and repeated parameters are 400")
+    func reportErrors() async throws {
+        let store = try await sampleStore(.sqlite)
+        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        defer { server.stop() }
+        let client = try HTTPClient.forTests()
+        let cases: [(String, String)] = [
+            ("from=2026-13-01", "from"),
+            ("from=2026-11-20&to=2026-11-10", "from"),
+            ("by=date,colour", "by"),
+            ("date_basis=sent", "date_basis"),
+            ("app_id=abc", "app_id"),
+            ("events=maybe", "events"),
+            ("by=date&by=app_id", "by"),
+            ("format=csv", "format"),
+            ("with_apple_ads=true&events=true", "with_apple_ads"),
+        ]
+        for (query, field) in cases {
+            let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)
+            #expect(answer.status == 400, "\(query)")
+            #expect(answer.jsonStatus == "error", "\(query)")
+            #expect(answer.json["field"] as? String == field, "\(query): \(answer.body)")
+            #expect((answer.json["reason"] as? String)?.isEmpty == false)
+        }
+        let post = try await client.send(.POST, server.base + "/api/v1/report", body: [])
+        #expect(post.status == 405)
+        #expect(post.header("Allow") == "GET, HEAD")
+        let summary = try await client.send(.GET, server.base + "/api/v1/summary?by=date")
+        #expect(summary.status == 400)
+        #expect(summary.json["field"] as? String == "by")
+    }
+
+    @Test("the report API warns in a header when postbacks arrived after the last aggregate")
+    func staleness() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let file = try directory.write("few.jsonl", try Postbackd.generated(count: 40, seed: 16))
+        #expect(try Postbackd.run(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file]).status == 0)
+        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        defer { server.stop() }
+        let answer = try await HTTPClient.forTests().send(.GET, server.base + "/api/v1/report")
+        #expect(answer.status == 200)
+        #expect(answer.body == "[]")
+        #expect(answer.header("X-Postbackd-Warning")?.contains("run postbackd aggregate") == true)
+    }
+
+    // MARK: The summary
+
+    @Test("GET /api/v1/summary: the totals report's numbers and the intake of the same days", arguments: TestEngine.available)
+    func summary(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        defer { server.stop() }
+        let client = try HTTPClient.forTests()
+        // Without a period: the 30 days up to the last day with postbacks.
+        let answer = try await client.send(.GET, server.base + "/api/v1/summary")
+        #expect(answer.status == 200, "\(answer.body)")
+        let from = try #require(answer.json["from"] as? String)
+        let to = try #require(answer.json["to"] as? String)
+        let last = try #require(
+            try Postbackd.run(["report", "--db", store.argument, "--by", "date", "--format", "csv"]).standardOutput
+                .split(separator: "\n").last?.split(separator: ",").first.map(String.init)
+        )
+        #expect(to == last)
+        let first = try #require(UTCDay(from))
+        let end = try #require(UTCDay(to))
+        #expect(end.daysSinceEpoch - first.daysSinceEpoch == 29)
+        let totals = try Postbackd.run(["report", "--db", store.argument, "--by", "", "--from", from, "--to", to, "--format", "json"])
+        let row = try #require((try JSONSerialization.jsonObject(with: Data(totals.standardOutput.utf8)) as? [[String: Any]])?.first)
+        for metric in ["postbacks", "installs", "redownloads", "null_conversion_values", "unmodelled"] {
+            #expect(answer.json[metric] as? Int == row[metric] as? Int, "\(metric)")
+        }
+        #expect((answer.json["revenue"] as? [String: Any])?.keys.sorted() == (row["revenue"] as? [String: Any])?.keys.sorted())
+        // The intake: every quarantined body and duplicate copy received in the period.
+        func number(_ sql: String) async throws -> Int? {
+            // PostgreSQL's rows come as a record's text: "(30)".
+            try await store.rows(sql).first.flatMap { Int($0.trimmingCharacters(in: CharacterSet(charactersIn: "()"))) }
+        }
+        let quarantined = try await number(
+            "SELECT COALESCE(SUM(received_count), 0) FROM quarantine WHERE \(dayOf(engine)) BETWEEN '\(from)' AND '\(to)'"
+        )
+        let duplicates = try await number(
+            "SELECT COUNT(*) FROM sightings WHERE \(dayOf(engine)) BETWEEN '\(from)' AND '\(to)'"
+        )
+        #expect(answer.json["quarantined"] as? Int == quarantined)
+        #expect(answer.json["duplicates"] as? Int == duplicates)
+        #expect((answer.json["quarantined"] as? Int ?? 0) > 0)
+        #expect((answer.json["duplicates"] as? Int ?? 0) > 0)
+    }
+
+    private func dayOf(_ engine: TestEngine) -> String {
+        engine == .sqlite ? "substr(received_at, 1, 10)" : "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+    }
+
+    // MARK: Access control
+
+    @Test("--dashboard-token: the API takes the bearer token, the page a login cookie; postbacks stay open; the token is never shown")
+    func token() async throws {
+        let store = try await sampleStore(.sqlite)
+        let token = "dashboard-secret-\(UInt64.random(in: 1...UInt64.max))"
+        let tokenFile = try directory.write("token", token + "\n")
+        let server = try ServerProcess.start(
+            ["--db", store.argument, "--dashboard-token-file", tokenFile, "--access-log"],
+            directory: directory.path
+        )
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        defer { Task { try? await client.shutdown() } }
+
+        for path in ["/api/v1/report", "/api/v1/summary"] {
+            let refused = try await client.send(.GET, server.base + path)
+            #expect(refused.status == 401, "\(path)")
+            #expect(refused.header("WWW-Authenticate") == "Bearer")
+            let wrong = try await client.send(.GET, server.base + path, headers: [("Authorization", "Bearer " + token + "x")])
+            #expect(wrong.status == 401, "\(path)")
+            let allowed = try await client.send(.GET, server.base + path, headers: [("Authorization", "Bearer " + token)])
+            #expect(allowed.status == 200, "\(path)")
+        }
+        let page = try await client.send(.GET, server.base + "/dashboard")
+        #expect(page.status == 303)
+        #expect(page.header("Location") == "/login")
+        let form = try await client.send(.GET, server.base + "/login")
+        #expect(form.status == 200)
+        #expect(form.body.contains("type=\"password\""))
+
+        let form2 = [("Content-Type", "application/x-www-form-urlencoded")]
+        let refused = try await client.send(.POST, server.base + "/login", body: Array("token=guess".utf8), headers: form2)
+        #expect(refused.status == 401)
+        #expect(refused.header("Set-Cookie") == nil)
+        let encoded = token.replacingOccurrences(of: "-", with: "%2D")
+        let accepted = try await client.send(.POST, server.base + "/login", body: Array("token=\(encoded)".utf8), headers: form2)
+        #expect(accepted.status == 303)
+        #expect(accepted.header("Location") == "/dashboard")
+        let cookie = try #require(accepted.header("Set-Cookie"))
+        #expect(cookie.hasPrefix("postbackd_session="))
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+        #expect(!cookie.contains(token))
+        let session = String(cookie.prefix { $0 != ";" })
+        let signedIn = try await client.send(.GET, server.base + "/dashboard", headers: [("Cookie", "theme=dark; " + session)])
+        #expect(signedIn.status == 200)
+        #expect(signedIn.body.contains("<figure"))
+        let forged = try await client.send(.GET, server.base + "/dashboard", headers: [("Cookie", "postbackd_session=00")])
+        #expect(forged.status == 303)
+
+        // Devices carry no token: the postback routes and health stay open.
+        let postback = try Postbackd.generated(count: 1, seed: 7, duplicates: 0, invalid: 0)
+        let received = try await client.send(
+            .POST,
+            server.base + "/.well-known/skadnetwork/report-attribution/",
+            body: Array(postback.split(separator: "\n")[0].utf8)
+        )
+        #expect(received.status == 200)
+        #expect(try await client.send(.GET, server.base + "/healthz").status == 200)
+
+        #expect(server.stop() == 0)
+        #expect(!server.standardOutput.contains(token) && !server.standardError.contains(token))
+        #expect(!server.standardError.contains(String(cookie.prefix { $0 != ";" }.dropFirst("postbackd_session=".count))))
+    }
+
+    // MARK: In a browser
+
+    @Test("the dashboard in headless Chromium: every chart drawn, the numbers in its tables, nothing fetched from elsewhere")
+    func dashboardInBrowser() async throws {
+        let store = try await sampleStore(.sqlite)
+        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        defer { server.stop() }
+        let summary = try await HTTPClient.forTests().send(.GET, server.base + "/api/v1/summary")
+        let installs = try #require(summary.json["installs"] as? Int)
+
+        let browser = try Chromium(directory: directory)
+        let url = server.base + "/dashboard"
+        let dom = try browser.dumpDOM(url)
+        Self.checkCharts(dom, installs: installs)
+        #expect(dom.contains("<form method=\"get\" action=\"/dashboard\""))
+        let requested = try browser.pageRequests(site: "http://127.0.0.1")
+        #expect(requested.contains(url), "the log holds the page's own request: \(requested)")
+        #expect(requested.allSatisfy { $0.hasPrefix(server.base + "/") }, "\(requested)")
+
+        let desktop = try browser.screenshot(url, width: 1280, height: 800, name: "dashboard-1280x800.png")
+        #expect(try Chromium.pngSize(desktop) == (1280, 800))
+        let phone = try browser.screenshot(url, width: 390, height: 844, name: "dashboard-390x844.png")
+        #expect(try Chromium.pngSize(phone) == (390, 844))
+        // The page filtered by the install date: the basis switch.
+        let install = try browser.dumpDOM(url + "?date_basis=install&app_id=1254734734")
+        #expect(install.contains("by install date"))
+        #expect(install.contains("Install date (UTC)"))
+    }
+
+    @Test("report --format html: the same page as one file that a browser draws without a server")
+    func htmlFile() async throws {
+        let store = try await sampleStore(.sqlite)
+        let file = directory.path + "/dashboard.html"
+        let run = try Postbackd.run(["report", "--db", store.argument, "--format", "html", "--output", file])
+        #expect(run.status == 0, "\(run.standardError)")
+        #expect(run.standardOutput.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
+        let html = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(!html.contains("<script"))
+        #expect(!html.contains("<form"))
+        #expect(!html.contains("src="))
+        let totals = try Postbackd.run(["report", "--db", store.argument, "--format", "json", "--by", ""] + Self.period(html))
+        let row = try #require((try JSONSerialization.jsonObject(with: Data(totals.standardOutput.utf8)) as? [[String: Any]])?.first)
+        let installs = try #require(row["installs"] as? Int)
+
+        let browser = try Chromium(directory: directory)
+        let dom = try browser.dumpDOM("file://" + file)
+        Self.checkCharts(dom, installs: installs)
+        // A file page has no site to tell its requests by: it names no URL but the SVG
+        // namespace, so it cannot ask for any.
+        let urls = html.components(separatedBy: "://").count - 1
+        #expect(urls == html.components(separatedBy: "xmlns=\"http://www.w3.org/2000/svg\"").count - 1)
+        let shot = try browser.screenshot("file://" + file, width: 1280, height: 800, name: "report-html-1280x800.png")
+        #expect(try Chromium.pngSize(shot) == (1280, 800))
+
+        let refused = try Postbackd.run(["report", "--db", store.argument, "--format", "html", "--by", "date"])
+        #expect(refused.status == 2)
+        #expect(refused.standardError.contains("--format html"))
+    }
+
+    /// `--from A --to B` from the page's period line.
+    private static func period(_ html: String) -> [String] {
+        guard let range = html.range(of: #"\d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}"#, options: .regularExpression) else { return [] }
+        let parts = html[range].components(separatedBy: " to ")
+        return ["--from", parts[0], "--to", parts[1]]
+    }
+
+    /// The DOM as the browser built it: each chart a figure with an SVG image that has a title
+    /// and description, a legend where it has series, a table; the installs in the headline
+    /// and in the installs table's total.
+    private static func checkCharts(_ dom: String, installs: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        for id in ["installs", "redownloads", "revenue-0", "fine-values", "null-rate", "tiers", "intake"] {
+            #expect(dom.contains("<figure id=\"\(id)\" class=\"chart\">"), "figure \(id)", sourceLocation: sourceLocation)
+            #expect(dom.contains("aria-labelledby=\"\(id)-t \(id)-d\""), "svg \(id)", sourceLocation: sourceLocation)
+        }
+        #expect(dom.components(separatedBy: "role=\"img\"").count - 1 >= 7, sourceLocation: sourceLocation)
+        #expect(dom.components(separatedBy: "<table>").count - 1 >= 7, sourceLocation: sourceLocation)
+        #expect(dom.contains("<path fill=\"#0072B2\""), "bars drawn", sourceLocation: sourceLocation)
+        #expect(dom.contains("<polyline"), "lines drawn", sourceLocation: sourceLocation)
+        #expect(dom.contains("class=\"legend\""), sourceLocation: sourceLocation)
+        let formatted = installs.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
+        #expect(
+            dom.contains("<span class=\"label\">Installs</span><span class=\"value\">\(formatted)</span>"),
+            "headline installs \(formatted)",
+            sourceLocation: sourceLocation
+        )
+        #expect(dom.contains("\(formatted) installs over"), sourceLocation: sourceLocation)
+        #expect(!dom.contains("<script"), sourceLocation: sourceLocation)
+    }
+}
+
+/// Headless Chromium (Debian's `chromium`), with every host but 127.0.0.1 unresolvable and a
+/// network log of what it requested.
+struct Chromium {
+    let executable: String
+    let profile: String
+    let netLog: String
+    /// Where screenshots are kept: `.build/test-artifacts`, a CI artifact.
+    static let artifacts = Repository.path(".build/test-artifacts")
+
+    init(directory: TemporaryDirectory) throws {
+        guard let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else {
+            throw ServerError(description: "headless Chromium is needed: apt-get install chromium (.ci/run installs it)")
+        }
+        executable = found
+        profile = directory.path + "/chromium-\(UInt32.random(in: 0...UInt32.max))"
+        netLog = profile + "-net.json"
+        try FileManager.default.createDirectory(atPath: Self.artifacts, withIntermediateDirectories: true)
+    }
+
+    private func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            // Autofill asks Google about pages with forms: a browser feature, not the page.
+            "--disable-features=AutofillServerCommunication",
+            "--user-data-dir=" + profile,
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--log-net-log=" + netLog,
+        ] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ServerError(description: "chromium exited \(process.terminationStatus)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The page's DOM once loaded (no script runs on it: the server drew everything).
+    func dumpDOM(_ url: String) throws -> String {
+        try run(["--window-size=1280,800", "--dump-dom", url])
+    }
+
+    /// A PNG of the page at `width`×`height`, kept under ``artifacts``.
+    func screenshot(_ url: String, width: Int, height: Int, name: String) throws -> [UInt8] {
+        let path = Self.artifacts + "/" + name
+        try? FileManager.default.removeItem(atPath: path)
+        _ = try run(["--window-size=\(width),\(height)", "--screenshot=" + path, url])
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// The URLs requested in the last run on behalf of a page of `site` (`http://127.0.0.1`),
+    /// from the network log: each request job whose network isolation key's top frame is that
+    /// site, the page itself included. The browser's own requests (updates, sign-in) have other
+    /// keys; none can leave the machine anyway, as every host but 127.0.0.1 fails to resolve.
+    func pageRequests(site: String) throws -> [String] {
+        var text = try String(contentsOfFile: netLog, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        // A log cut short at exit lacks its end.
+        if !text.hasSuffix("}") {
+            if text.hasSuffix(",") { text.removeLast() }
+            text += "]}"
+        }
+        guard let log = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let constants = log["constants"] as? [String: Any],
+            let types = constants["logEventTypes"] as? [String: Int],
+            let startJob = types["URL_REQUEST_START_JOB"],
+            let events = log["events"] as? [[String: Any]]
+        else {
+            throw ServerError(description: "the network log is not the expected JSON")
+        }
+        return events.compactMap { event in
+            guard event["type"] as? Int == startJob, let parameters = event["params"] as? [String: Any],
+                let url = parameters["url"] as? String,
+                (parameters["network_isolation_key"] as? String)?.hasPrefix(site + " ") == true
+            else { return nil }
+            return url
+        }
+    }
+
+    /// A PNG's width and height, from its IHDR chunk.
+    static func pngSize(_ bytes: [UInt8]) throws -> (Int, Int) {
+        guard bytes.count > 24, bytes[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] else {
+            throw ServerError(description: "not a PNG")
+        }
+        func big(_ at: Int) -> Int { bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        return (big(16), big(20))
+    }
+}

@@ -303,6 +303,9 @@ public struct ReportQuery: Sendable, Hashable {
     public var appIDs: [Int64]
     /// Only these ad networks (all when empty).
     public var adNetworkIDs: [String]
+    /// Read the detailed aggregate rows even when the totals hold the dimensions (for tests
+    /// that compare the two).
+    package var detailedRowsOnly = false
 
     public init(
         from: UTCDay?,

@@ -75,8 +75,24 @@ public enum DailyAggregator {
 
     static let tables = [
         "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
-        "aggregate_fine_values", "aggregate_daily_intake",
+        "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals", "aggregate_daily_totals_revenue",
     ]
+
+    /// The dimensions of `aggregate_daily_totals` and `aggregate_daily_totals_revenue`: the
+    /// day's groups summed over every other dimension. A report by these alone (the dashboard's,
+    /// the default one) reads them: a few hundred rows a day instead of one per combination of
+    /// every dimension.
+    static let totalsDimensions: [AggregateDimension] = [.date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier]
+
+    /// The totals columns: dimensions, then the counts.
+    static var totalsColumns: String {
+        totalsDimensions.map(\.column).joined(separator: ", ") + ", " + GroupMetrics.countColumns
+    }
+
+    /// The totals revenue columns.
+    static var totalsRevenueColumns: String {
+        totalsDimensions.map(\.column).joined(separator: ", ") + ", currency, revenue_min, revenue_max, revenue_estimate"
+    }
 
     /// Fills `aggregate_daily_intake` for the days received in `[$1, $2]` (both bounds
     /// optional: NULL), given how the engine spells a row's UTC day received and a parameter.
@@ -143,6 +159,32 @@ struct DayAggregation: Sendable {
     }
 
     var sortedHistogram: [(key: HistogramKey, value: Int)] { histogram.sorted { $0.key < $1.key } }
+
+    /// The groups summed over every dimension but ``DailyAggregator/totalsDimensions``: the
+    /// rows of `aggregate_daily_totals` (counts, revenue; no events). Revenue sums micros, so the
+    /// totals equal the sums of the detailed rows exactly, and every estimate policy is linear.
+    func totals() -> [TotalsKey: GroupMetrics] {
+        var totals: [TotalsKey: GroupMetrics] = [:]
+        for (key, metrics) in groups {
+            totals[TotalsKey(key), default: GroupMetrics()].merge(metrics)
+        }
+        return totals
+    }
+}
+
+/// A row of `aggregate_daily_totals` within its day.
+struct TotalsKey: Hashable, Sendable {
+    var appID: Int64
+    var adNetworkID: String
+    var installDate: UTCDay?
+    var crowdAnonymityTier: Int?
+
+    init(_ key: GroupKey) {
+        appID = key.appID
+        adNetworkID = key.adNetworkID
+        installDate = key.installDate
+        crowdAnonymityTier = key.crowdAnonymityTier
+    }
 }
 
 /// The columns of a stored postback that aggregation reads.
@@ -293,6 +335,24 @@ struct GroupMetrics: Sendable {
             postbacks, installs, redownloads, reengagements, nonWinning, testMode, development, nullConversionValues,
             unmapped, unmodelled,
         ]
+    }
+
+    /// Adds `other`'s counts and revenue (not its events).
+    mutating func merge(_ other: GroupMetrics) {
+        postbacks += other.postbacks
+        installs += other.installs
+        redownloads += other.redownloads
+        reengagements += other.reengagements
+        nonWinning += other.nonWinning
+        testMode += other.testMode
+        development += other.development
+        nullConversionValues += other.nullConversionValues
+        unmapped += other.unmapped
+        unmodelled += other.unmodelled
+        for (currency, sum) in other.revenue {
+            revenue[currency, default: RevenueSum()].minMicros += sum.minMicros
+            revenue[currency, default: RevenueSum()].maxMicros += sum.maxMicros
+        }
     }
 
     /// The `aggregate_daily` count columns, in ``counts`` order.

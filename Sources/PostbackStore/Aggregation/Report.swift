@@ -257,6 +257,13 @@ struct ReportSQL {
         )
     }
 
+    /// Whether the totals tables hold what the query needs: its dimensions are among
+    /// ``DailyAggregator/totalsDimensions`` (its filters always are) and it is not an events
+    /// report.
+    var readsTotals: Bool {
+        !query.events && !query.detailedRowsOnly && query.dimensions.allSatisfy(DailyAggregator.totalsDimensions.contains)
+    }
+
     /// The count metrics (or, for events, occurrences and postbacks) per group.
     var metrics: String {
         let (group, order, prefix) = grouping
@@ -267,7 +274,7 @@ struct ReportSQL {
                 """
         }
         let sums = ReportMetric.allCases.map { integerSum($0.rawValue) }.joined(separator: ", ")
-        return "SELECT \(prefix)\(sums) FROM aggregate_daily \(filter) \(group) \(order)"
+        return "SELECT \(prefix)\(sums) FROM \(readsTotals ? "aggregate_daily_totals" : "aggregate_daily") \(filter) \(group) \(order)"
     }
 
     /// Revenue per group and currency.
@@ -277,7 +284,9 @@ struct ReportSQL {
     /// differs between engines and runs, and a total near half a cent then rounds either way.
     var revenue: String {
         let (_, _, prefix) = grouping
-        let table = query.events ? "aggregate_daily_event_revenue" : "aggregate_daily_revenue"
+        let table =
+            query.events
+            ? "aggregate_daily_event_revenue" : readsTotals ? "aggregate_daily_totals_revenue" : "aggregate_daily_revenue"
         let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
         func exactSum(_ column: String, scale: String) -> String {
             "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"

@@ -426,11 +426,12 @@ enum PostgresSchema {
                         .joined(separator: ", ")
                 }
         ),
-        // The dashboard's intake chart: per day received, quarantined bodies, duplicate copies
-        // and conflicting copies, counted by `aggregate`.
+        // The dashboard's tables: per day received, quarantined bodies, duplicate copies and
+        // conflicting copies; and the totals, the detailed rows summed over every dimension but
+        // day, app, network, install date and tier, filled from the rows already aggregated.
         Migration(
             version: 8,
-            name: "daily intake",
+            name: "daily intake and totals",
             statements: [
                 """
                 CREATE TABLE aggregate_daily_intake (
@@ -439,10 +440,54 @@ enum PostgresSchema {
                     duplicates bigint NOT NULL,
                     conflicts bigint NOT NULL
                 )
+                """,
                 """
+                CREATE TABLE aggregate_daily_totals (
+                    date date NOT NULL,
+                    app_id bigint NOT NULL,
+                    ad_network_id text NOT NULL,
+                    install_date date,
+                    crowd_anonymity_tier integer,
+                    \(GroupMetrics.countColumns.split(separator: ",").map { "\($0.withoutSurroundingSpaces) bigint NOT NULL" }.joined(separator: ",\n"))
+                )
+                """,
+                "CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date)",
+                """
+                CREATE TABLE aggregate_daily_totals_revenue (
+                    date date NOT NULL,
+                    app_id bigint NOT NULL,
+                    ad_network_id text NOT NULL,
+                    install_date date,
+                    crowd_anonymity_tier integer,
+                    currency text NOT NULL,
+                    revenue_min double precision NOT NULL,
+                    revenue_max double precision NOT NULL,
+                    revenue_estimate double precision NOT NULL
+                )
+                """,
+                "CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date)",
+                """
+                INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns))
+                SELECT \(totalsDimensionList), \(GroupMetrics.countColumns.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))
+                FROM aggregate_daily GROUP BY \(totalsDimensionList)
+                """,
+                """
+                INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns))
+                SELECT \(totalsDimensionList), currency, \(exactSum("revenue_min", scale: "1000000")), \(exactSum("revenue_max", scale: "1000000")), \(exactSum("revenue_estimate", scale: "2000000"))
+                FROM aggregate_daily_revenue GROUP BY \(totalsDimensionList), currency
+                """,
             ]
         ),
     ]
+
+    private static var totalsDimensionList: String {
+        DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
+    }
+
+    /// A sum of currency amounts exact to `scale` (as the reports sum them).
+    private static func exactSum(_ column: String, scale: String) -> String {
+        "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"
+    }
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the
     /// database holds a newer schema or tables that are not postbackd's.

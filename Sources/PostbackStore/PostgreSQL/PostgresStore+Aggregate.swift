@@ -241,6 +241,42 @@ extension PostgresStore {
                 logger: logger
             )
         }
+        let totals = aggregation.totals()
+        if !totals.isEmpty {
+            func keyColumns() -> [PostgresArrayColumn] {
+                [PostgresArrayColumn(.date), PostgresArrayColumn(.int8), PostgresArrayColumn(.text), PostgresArrayColumn(.date), PostgresArrayColumn(.int4)]
+            }
+            func appendKey(_ key: TotalsKey, to columns: inout [PostgresArrayColumn]) {
+                columns[0].append(aggregation.day)
+                columns[1].append(key.appID)
+                columns[2].append(key.adNetworkID)
+                columns[3].append(key.installDate)
+                columns[4].append(key.crowdAnonymityTier)
+            }
+            var counts = keyColumns() + (0..<10).map { _ in PostgresArrayColumn(.int8) }
+            var revenue = keyColumns() + [PostgresArrayColumn(.text), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8)]
+            for (key, metrics) in totals {
+                appendKey(key, to: &counts)
+                for (index, count) in metrics.counts.enumerated() { counts[5 + index].append(count) }
+                for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
+                    appendKey(key, to: &revenue)
+                    revenue[5].append(currency)
+                    revenue[6].append(units(Double(range.minMicros)))
+                    revenue[7].append(units(Double(range.maxMicros)))
+                    revenue[8].append(units(policy.estimate(minMicros: range.minMicros, maxMicros: range.maxMicros)))
+                }
+            }
+            try await connection.send(
+                unnestInsert("INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns))", counts),
+                logger: logger
+            )
+            if revenue[0].count > 0 {
+                try await connection.send(
+                    unnestInsert("INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns))", revenue),
+                    logger: logger
+                )
+            }
+        }
         if !aggregation.histogram.isEmpty {
             var date = PostgresArrayColumn(.date)
             var appID = PostgresArrayColumn(.int8)

@@ -412,9 +412,16 @@ public enum PostbackSchema {
                 }
             }
         }
-        // The dashboard's intake chart, read from a table of its own rather than by scanning
-        // `quarantine` and `sightings` (neither is indexed by day).
-        migrator.registerMigration("v12: daily intake") { db in
+        // The dashboard's tables. The intake, rather than scanning `quarantine` and `sightings`
+        // (neither is indexed by day); the totals, the detailed rows summed over every
+        // dimension but day, app, network, install date and tier, filled from the rows already
+        // aggregated.
+        migrator.registerMigration("v12: daily intake and totals") { db in
+            let counts = GroupMetrics.countColumns
+            let dimensions = DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
+            func exactSum(_ column: String, scale: String) -> String {
+                "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS INTEGER)) AS REAL) / \(scale).0"
+            }
             try db.execute(
                 sql: """
                     CREATE TABLE aggregate_daily_intake (
@@ -422,7 +429,34 @@ public enum PostbackSchema {
                         quarantined INTEGER NOT NULL,
                         duplicates INTEGER NOT NULL,
                         conflicts INTEGER NOT NULL
-                    )
+                    );
+                    CREATE TABLE aggregate_daily_totals (
+                        date TEXT NOT NULL,
+                        app_id INTEGER NOT NULL,
+                        ad_network_id TEXT NOT NULL,
+                        install_date TEXT,
+                        crowd_anonymity_tier INTEGER,
+                        \(counts.split(separator: ",").map { "\($0.withoutSurroundingSpaces) INTEGER NOT NULL" }.joined(separator: ",\n"))
+                    );
+                    CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date);
+                    CREATE TABLE aggregate_daily_totals_revenue (
+                        date TEXT NOT NULL,
+                        app_id INTEGER NOT NULL,
+                        ad_network_id TEXT NOT NULL,
+                        install_date TEXT,
+                        crowd_anonymity_tier INTEGER,
+                        currency TEXT NOT NULL,
+                        revenue_min REAL NOT NULL,
+                        revenue_max REAL NOT NULL,
+                        revenue_estimate REAL NOT NULL
+                    );
+                    CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date);
+                    INSERT INTO aggregate_daily_totals (\(dimensions), \(counts))
+                    SELECT \(dimensions), \(counts.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))
+                    FROM aggregate_daily GROUP BY \(dimensions);
+                    INSERT INTO aggregate_daily_totals_revenue (\(dimensions), currency, revenue_min, revenue_max, revenue_estimate)
+                    SELECT \(dimensions), currency, \(exactSum("revenue_min", scale: "1000000")), \(exactSum("revenue_max", scale: "1000000")), \(exactSum("revenue_estimate", scale: "2000000"))
+                    FROM aggregate_daily_revenue GROUP BY \(dimensions), currency;
                     """
             )
         }

@@ -152,6 +152,32 @@ extension SQLiteStore {
                 }
             }
         }
+        let totals = try db.cachedStatement(
+            sql: "INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        let totalsRevenue = try db.cachedStatement(
+            sql: "INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        for (key, metrics) in aggregation.totals() {
+            let installDate = key.installDate?.description
+            func bindKey(_ row: inout SQLiteBinder) {
+                row.bind(date)
+                row.bind(key.appID)
+                row.bind(key.adNetworkID)
+                row.bind(installDate)
+                row.bind(key.crowdAnonymityTier)
+            }
+            var row = SQLiteBinder(totals)
+            bindKey(&row)
+            for count in metrics.counts { row.bind(count) }
+            _ = try row.step(db)
+            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
+                var row = SQLiteBinder(totalsRevenue)
+                bindKey(&row)
+                range.bind(currency, policy, into: &row)
+                _ = try row.step(db)
+            }
+        }
         let fine = try db.cachedStatement(
             sql:
                 "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks) VALUES (?, ?, ?, ?, ?)"

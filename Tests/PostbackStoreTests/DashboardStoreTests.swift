@@ -1,0 +1,102 @@
+import Foundation
+import PostbackKit
+@testable import PostbackStore
+import PostbackTestSupport
+import Testing
+
+/// What the dashboard reads: the totals tables (`aggregate_daily_totals` and its revenue),
+/// which reports by their dimensions read instead of the detailed rows, on both engines.
+@Suite("Aggregate totals for the dashboard, on every engine")
+struct DashboardStoreTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory("dashboard-store")
+    }
+
+    /// The sample postbacks with their models, aggregated.
+    private func sampleStore(_ engine: TestEngine) async throws -> TestStore {
+        let store = try await TestStore.make(engine, in: directory, name: "totals")
+        let models = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/models"))
+            .filter { $0.hasSuffix(".json") }.map { Repository.path("SamplePostbacks/models/" + $0) }
+        _ = try await ModelsJob.add(files: models, location: store.location)
+        try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
+        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        return store
+    }
+
+    /// Reports by the totals' dimensions, with and without filters.
+    static let queries: [ReportQuery] = {
+        let from = UTCDay("2026-11-15")
+        let to = UTCDay("2026-11-19")
+        return [
+            ReportQuery(from: nil, to: nil, by: [.date, .adNetworkID], events: false),
+            ReportQuery(from: nil, to: nil, by: [], events: false),
+            ReportQuery(from: from, to: to, by: [.appID], events: false),
+            ReportQuery(from: from, to: to, by: [.installDate, .crowdAnonymityTier], events: false, dateBasis: .install),
+            ReportQuery(from: nil, to: nil, by: [.crowdAnonymityTier], events: false),
+            ReportQuery(
+                from: from,
+                to: nil,
+                by: [.date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier],
+                events: false,
+                appIDs: [1254734734],
+                adNetworkIDs: ["fzbddbi26k.skadnetwork", "vdsbuozq6b.skadnetwork"]
+            ),
+        ]
+    }()
+
+    @Test("reports by the totals' dimensions read the totals and equal the detailed rows exactly", arguments: TestEngine.available)
+    func totalsEqualDetailedRows(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        for query in Self.queries {
+            #expect(ReportSQL.sqlite(query).readsTotals, "\(query.dimensions)")
+            var detailed = query
+            detailed.detailedRowsOnly = true
+            #expect(!ReportSQL.sqlite(detailed).readsTotals)
+            let fromTotals = try await Report.read(store.location, query).report
+            let fromDetails = try await Report.read(store.location, detailed).report
+            #expect(!fromTotals.rows.isEmpty, "\(query.dimensions)")
+            #expect(fromTotals.formatted(.json) == fromDetails.formatted(.json), "\(query.dimensions)")
+            #expect(fromTotals.formatted(.csv) == fromDetails.formatted(.csv), "\(query.dimensions)")
+        }
+        // Other dimensions and events read the detailed rows.
+        #expect(!ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: [.date, .version], events: false)).readsTotals)
+        #expect(!ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: [.date], events: true)).readsTotals)
+        // Fewer rows: that is their point.
+        let totals = try await store.count("aggregate_daily_totals")
+        let details = try await store.count("aggregate_daily")
+        #expect(totals > 0 && totals * 2 < details, "\(totals) totals for \(details) detailed rows")
+        #expect(try await store.count("aggregate_daily_totals_revenue") > 0)
+    }
+
+    @Test("a store aggregated before the totals gets them from its rows when it is opened", arguments: TestEngine.available)
+    func migrationFillsTotals(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        let dump = [
+            "SELECT * FROM aggregate_daily_totals", "SELECT * FROM aggregate_daily_totals_revenue",
+        ]
+        var written: [[String]] = []
+        for sql in dump { written.append(try await store.rows(sql).sorted()) }
+        #expect(written.allSatisfy { !$0.isEmpty })
+        // Back to the schema before: the tables gone, the migration not applied.
+        switch engine {
+        case .sqlite:
+            try await store.execute(
+                "DROP TABLE aggregate_daily_intake", "DROP TABLE aggregate_daily_totals",
+                "DROP TABLE aggregate_daily_totals_revenue",
+                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%'"
+            )
+        case .postgres:
+            try await store.execute(
+                "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue",
+                "DELETE FROM postbackd_migrations WHERE version = 8"
+            )
+        }
+        // Opening it migrates it.
+        _ = try await Report.read(store.location, ReportQuery(from: nil, to: nil, by: [], events: false))
+        var filled: [[String]] = []
+        for sql in dump { filled.append(try await store.rows(sql).sorted()) }
+        #expect(filled == written)
+    }
+}

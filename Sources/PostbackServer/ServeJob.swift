@@ -248,8 +248,10 @@ public struct ServeError: Error, CustomStringConvertible {
     public var description: String { reason }
 }
 
-/// The store, handed to the writer task that alone uses it.
-// @unchecked: the store is used by one task at a time: the writer while it runs, then `run`.
+/// A store handed to the task that uses it.
+// @unchecked: the writer's store is used by one task at a time (the writer while it runs, then
+// `run`). The reader's store (``ReportReader``) only reads: SQLite's reads take turns on the
+// reader's one thread, and PostgreSQL's each take a connection of the store's pool.
 struct StoreHandle: @unchecked Sendable {
     let store: any PostbackStorage
     init(_ store: any PostbackStorage) { self.store = store }

@@ -169,6 +169,9 @@ package protocol PostbackStorage: AnyObject {
     /// and network).
     func dashboardSeries(_ query: ReportQuery) async throws -> DashboardSeries
 
+    /// The last day received (or install date) with aggregate rows, if any.
+    func lastAggregatedDay(_ basis: DateBasis) async throws -> UTCDay?
+
     /// Releases connections; the store is not used after.
     func close() async
 }

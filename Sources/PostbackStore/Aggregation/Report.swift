@@ -299,13 +299,12 @@ struct ReportSQL {
 
     static let policy = "SELECT revenue_estimate FROM aggregate_runs ORDER BY id DESC LIMIT 1"
 
-    /// The fine-value histogram per day received: day, fine value (NULL: none), postbacks.
-    /// For a query on the received basis (the table has no install date).
+    /// The fine-value histogram over the period's days received: fine value (NULL: none),
+    /// postbacks. For a query on the received basis (the table has no install date).
     var fineValues: String {
         precondition(query.dateBasis == .received)
         return """
-            SELECT \(dimension(.date)), fine_value, \(integerSum("postbacks")) FROM aggregate_fine_values \(filter)
-            GROUP BY 1, 2 ORDER BY 1, 2
+            SELECT fine_value, \(integerSum("postbacks")) FROM aggregate_fine_values \(filter) GROUP BY 1 ORDER BY 1
             """
     }
 

@@ -43,23 +43,18 @@ public struct Dashboard: Sendable {
         var query = query
         let dayDimension: AggregateDimension = query.dateBasis == .install ? .installDate : .date
         if query.from == nil {
-            var days = query
-            days.dimensions = [dayDimension]
-            days.events = false
-            // Rows come by day, ascending.
             var last = query.to
-            if last == nil { last = try await store.report(days).rows.last(where: { $0.day != nil })?.day }
+            if last == nil { last = try await store.lastAggregatedDay(query.dateBasis) }
             if let last {
                 query.to = last
                 query.from = UTCDay(daysSinceEpoch: last.daysSinceEpoch - Int64(defaultDays - 1))
             }
         }
-        func report(_ dimensions: [AggregateDimension]) async throws -> Report {
-            var grouped = query
-            grouped.dimensions = dimensions
-            grouped.events = false
-            return try await store.report(grouped)
-        }
+        // One report by day, network and tier (from the totals tables); the others are its sums.
+        var grouped = query
+        grouped.dimensions = [dayDimension, .adNetworkID, .crowdAnonymityTier]
+        grouped.events = false
+        let detailed = try await store.report(grouped)
         var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
         if query.dateBasis == .received,
             query.adNetworkIDs.isEmpty || query.adNetworkIDs.contains(ApplePlacement.adNetworkID)
@@ -81,10 +76,10 @@ public struct Dashboard: Sendable {
         }
         return Dashboard(
             query: query,
-            byDayAndNetwork: try await report([dayDimension, .adNetworkID]),
-            byDay: try await report([dayDimension]),
-            byTier: try await report([.crowdAnonymityTier]),
-            totals: try await report([]),
+            byDayAndNetwork: detailed.summed(keeping: [0, 1]),
+            byDay: detailed.summed(keeping: [0]),
+            byTier: detailed.summed(keeping: [2]),
+            totals: detailed.summed(keeping: []),
             series: try await store.dashboardSeries(query),
             appleAds: appleAds,
             warning: try await store.stalenessWarning(),
@@ -140,5 +135,52 @@ public struct Dashboard: Sendable {
         }
         object.add("warning", warning)
         return object.text
+    }
+}
+
+extension Report {
+    /// The report grouped by the dimensions at `kept` (positions, in order) alone: counts
+    /// summed, revenue summed exactly (in micros and half-micros, as the SQL sums), rows
+    /// ordered by their dimensions as the SQL orders them. Tier shares are not computed.
+    func summed(keeping kept: [Int]) -> Report {
+        // Sums in arrays (metrics in ``ReportMetric/allCases`` order), one lookup per row.
+        var counts: [[DimensionValue]: [Int]] = [:]
+        var revenue: [[DimensionValue]: [String: (min: Int64, max: Int64, estimate: Int64)]] = [:]
+        let metrics = ReportMetric.allCases
+        for row in self.rows {
+            let key = kept.map { row.dimensions[$0] }
+            counts[key, default: Array(repeating: 0, count: metrics.count)].withUnsafeMutableBufferPointer { sums in
+                for (index, metric) in metrics.enumerated() { sums[index] += row.counts[metric] ?? 0 }
+            }
+            if row.revenue.isEmpty { continue }
+            var money = revenue[key] ?? [:]
+            for (currency, total) in row.revenue {
+                var sum = money[currency] ?? (0, 0, 0)
+                sum.min += Int64((total.min * 1_000_000).rounded())
+                sum.max += Int64((total.max * 1_000_000).rounded())
+                sum.estimate += Int64((total.estimate * 2_000_000).rounded())
+                money[currency] = sum
+            }
+            revenue[key] = money
+        }
+        let ordered = counts.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { key, sums in
+            var row = ReportRow(dimensions: key)
+            for (index, metric) in metrics.enumerated() { row.counts[metric] = sums[index] }
+            for (currency, money) in revenue[key] ?? [:] {
+                row.revenue[currency] = RevenueTotal(
+                    min: Double(money.min) / 1_000_000,
+                    max: Double(money.max) / 1_000_000,
+                    estimate: Double(money.estimate) / 2_000_000
+                )
+            }
+            return row
+        }
+        return Report(
+            dimensions: kept.map { dimensions[$0] },
+            events: false,
+            rows: ordered,
+            currencies: currencies,
+            policy: policy
+        )
     }
 }

@@ -27,7 +27,6 @@ public struct DashboardPage {
         var seen = Set(dashboard.byDay.rows.compactMap { $0.day })
         if dashboard.query.dateBasis == .received {
             seen.formUnion(dashboard.series.intake.map(\.day))
-            seen.formUnion(dashboard.series.fineValues.map(\.day))
             seen.formUnion(dashboard.appleAds?.keys ?? [:].keys)
         }
         let first = dashboard.query.from ?? seen.min()
@@ -75,7 +74,7 @@ public struct DashboardPage {
             out += tierFigure
             out += appleAdsFigure
         }
-        out += intakeFigure
+        if !dashboard.totals.rows.isEmpty || !dashboard.series.intake.isEmpty { out += intakeFigure }
         out += "</main><footer>Generated \(escapeHTML(dashboard.generatedAt.iso8601)) by postbackd \(escapeHTML(PostbackdVersion.current)) from the aggregate tables"
         if let policy = dashboard.byDay.policy { out += " (revenue estimate: \(escapeHTML(policy)))" }
         out += ".</footer></body></html>\n"
@@ -195,7 +194,7 @@ public struct DashboardPage {
             for network in rest {
                 for (position, value) in (byNetwork[network] ?? []).enumerated() { other[position] += value }
             }
-            series.append(.init(name: "other (\(rest.count) networks)", color: SVGChart.palette[7], values: other))
+            series.append(.init(name: rest.count == 1 ? "other (1 network)" : "other (\(rest.count) networks)", color: SVGChart.palette[7], values: other))
         }
         let ranked = shown
         let noun = metric == .installs ? "installs" : "redownloads"

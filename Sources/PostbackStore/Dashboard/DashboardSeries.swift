@@ -2,7 +2,8 @@ import PostbackKit
 
 /// What the dashboard reads beside the reports (``PostbackStorage/dashboardSeries(_:)``).
 public struct DashboardSeries: Sendable, Hashable {
-    /// Winning postbacks per day received and fine value (nil: no fine value), day then value.
+    /// Winning postbacks per fine value (nil: no fine value) over the period's days received,
+    /// by value.
     public var fineValues: [FineValueCount] = []
     /// Quarantined, duplicate and conflicting copies per day received.
     public var intake: [DailyIntake] = []
@@ -23,14 +24,12 @@ public struct DashboardSeries: Sendable, Hashable {
     }
 }
 
-/// Postbacks with one fine value (or none) on one day.
+/// Postbacks with one fine value (or none).
 public struct FineValueCount: Sendable, Hashable {
-    public var day: UTCDay
     public var fineValue: Int?
     public var postbacks: Int
 
-    public init(day: UTCDay, fineValue: Int?, postbacks: Int) {
-        self.day = day
+    public init(fineValue: Int?, postbacks: Int) {
         self.fineValue = fineValue
         self.postbacks = postbacks
     }
@@ -51,5 +50,15 @@ public struct DailyIntake: Sendable, Hashable {
         self.quarantined = quarantined
         self.duplicates = duplicates
         self.conflicts = conflicts
+    }
+}
+
+extension DateBasis {
+    /// The aggregate column of the day it names.
+    var column: String {
+        switch self {
+        case .received: "date"
+        case .install: "install_date"
+        }
     }
 }

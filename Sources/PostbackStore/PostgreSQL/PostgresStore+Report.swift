@@ -105,12 +105,11 @@ extension PostgresStore {
         return try await transaction("read the dashboard series", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
             connection in
             var series = DashboardSeries()
-            for try await (text, value, postbacks) in try await connection.send(
+            for try await (value, postbacks) in try await connection.send(
                 PostgresQuery(unsafeSQL: fine.fineValues, binds: fine.bindings),
                 logger: logger
-            ).decode((String, Int64?, Int64).self) {
-                guard let day = UTCDay(text) else { continue }
-                series.fineValues.append(FineValueCount(day: day, fineValue: value.map { Int($0) }, postbacks: Int(postbacks)))
+            ).decode((Int64?, Int64).self) {
+                series.fineValues.append(FineValueCount(fineValue: value.map { Int($0) }, postbacks: Int(postbacks)))
             }
             for try await (text, quarantined, duplicates, conflicts) in try await connection.send(
                 PostgresQuery(unsafeSQL: intake.intake, binds: intake.bindings),
@@ -122,6 +121,21 @@ extension PostgresStore {
                 )
             }
             return series
+        }
+    }
+}
+
+extension PostgresStore {
+    package func lastAggregatedDay(_ basis: DateBasis) async throws -> UTCDay? {
+        try await transaction("read the last day", isolation: " READ ONLY", oneStatement: true) { connection in
+            var last: UTCDay?
+            for try await text in try await connection.send(
+                PostgresQuery(unsafeSQL: "SELECT to_char(MAX(\(basis.column)), 'YYYY-MM-DD') FROM aggregate_daily_totals"),
+                logger: logger
+            ).decode(String?.self) {
+                last = text.flatMap(UTCDay.init)
+            }
+            return last
         }
     }
 }

@@ -439,6 +439,10 @@ public enum PostbackSchema {
                         \(counts.split(separator: ",").map { "\($0.withoutSurroundingSpaces) INTEGER NOT NULL" }.joined(separator: ",\n"))
                     );
                     CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date);
+                    -- The dashboard's report (by day, network and tier) read in index order,
+                    -- without sorting: a third of the time over a year.
+                    CREATE INDEX aggregate_daily_totals_dashboard ON aggregate_daily_totals (
+                        date, ad_network_id, crowd_anonymity_tier, app_id, install_date, \(counts));
                     CREATE TABLE aggregate_daily_totals_revenue (
                         date TEXT NOT NULL,
                         app_id INTEGER NOT NULL,

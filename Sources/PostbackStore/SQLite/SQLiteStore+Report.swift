@@ -68,10 +68,7 @@ extension SQLiteStore {
             var series = DashboardSeries()
             let fine = ReportSQL.sqlite(fineQuery)
             for row in try Row.fetchAll(db, sql: fine.fineValues, arguments: fine.sqliteArguments) {
-                guard let day = UTCDay(row[0] as String? ?? "") else { continue }
-                series.fineValues.append(
-                    FineValueCount(day: day, fineValue: (row[1] as Int64?).map { Int($0) }, postbacks: row[2])
-                )
+                series.fineValues.append(FineValueCount(fineValue: (row[0] as Int64?).map { Int($0) }, postbacks: row[1]))
             }
             let intake = ReportSQL.sqlite(intakeQuery)
             for row in try Row.fetchAll(db, sql: intake.intake, arguments: intake.sqliteArguments) {
@@ -79,6 +76,14 @@ extension SQLiteStore {
                 series.intake.append(DailyIntake(day: day, quarantined: row[1], duplicates: row[2], conflicts: row[3]))
             }
             return series
+        }
+    }
+}
+
+extension SQLiteStore {
+    package func lastAggregatedDay(_ basis: DateBasis) throws -> UTCDay? {
+        try queue.read { db in
+            try String.fetchOne(db, sql: "SELECT MAX(\(basis.column)) FROM aggregate_daily_totals").flatMap(UTCDay.init)
         }
     }
 }

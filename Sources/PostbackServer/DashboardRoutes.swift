@@ -57,7 +57,7 @@ extension PostbackResponder {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
         }
         do {
-            let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
+            let dashboard = try await reader.read { store in try await Dashboard.read(store, query, summaryOnly: true) }
             return Response(
                 status: .ok,
                 headers: [.contentType: "application/json", .cacheControl: "no-store"],
@@ -307,7 +307,7 @@ extension PostbackResponder {
 /// by side on its pool.
 final class ReportReader: Sendable {
     private let store: StoreHandle
-    private let executor = WriterExecutor(label: "postbackd.serve.reader")
+    private let executor = DedicatedThreadExecutor(label: "postbackd.serve.reader")
 
     init(_ store: any PostbackStorage) {
         self.store = StoreHandle(store)

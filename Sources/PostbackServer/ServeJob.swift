@@ -135,7 +135,7 @@ public struct ServeJob: Sendable {
             committer: committer,
             store: StoreHandle(store),
             runID: runID,
-            executor: WriterExecutor()
+            executor: DedicatedThreadExecutor(label: "postbackd.serve.writer")
         )
         let responder = PostbackResponder(
             verifiers: VerifierPool(keyRing: keyRing),
@@ -262,10 +262,10 @@ final class CommitterService: Service, Sendable {
     let committer: GroupCommitter
     let store: StoreHandle
     let runID: Int64
-    let executor: WriterExecutor
+    let executor: DedicatedThreadExecutor
     private let result = Mutex(IngestSummary())
 
-    init(committer: GroupCommitter, store: StoreHandle, runID: Int64, executor: WriterExecutor) {
+    init(committer: GroupCommitter, store: StoreHandle, runID: Int64, executor: DedicatedThreadExecutor) {
         self.committer = committer
         self.store = store
         self.runID = runID

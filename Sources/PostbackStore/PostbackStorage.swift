@@ -164,10 +164,10 @@ package protocol PostbackStorage: AnyObject {
     func stalenessWarning() async throws -> String?
 
     /// The dashboard's series beyond the reports, as one snapshot: the fine-value histogram
-    /// per day received (`aggregate_fine_values`, for the query's period as received days, its
-    /// apps and networks) and the intake per day received (`aggregate_daily_intake`, every app
-    /// and network).
-    func dashboardSeries(_ query: ReportQuery) async throws -> DashboardSeries
+    /// (`aggregate_fine_values`, for the query's period as received days, its apps and
+    /// networks; only when `fineValues`) and the intake per day received
+    /// (`aggregate_daily_intake`, every app and network).
+    func dashboardSeries(_ query: ReportQuery, fineValues: Bool) async throws -> DashboardSeries
 
     /// The last day received (or install date) with aggregate rows, if any.
     func lastAggregatedDay(_ basis: DateBasis) async throws -> UTCDay?

@@ -121,7 +121,7 @@ final class AppleAdsFetchService: Service, Sendable {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         do {
             try await PostbackStores.with(job.location, logger: job.logger) { store in
-                try await withTaskExecutorPreference(WriterExecutor()) {
+                try await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.apple-ads")) {
                     try await exchange(store: store, client: client)
                 }
             }

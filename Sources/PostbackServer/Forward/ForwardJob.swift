@@ -183,7 +183,7 @@ final class ForwarderService: Service, Sendable {
                 }
                 // The store stays in this task: the ledger is its one user. SQLite's calls block
                 // their thread, so they run on a thread of their own.
-                await withTaskExecutorPreference(WriterExecutor()) {
+                await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.forward")) {
                     await ledger.run(store: store)
                 }
                 try await group.waitForAll()

@@ -13,7 +13,7 @@ public struct Dashboard: Sendable {
     public var byTier: Report
     /// One row of totals (none when nothing matched).
     public var totals: Report
-    /// The fine-value histogram and the intake, by day received.
+    /// The fine-value histogram over the period and the intake per day received.
     public var series: DashboardSeries
     /// Apple Ads' AdServices installs per day, for the apps of the query (all when none), when
     /// the basis is the day received and the networks filter lets Apple Ads through.
@@ -39,7 +39,14 @@ public struct Dashboard: Sendable {
     ///
     /// Without `from`, the period is the ``defaultDays`` days up to `to`, or up to the last day
     /// with postbacks.
-    package static func read(_ store: any PostbackStorage, _ query: ReportQuery) async throws -> Dashboard {
+    ///
+    /// `summaryOnly`: only what ``summaryJSON`` needs (the totals and the intake): one ungrouped
+    /// sum instead of the charts' report, no fine values.
+    package static func read(
+        _ store: any PostbackStorage,
+        _ query: ReportQuery,
+        summaryOnly: Bool = false
+    ) async throws -> Dashboard {
         var query = query
         let dayDimension: AggregateDimension = query.dateBasis == .install ? .installDate : .date
         if query.from == nil {
@@ -52,9 +59,10 @@ public struct Dashboard: Sendable {
         }
         // One report by day, network and tier (from the totals tables); the others are its sums.
         var grouped = query
-        grouped.dimensions = [dayDimension, .adNetworkID, .crowdAnonymityTier]
+        grouped.dimensions = summaryOnly ? [] : [dayDimension, .adNetworkID, .crowdAnonymityTier]
         grouped.events = false
         let detailed = try await store.report(grouped)
+        let empty = Report(dimensions: [], events: false, rows: [], currencies: [], policy: detailed.policy)
         var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
         if query.dateBasis == .received,
             query.adNetworkIDs.isEmpty || query.adNetworkIDs.contains(ApplePlacement.adNetworkID)
@@ -76,11 +84,11 @@ public struct Dashboard: Sendable {
         }
         return Dashboard(
             query: query,
-            byDayAndNetwork: detailed.summed(keeping: [0, 1]),
-            byDay: detailed.summed(keeping: [0]),
-            byTier: detailed.summed(keeping: [2]),
-            totals: detailed.summed(keeping: []),
-            series: try await store.dashboardSeries(query),
+            byDayAndNetwork: summaryOnly ? empty : detailed.summed(keeping: [0, 1]),
+            byDay: summaryOnly ? empty : detailed.summed(keeping: [0]),
+            byTier: summaryOnly ? empty : detailed.summed(keeping: [2]),
+            totals: summaryOnly ? detailed : detailed.summed(keeping: []),
+            series: try await store.dashboardSeries(query, fineValues: !summaryOnly),
             appleAds: appleAds,
             warning: try await store.stalenessWarning(),
             generatedAt: .now()

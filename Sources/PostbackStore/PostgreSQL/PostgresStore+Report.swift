@@ -98,18 +98,20 @@ extension PostgresStore {
 
 extension PostgresStore {
     /// Reads the fine values and the intake in one read-only `REPEATABLE READ` transaction.
-    package func dashboardSeries(_ query: ReportQuery) async throws -> DashboardSeries {
+    package func dashboardSeries(_ query: ReportQuery, fineValues: Bool) async throws -> DashboardSeries {
         let (fineQuery, intakeQuery) = DashboardSeries.queries(query)
         let fine = ReportSQL.postgres(fineQuery)
         let intake = ReportSQL.postgres(intakeQuery)
         return try await transaction("read the dashboard series", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
             connection in
             var series = DashboardSeries()
-            for try await (value, postbacks) in try await connection.send(
-                PostgresQuery(unsafeSQL: fine.fineValues, binds: fine.bindings),
-                logger: logger
-            ).decode((Int64?, Int64).self) {
-                series.fineValues.append(FineValueCount(fineValue: value.map { Int($0) }, postbacks: Int(postbacks)))
+            if fineValues {
+                for try await (value, postbacks) in try await connection.send(
+                    PostgresQuery(unsafeSQL: fine.fineValues, binds: fine.bindings),
+                    logger: logger
+                ).decode((Int64?, Int64).self) {
+                    series.fineValues.append(FineValueCount(fineValue: value.map { Int($0) }, postbacks: Int(postbacks)))
+                }
             }
             for try await (text, quarantined, duplicates, conflicts) in try await connection.send(
                 PostgresQuery(unsafeSQL: intake.intake, binds: intake.bindings),

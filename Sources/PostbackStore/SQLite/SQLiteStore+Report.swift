@@ -62,12 +62,12 @@ extension DimensionValue {
 }
 
 extension SQLiteStore {
-    package func dashboardSeries(_ query: ReportQuery) throws -> DashboardSeries {
+    package func dashboardSeries(_ query: ReportQuery, fineValues: Bool) throws -> DashboardSeries {
         let (fineQuery, intakeQuery) = DashboardSeries.queries(query)
         return try queue.read { db in
             var series = DashboardSeries()
             let fine = ReportSQL.sqlite(fineQuery)
-            for row in try Row.fetchAll(db, sql: fine.fineValues, arguments: fine.sqliteArguments) {
+            for row in fineValues ? try Row.fetchAll(db, sql: fine.fineValues, arguments: fine.sqliteArguments) : [] {
                 series.fineValues.append(FineValueCount(fineValue: (row[0] as Int64?).map { Int($0) }, postbacks: row[1]))
             }
             let intake = ReportSQL.sqlite(intakeQuery)

@@ -1,17 +1,19 @@
 import Dispatch
 
-/// A task executor on a thread of its own (a serial dispatch queue), for the task that writes
-/// to the store (and, apart, for the reading routes: ``ReportReader``).
+/// A task executor on a thread of its own (a serial dispatch queue), for what uses a store: the
+/// writer of `serve`, the reading routes (``ReportReader``), `forward` and the Apple Ads
+/// exchange, each on its own.
 ///
 /// The SQLite engine's calls block their thread for a whole transaction and its flush to disk.
 /// On Swift's cooperative pool (one thread per core) that would stall request handling; on
 /// this thread it stalls nothing else. The PostgreSQL engine does not block, and loses nothing
 /// by running here.
-final class WriterExecutor: TaskExecutor, @unchecked Sendable {
+final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: the queue is Sendable and the only state.
     private let queue: DispatchQueue
 
-    init(label: String = "postbackd.serve.writer") {
+    /// `label` names the thread (in a debugger, in `perf`).
+    init(label: String) {
         queue = DispatchQueue(label: label, qos: .userInitiated)
     }
 

@@ -70,11 +70,39 @@ struct DashboardStoreTests {
         #expect(try await store.count("aggregate_daily_totals_revenue") > 0)
     }
 
+    @Test("the fine-value histogram from its totals equals the one from the rows by app and network", arguments: TestEngine.available)
+    func fineValueTotalsEqualDetailedRows(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        let days = try await store.rows("SELECT DISTINCT date FROM aggregate_fine_values").map { $0.filter { !"\"()".contains($0) } }.sorted()
+        let first = try #require(days.first.flatMap(UTCDay.init))
+        let last = try #require(days.last.flatMap(UTCDay.init))
+        func day(_ day: UTCDay, _ offset: Int64) -> UTCDay { UTCDay(daysSinceEpoch: day.daysSinceEpoch + offset) }
+        #expect(first < last)
+        // Every day, then the period without its first and last day, then a period with no rows.
+        let periods: [(UTCDay?, UTCDay?)] = [(nil, nil), (day(first, 1), day(last, -1)), (day(last, 1), nil)]
+        for (from, to) in periods {
+            let query = ReportQuery(from: from, to: to, by: [], events: false)
+            #expect(ReportSQL.sqlite(query).fineValues.contains("aggregate_fine_value_totals"))
+            var detailed = query
+            detailed.detailedRowsOnly = true
+            #expect(!ReportSQL.sqlite(detailed).fineValues.contains("aggregate_fine_value_totals"))
+            let fromTotals = try await PostbackStores.with(store.location) { try await $0.dashboardSeries(query, fineValues: true) }
+            let fromRows = try await PostbackStores.with(store.location) { try await $0.dashboardSeries(detailed, fineValues: true) }
+            #expect(fromTotals.fineValues == fromRows.fineValues, "\(String(describing: from))…\(String(describing: to))")
+            #expect(fromTotals.fineValues.isEmpty == (from == day(last, 1)))
+        }
+        // A filter reads the rows by app and network.
+        let filtered = ReportQuery(from: nil, to: nil, by: [], events: false, appIDs: [1254734734])
+        #expect(!ReportSQL.sqlite(filtered).fineValues.contains("aggregate_fine_value_totals"))
+        #expect(try await store.count("aggregate_fine_value_totals") < store.count("aggregate_fine_values"))
+    }
+
     @Test("a store aggregated before the totals gets them from its rows when it is opened", arguments: TestEngine.available)
     func migrationFillsTotals(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
         let dump = [
             "SELECT * FROM aggregate_daily_totals", "SELECT * FROM aggregate_daily_totals_revenue",
+            "SELECT * FROM aggregate_fine_value_totals",
         ]
         var written: [[String]] = []
         for sql in dump { written.append(try await store.rows(sql).sorted()) }
@@ -84,12 +112,12 @@ struct DashboardStoreTests {
         case .sqlite:
             try await store.execute(
                 "DROP TABLE aggregate_daily_intake", "DROP TABLE aggregate_daily_totals",
-                "DROP TABLE aggregate_daily_totals_revenue",
+                "DROP TABLE aggregate_daily_totals_revenue", "DROP TABLE aggregate_fine_value_totals",
                 "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%'"
             )
         case .postgres:
             try await store.execute(
-                "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue",
+                "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue, aggregate_fine_value_totals",
                 "DELETE FROM postbackd_migrations WHERE version = 8"
             )
         }

@@ -76,6 +76,7 @@ public enum DailyAggregator {
     static let tables = [
         "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
         "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals", "aggregate_daily_totals_revenue",
+        "aggregate_fine_value_totals",
     ]
 
     /// The dimensions of `aggregate_daily_totals` and `aggregate_daily_totals_revenue`: the
@@ -109,6 +110,20 @@ public enum DailyAggregator {
         ) AS intake
         WHERE (\(from) IS NULL OR day >= \(from)) AND (\(to) IS NULL OR day <= \(to))
         GROUP BY day
+        """
+    }
+
+    /// Fills `aggregate_fine_value_totals` (the fine-value histogram per day, summed over apps
+    /// and networks) from the run's `aggregate_fine_values` rows in `[$1, $2]` (both bounds
+    /// optional: NULL), given how the engine spells a parameter. The dashboard's histogram
+    /// without a filter reads it: 65 rows a day at most, instead of one per app, network and
+    /// fine value (a year: 23,725 rows instead of 363,126).
+    static func fineValueTotalsSQL(from: String, to: String) -> String {
+        """
+        INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
+        SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values
+        WHERE (\(from) IS NULL OR date >= \(from)) AND (\(to) IS NULL OR date <= \(to))
+        GROUP BY date, fine_value
         """
     }
 

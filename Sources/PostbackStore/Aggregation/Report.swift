@@ -24,6 +24,50 @@ public enum ReportMetric: String, Sendable, CaseIterable {
         case .unmodelled: "unmodelled"
         }
     }
+
+    /// The metric's position in ``allCases`` (and in ``ReportCounts``).
+    var index: Int {
+        switch self {
+        case .postbacks: 0
+        case .installs: 1
+        case .redownloads: 2
+        case .reengagements: 3
+        case .nonWinning: 4
+        case .testMode: 5
+        case .development: 6
+        case .nullConversionValues: 7
+        case .unmapped: 8
+        case .unmodelled: 9
+        }
+    }
+}
+
+/// A report row's count metrics: one number per ``ReportMetric``, or none (an `--events` row).
+///
+/// An array in ``ReportMetric/allCases`` order rather than a dictionary: a year's dashboard
+/// reads and sums tens of thousands of rows, and hashing each metric of each row was a fifth
+/// of its time.
+public struct ReportCounts: Sendable, Equatable {
+    /// Empty, or one value per metric in ``ReportMetric/allCases`` order.
+    package private(set) var values: [Int]
+
+    public init() { values = [] }
+
+    /// `values` in ``ReportMetric/allCases`` order.
+    package init(_ values: [Int]) {
+        precondition(values.count == ReportMetric.allCases.count)
+        self.values = values
+    }
+
+    /// The metric's count; nil when the row has no counts. Setting one metric of a row without
+    /// counts gives the others 0.
+    public subscript(metric: ReportMetric) -> Int? {
+        get { values.isEmpty ? nil : values[metric.index] }
+        set {
+            if values.isEmpty { values = Array(repeating: 0, count: ReportMetric.allCases.count) }
+            values[metric.index] = newValue ?? 0
+        }
+    }
 }
 
 /// Revenue in one currency: the range and the point estimate, in currency units.
@@ -44,7 +88,7 @@ public struct ReportRow: Sendable {
     /// Dimension values in the report's dimension order (`nil` is SQL NULL).
     public var dimensions: [DimensionValue]
     /// Count metrics (not for `--events` rows).
-    public var counts: [ReportMetric: Int] = [:]
+    public var counts = ReportCounts()
     /// `--events` rows: the event and its sums.
     public var event: String?
     public var occurrencesMin: Int = 0
@@ -300,11 +344,16 @@ struct ReportSQL {
     static let policy = "SELECT revenue_estimate FROM aggregate_runs ORDER BY id DESC LIMIT 1"
 
     /// The fine-value histogram over the period's days received: fine value (NULL: none),
-    /// postbacks. For a query on the received basis (the table has no install date).
+    /// postbacks. For a query on the received basis (the tables have no install date). Without
+    /// an app or network filter it reads `aggregate_fine_value_totals`, the same sums over
+    /// every app and network.
     var fineValues: String {
         precondition(query.dateBasis == .received)
+        let table =
+            query.appIDs.isEmpty && query.adNetworkIDs.isEmpty && !query.detailedRowsOnly
+            ? "aggregate_fine_value_totals" : "aggregate_fine_values"
         return """
-            SELECT fine_value, \(integerSum("postbacks")) FROM aggregate_fine_values \(filter) GROUP BY 1 ORDER BY 1
+            SELECT fine_value, \(integerSum("postbacks")) FROM \(table) \(filter) GROUP BY 1 ORDER BY 1
             """
     }
 
@@ -344,9 +393,7 @@ struct ReportAssembler {
             // SUM over no rows is NULL: a report over an empty period has no rows.
             guard sums.first.flatMap({ $0 }) != nil else { return }
             var row = ReportRow(dimensions: key)
-            for (index, metric) in ReportMetric.allCases.enumerated() {
-                row.counts[metric] = Int(sums[index] ?? 0)
-            }
+            row.counts = ReportCounts(sums.map { Int($0 ?? 0) })
             rows[key] = row
         }
         keys.append(key)

@@ -177,9 +177,10 @@ extension Report {
             }
         }
         if !events {
-            let totals = ReportRow(dimensions: [], counts: ReportMetric.allCases.reduce(into: [:]) { sums, metric in
-                sums[metric] = rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) }
-            })
+            let totals = ReportRow(
+                dimensions: [],
+                counts: ReportCounts(ReportMetric.allCases.map { metric in rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) } })
+            )
             for (index, name) in ratioColumns.enumerated() {
                 columns.append(
                     TableColumn(

@@ -157,8 +157,9 @@ extension Report {
         let metrics = ReportMetric.allCases
         for row in self.rows {
             let key = kept.map { row.dimensions[$0] }
+            let values = row.counts.values
             counts[key, default: Array(repeating: 0, count: metrics.count)].withUnsafeMutableBufferPointer { sums in
-                for (index, metric) in metrics.enumerated() { sums[index] += row.counts[metric] ?? 0 }
+                for index in values.indices { sums[index] += values[index] }
             }
             if row.revenue.isEmpty { continue }
             var money = revenue[key] ?? [:]
@@ -173,7 +174,7 @@ extension Report {
         }
         let ordered = counts.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { key, sums in
             var row = ReportRow(dimensions: key)
-            for (index, metric) in metrics.enumerated() { row.counts[metric] = sums[index] }
+            row.counts = ReportCounts(sums)
             for (currency, money) in revenue[key] ?? [:] {
                 row.revenue[currency] = RevenueTotal(
                     min: Double(money.min) / 1_000_000,

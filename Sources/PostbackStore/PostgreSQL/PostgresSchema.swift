@@ -431,7 +431,7 @@ enum PostgresSchema {
         // day, app, network, install date and tier, filled from the rows already aggregated.
         Migration(
             version: 8,
-            name: "daily intake and totals",
+            name: "the dashboard's tables",
             statements: [
                 """
                 CREATE TABLE aggregate_daily_intake (
@@ -466,6 +466,18 @@ enum PostgresSchema {
                 )
                 """,
                 "CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date)",
+                """
+                CREATE TABLE aggregate_fine_value_totals (
+                    date date NOT NULL,
+                    fine_value integer,
+                    postbacks bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX aggregate_fine_value_totals_date ON aggregate_fine_value_totals (date)",
+                """
+                INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
+                SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values GROUP BY date, fine_value
+                """,
                 """
                 INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns))
                 SELECT \(totalsDimensionList), \(GroupMetrics.countColumns.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))

@@ -60,6 +60,13 @@ extension PostgresStore {
                 logger: logger
             )
             try await connection.send(
+                PostgresQuery(
+                    unsafeSQL: DailyAggregator.fineValueTotalsSQL(from: "$1::date", to: "$2::date"),
+                    binds: bounds
+                ),
+                logger: logger
+            )
+            try await connection.send(
                 """
                 INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
                 VALUES (\(UTCInstant.now().iso8601)::timestamptz, \(summary.days.first?.description)::date,

@@ -18,6 +18,8 @@ import GRDB
 ///   computes, keyed by their dimensions (no surrogate ids, so a re-run gives identical rows).
 /// - `aggregate_daily_intake`: per day received, what `aggregate` counted besides stored
 ///   postbacks: quarantined bodies, duplicate copies and conflicting copies.
+/// - `aggregate_daily_totals`, `aggregate_daily_totals_revenue`, `aggregate_fine_value_totals`:
+///   the dashboard's sums of the rows above over the dimensions it does not show.
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
@@ -416,7 +418,7 @@ public enum PostbackSchema {
         // (neither is indexed by day); the totals, the detailed rows summed over every
         // dimension but day, app, network, install date and tier, filled from the rows already
         // aggregated.
-        migrator.registerMigration("v12: daily intake and totals") { db in
+        migrator.registerMigration("v12: the dashboard's tables") { db in
             let counts = GroupMetrics.countColumns
             let dimensions = DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
             func exactSum(_ column: String, scale: String) -> String {
@@ -455,6 +457,19 @@ public enum PostbackSchema {
                         revenue_estimate REAL NOT NULL
                     );
                     CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date);
+                    -- The same by install date: the dashboard by install date, without sorting.
+                    CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (
+                        install_date, ad_network_id, crowd_anonymity_tier, app_id, date, \(counts));
+                    -- The fine-value histogram per day over every app and network (covering:
+                    -- the dashboard's histogram reads the index alone).
+                    CREATE TABLE aggregate_fine_value_totals (
+                        date TEXT NOT NULL,
+                        fine_value INTEGER,
+                        postbacks INTEGER NOT NULL
+                    );
+                    CREATE INDEX aggregate_fine_value_totals_date ON aggregate_fine_value_totals (date, fine_value, postbacks);
+                    INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
+                    SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values GROUP BY date, fine_value;
                     INSERT INTO aggregate_daily_totals (\(dimensions), \(counts))
                     SELECT \(dimensions), \(counts.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))
                     FROM aggregate_daily GROUP BY \(dimensions);

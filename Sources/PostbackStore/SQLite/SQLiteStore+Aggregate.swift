@@ -63,6 +63,10 @@ extension SQLiteStore {
                     arguments: [bounds.from, bounds.to]
                 )
                 try db.execute(
+                    sql: DailyAggregator.fineValueTotalsSQL(from: "?1", to: "?2"),
+                    arguments: [bounds.from, bounds.to]
+                )
+                try db.execute(
                     sql: """
                         INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

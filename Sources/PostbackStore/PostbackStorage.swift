@@ -309,6 +309,9 @@ public struct ReportQuery: Sendable, Hashable {
     /// Read the detailed aggregate rows even when the totals hold the dimensions (for tests
     /// that compare the two).
     package var detailedRowsOnly = false
+    /// Only the count metrics: no revenue, no tier shares (the dashboard's report by day,
+    /// network and tier, which it sums; it reads revenue by day alone).
+    package var countsOnly = false
 
     public init(
         from: UTCDay?,

@@ -102,6 +102,27 @@ struct PostbackInferenceTests {
         #expect(days.to.description == "2026-12-25")
     }
 
+    @Test("the install days a received day can hold: 39 days before it to the day before, the inverse of the received days")
+    func installDaysForReceivedDays() throws {
+        let day = try #require(UTCDay("2026-12-25"))
+        let days = PostbackInference.installDays(forReceivedDays: day, day)
+        // The earliest: 2026-12-25T00:00 - 924 h = 2026-11-16T12:00. The latest:
+        // 2026-12-25T23:59:59.999 - 36 h = 2026-12-24T11:59:59.999.
+        #expect(days.from.description == "2026-11-16")
+        #expect(days.to.description == "2026-12-24")
+        // Every postback received that day, at any hour and of any version or window, has its
+        // install date within them.
+        let instants = [day.start.milliseconds, day.next.start.milliseconds - 1]
+            + (0..<24).map { day.start.milliseconds + Int64($0) * 3_600_000 + 1_800_000 }
+        for milliseconds in instants {
+            let received = UTCInstant(milliseconds: milliseconds)
+            for postback in [skan(.v3_0), skan(.v4_0), skan(.v4_0, sequenceIndex: 1), skan(.v4_0, sequenceIndex: 2), aak()] {
+                let install = inference(postback, at: received).installDate
+                #expect(days.from <= install && install <= days.to, "\(install) at \(received.iso8601)")
+            }
+        }
+    }
+
     @Test("tier 3: a fine value with a source app or domain")
     func tierThree() {
         #expect(inference(skan(.v4_0, sourceApp: 1_234_567_891)).crowdAnonymityTier == 3)

@@ -4,8 +4,9 @@ import PostbackKit
 import PostbackTestSupport
 import Testing
 
-/// What the dashboard reads: the totals tables (`aggregate_daily_totals` and its revenue),
-/// which reports by their dimensions read instead of the detailed rows, on both engines.
+/// What the dashboard reads: the totals tables (`aggregate_daily_totals`, the dashboard's
+/// tables by either date, and their revenue), which reports by their dimensions read instead
+/// of the detailed rows, on both engines.
 @Suite("Aggregate totals for the dashboard, on every engine")
 struct DashboardStoreTests {
     let directory: TemporaryDirectory
@@ -14,12 +15,15 @@ struct DashboardStoreTests {
         directory = try TemporaryDirectory("dashboard-store")
     }
 
+    private static func modelFiles() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/models"))
+            .filter { $0.hasSuffix(".json") }.map { Repository.path("SamplePostbacks/models/" + $0) }
+    }
+
     /// The sample postbacks with their models, aggregated.
     private func sampleStore(_ engine: TestEngine) async throws -> TestStore {
         let store = try await TestStore.make(engine, in: directory, name: "totals")
-        let models = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/models"))
-            .filter { $0.hasSuffix(".json") }.map { Repository.path("SamplePostbacks/models/" + $0) }
-        _ = try await ModelsJob.add(files: models, location: store.location)
+        _ = try await ModelsJob.add(files: Self.modelFiles(), location: store.location)
         try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
         _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
         return store
@@ -43,12 +47,21 @@ struct DashboardStoreTests {
                 appIDs: [1254734734],
                 adNetworkIDs: ["fzbddbi26k.skadnetwork", "vdsbuozq6b.skadnetwork"]
             ),
+            // The dashboard's reports, by either date.
+            ReportQuery(from: nil, to: nil, by: [.date, .adNetworkID, .crowdAnonymityTier, .appID], events: false),
+            ReportQuery(from: from, to: to, by: [.installDate, .adNetworkID, .crowdAnonymityTier], events: false, dateBasis: .install),
+            ReportQuery(from: nil, to: nil, by: [.installDate, .appID], events: false, dateBasis: .install),
+            ReportQuery(from: nil, to: to, by: [], events: false, dateBasis: .install, adNetworkIDs: ["fzbddbi26k.skadnetwork"]),
+            ReportQuery(from: from, to: nil, by: [.date, .adNetworkID], events: false, appIDs: [1254734734]),
+            ReportQuery(from: nil, to: nil, by: [.crowdAnonymityTier], events: false, dateBasis: .install, appIDs: [1254734734]),
+            // The totals with the other date.
+            ReportQuery(from: from, to: to, by: [.date, .installDate], events: false, dateBasis: .install),
         ]
     }()
 
-    @Test("reports by the totals' dimensions read the totals and equal the detailed rows exactly", arguments: TestEngine.available)
-    func totalsEqualDetailedRows(_ engine: TestEngine) async throws {
-        let store = try await sampleStore(engine)
+    /// Each query from its sums' tables equals it from the detailed rows (JSON and CSV: counts,
+    /// revenue, tier shares), and is not empty.
+    private func expectSameAsDetailedRows(_ store: TestStore) async throws {
         for query in Self.queries {
             #expect(ReportSQL.sqlite(query).readsTotals, "\(query.dimensions)")
             var detailed = query
@@ -57,17 +70,72 @@ struct DashboardStoreTests {
             let fromTotals = try await Report.read(store.location, query).report
             let fromDetails = try await Report.read(store.location, detailed).report
             #expect(!fromTotals.rows.isEmpty, "\(query.dimensions)")
-            #expect(fromTotals.formatted(.json) == fromDetails.formatted(.json), "\(query.dimensions)")
-            #expect(fromTotals.formatted(.csv) == fromDetails.formatted(.csv), "\(query.dimensions)")
+            #expect(fromTotals.formatted(.json) == fromDetails.formatted(.json), "\(query.dimensions) \(query.dateBasis)")
+            #expect(fromTotals.formatted(.csv) == fromDetails.formatted(.csv), "\(query.dimensions) \(query.dateBasis)")
         }
+    }
+
+    @Test("reports by the totals' dimensions read the totals and equal the detailed rows exactly", arguments: TestEngine.available)
+    func totalsEqualDetailedRows(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        try await expectSameAsDetailedRows(store)
+        // The smallest tables that hold a report: by a day with app, network and tier, the
+        // dashboard's table of that date; with both dates, the totals.
+        func source(_ dimensions: [AggregateDimension], _ basis: DateBasis = .received, apps: [Int64] = []) -> ReportSQL.Source {
+            ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: dimensions, events: false, dateBasis: basis, appIDs: apps)).source
+        }
+        #expect(source([.date, .adNetworkID, .crowdAnonymityTier]) == .dashboard(DashboardTable(.received, byApp: false)))
+        #expect(source([.date], apps: [1]) == .dashboard(DashboardTable(.received, byApp: true)))
+        #expect(source([.date, .appID]) == .dashboard(DashboardTable(.received, byApp: true)))
+        #expect(source([.installDate, .appID], .install) == .dashboard(DashboardTable(.install, byApp: true)))
+        #expect(source([], .install) == .dashboard(DashboardTable(.install, byApp: false)))
+        #expect(source([.installDate]) == .totals)
+        #expect(source([.date], .install) == .totals)
         // Other dimensions and events read the detailed rows.
-        #expect(!ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: [.date, .version], events: false)).readsTotals)
+        #expect(source([.date, .version]) == .detailed)
         #expect(!ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: [.date], events: true)).readsTotals)
         // Fewer rows: that is their point.
         let totals = try await store.count("aggregate_daily_totals")
         let details = try await store.count("aggregate_daily")
         #expect(totals > 0 && totals * 2 < details, "\(totals) totals for \(details) detailed rows")
+        for basis in DateBasis.allCases {
+            let byApp = try await store.count(DashboardTable(basis, byApp: true).name)
+            let allApps = try await store.count(DashboardTable(basis, byApp: false).name)
+            #expect(allApps > 0 && allApps < byApp && byApp < totals, "\(basis): \(allApps) < \(byApp) < \(totals)")
+        }
+        for table in DashboardTable.all { #expect(try await store.count(table.name + "_revenue") > 0, "\(table.name)") }
         #expect(try await store.count("aggregate_daily_totals_revenue") > 0)
+    }
+
+    @Test("after a run over one day, the sums' tables still equal the detailed rows, by either date", arguments: TestEngine.available)
+    func rerunOverOneDay(_ engine: TestEngine) async throws {
+        // Aggregated without models (no revenue), then one day again with them: by install date,
+        // a day's sums then mix rows of both runs.
+        let store = try await TestStore.make(engine, in: directory, name: "rerun")
+        try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
+        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        #expect(try await store.count("aggregate_dashboard_install_revenue") == 0)
+        _ = try await ModelsJob.add(files: Self.modelFiles(), location: store.location)
+        let days = try await store.rows("SELECT DISTINCT date FROM aggregate_daily").map { $0.filter { !"\"()".contains($0) } }.sorted()
+        #expect(days.count >= 3)
+        let day = try #require(UTCDay(days[days.count / 2]))
+        _ = try await DailyAggregator.run(store.location, .range(from: day, to: day), policy: .midpoint)
+        let withRevenue = try await store.rows("SELECT DISTINCT date FROM aggregate_dashboard_received_revenue")
+            .map { $0.filter { !"\"()".contains($0) } }
+        #expect(withRevenue == [day.description])
+        let revenueInstallDays = try await store.count("aggregate_dashboard_install_revenue")
+        #expect(revenueInstallDays > 0)
+        try await expectSameAsDetailedRows(store)
+        // And a run over every day gives the tables of a clean run.
+        let dump = DashboardTable.all.flatMap { ["SELECT * FROM \($0.name)", "SELECT * FROM \($0.name)_revenue"] }
+        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        var whole: [[String]] = []
+        for sql in dump { whole.append(try await store.rows(sql).sorted()) }
+        let clean = try await sampleStore(engine)
+        var fresh: [[String]] = []
+        for sql in dump { fresh.append(try await clean.rows(sql).sorted()) }
+        #expect(whole == fresh)
+        #expect(whole.allSatisfy { !$0.isEmpty })
     }
 
     @Test("the fine-value histogram from its totals equals the one from the rows by app and network", arguments: TestEngine.available)
@@ -103,13 +171,15 @@ struct DashboardStoreTests {
         let dump = [
             "SELECT * FROM aggregate_daily_totals", "SELECT * FROM aggregate_daily_totals_revenue",
             "SELECT * FROM aggregate_fine_value_totals",
-        ]
+        ] + DashboardTable.all.flatMap { ["SELECT * FROM \($0.name)", "SELECT * FROM \($0.name)_revenue"] }
+        let dashboardTables = DashboardTable.all.flatMap { [$0.name, $0.name + "_revenue"] }
         var written: [[String]] = []
         for sql in dump { written.append(try await store.rows(sql).sorted()) }
         #expect(written.allSatisfy { !$0.isEmpty })
         // Back to the schema before: the tables gone, the migration not applied.
         switch engine {
         case .sqlite:
+            for table in dashboardTables { try await store.execute("DROP TABLE \(table)") }
             try await store.execute(
                 "DROP TABLE aggregate_daily_intake", "DROP TABLE aggregate_daily_totals",
                 "DROP TABLE aggregate_daily_totals_revenue", "DROP TABLE aggregate_fine_value_totals",
@@ -117,7 +187,8 @@ struct DashboardStoreTests {
             )
         case .postgres:
             try await store.execute(
-                "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue, aggregate_fine_value_totals",
+                "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue, aggregate_fine_value_totals, "
+                    + dashboardTables.joined(separator: ", "),
                 "DELETE FROM postbackd_migrations WHERE version = 8"
             )
         }

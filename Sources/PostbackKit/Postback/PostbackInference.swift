@@ -62,6 +62,18 @@ public struct PostbackInference: Sendable, Hashable {
         return (first, last)
     }
 
+    /// The install days a postback received within `from...to` can have: the inverse of
+    /// ``receivedDays(forInstallDays:_:)``.
+    public static func installDays(forReceivedDays from: UTCDay, _ to: UTCDay) -> (from: UTCDay, to: UTCDay) {
+        let smallest = Int64(offsetsHours.first ?? 0)
+        let largest = Int64(offsetsHours.last ?? 0)
+        // install = received - h: from the first instant of `from` minus the largest offset to
+        // the last instant of `to` minus the smallest.
+        let first = UTCInstant(milliseconds: from.start.milliseconds - largest * 3_600_000).day
+        let last = UTCInstant(milliseconds: to.next.start.milliseconds - 1 - smallest * 3_600_000).day
+        return (first, last)
+    }
+
     public init(_ postback: Postback, receivedAt: UTCInstant) {
         switch postback {
         case .skan(let skan):

@@ -239,8 +239,11 @@ struct ReportSQL {
     /// networks. An install date bound also bounds `date` by the days that can hold such
     /// installs (``PostbackInference/receivedDays(forInstallDays:_:)``), so that the `date`
     /// index narrows the rows read.
+    /// The dashboard table by install date has no `date`: its install date bounds alone.
     private var bounds: [(condition: String, values: [String], type: ReportParameterType)] {
         var bounds: [(String, [String], ReportParameterType)] = []
+        let boundsReceivedDays: Bool
+        if case .dashboard(let table) = source { boundsReceivedDays = table.basis == .received } else { boundsReceivedDays = true }
         switch query.dateBasis {
         case .received:
             if let from = query.from { bounds.append(("date >=", [from.description], .date)) }
@@ -248,11 +251,15 @@ struct ReportSQL {
         case .install:
             if let from = query.from {
                 bounds.append(("install_date >=", [from.description], .date))
-                bounds.append(("date >=", [PostbackInference.receivedDays(forInstallDays: from, from).from.description], .date))
+                if boundsReceivedDays {
+                    bounds.append(("date >=", [PostbackInference.receivedDays(forInstallDays: from, from).from.description], .date))
+                }
             }
             if let to = query.to {
                 bounds.append(("install_date <=", [to.description], .date))
-                bounds.append(("date <=", [PostbackInference.receivedDays(forInstallDays: to, to).to.description], .date))
+                if boundsReceivedDays {
+                    bounds.append(("date <=", [PostbackInference.receivedDays(forInstallDays: to, to).to.description], .date))
+                }
             }
         }
         if !query.appIDs.isEmpty { bounds.append(("app_id IN", query.appIDs.map(String.init), .integer)) }
@@ -301,12 +308,37 @@ struct ReportSQL {
         )
     }
 
-    /// Whether the totals tables hold what the query needs: its dimensions are among
-    /// ``DailyAggregator/totalsDimensions`` (its filters always are) and it is not an events
-    /// report.
-    var readsTotals: Bool {
-        !query.events && !query.detailedRowsOnly && query.dimensions.allSatisfy(DailyAggregator.totalsDimensions.contains)
+    /// Where a report's counts and revenue come from: the smallest tables that hold its
+    /// dimensions and filters (apps and networks are in every one).
+    enum Source: Equatable {
+        /// `aggregate_daily` (`aggregate_daily_events` for an events report): every dimension.
+        case detailed
+        /// `aggregate_daily_totals`: date, app, network, install date, tier.
+        case totals
+        /// A table of the dashboard: one date, network, tier, perhaps the app; bounded by its
+        /// date alone.
+        case dashboard(DashboardTable)
+
+        /// The counts table; its revenue table is the same name with `_revenue`.
+        var table: String {
+            switch self {
+            case .detailed: "aggregate_daily"
+            case .totals: "aggregate_daily_totals"
+            case .dashboard(let table): table.name
+            }
+        }
     }
+
+    var source: Source {
+        if query.events || query.detailedRowsOnly { return .detailed }
+        // Without the app when it can: the smallest.
+        let tables = DashboardTable.all.filter { !$0.byApp } + DashboardTable.all.filter(\.byApp)
+        if let table = tables.first(where: { $0.holds(query) }) { return .dashboard(table) }
+        return query.dimensions.allSatisfy(DailyAggregator.totalsDimensions.contains) ? .totals : .detailed
+    }
+
+    /// Whether the report reads sums of the detailed rows (the totals or a dashboard table).
+    var readsTotals: Bool { source != .detailed }
 
     /// The count metrics (or, for events, occurrences and postbacks) per group.
     var metrics: String {
@@ -318,7 +350,7 @@ struct ReportSQL {
                 """
         }
         let sums = ReportMetric.allCases.map { integerSum($0.rawValue) }.joined(separator: ", ")
-        return "SELECT \(prefix)\(sums) FROM \(readsTotals ? "aggregate_daily_totals" : "aggregate_daily") \(filter) \(group) \(order)"
+        return "SELECT \(prefix)\(sums) FROM \(source.table) \(filter) \(group) \(order)"
     }
 
     /// Revenue per group and currency.
@@ -328,15 +360,10 @@ struct ReportSQL {
     /// differs between engines and runs, and a total near half a cent then rounds either way.
     var revenue: String {
         let (_, _, prefix) = grouping
-        let table =
-            query.events
-            ? "aggregate_daily_event_revenue" : readsTotals ? "aggregate_daily_totals_revenue" : "aggregate_daily_revenue"
+        let table = query.events ? "aggregate_daily_event_revenue" : source.table + "_revenue"
         let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
-        func exactSum(_ column: String, scale: String) -> String {
-            "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"
-        }
         return """
-            SELECT \(prefix)currency, \(exactSum("revenue_min", scale: "1000000")), \(exactSum("revenue_max", scale: "1000000")), \(exactSum("revenue_estimate", scale: "2000000"))
+            SELECT \(prefix)currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
             FROM \(table) \(filter) GROUP BY \(positions)
             """
     }
@@ -368,17 +395,22 @@ struct ReportSQL {
 }
 
 /// Builds a report from its rows as the engines read them.
+///
+/// The metrics rows arrive once per group, in order: kept in an array, looked up by their
+/// group only when revenue arrives (a counts-only report hashes nothing; a year's dashboard
+/// reads 15,000 such rows).
 struct ReportAssembler {
     let query: ReportQuery
-    private var rows: [[DimensionValue]: ReportRow] = [:]
+    private var rows: [ReportRow] = []
+    /// Each row's group (its dimensions, then its event).
     private var keys: [[DimensionValue]] = []
+    /// The position of each group in `rows`, built at the first revenue row.
+    private var positions: [[DimensionValue]: Int]?
     private var currencies = Set<String>()
 
     init(_ query: ReportQuery) {
         self.query = query
     }
-
-    private var groupCount: Int { query.dimensions.count + (query.events ? 1 : 0) }
 
     /// A row of ``ReportSQL/metrics``: the group's values, then the sums (nil: SUM over no rows).
     mutating func addMetrics(_ key: [DimensionValue], _ sums: [Int64?]) {
@@ -388,26 +420,34 @@ struct ReportAssembler {
             row.occurrencesMin = Int(sums[0] ?? 0)
             row.occurrencesMax = Int(sums[1] ?? 0)
             row.eventPostbacks = Int(sums[2] ?? 0)
-            rows[key] = row
+            rows.append(row)
         } else {
             // SUM over no rows is NULL: a report over an empty period has no rows.
             guard sums.first.flatMap({ $0 }) != nil else { return }
             var row = ReportRow(dimensions: key)
             row.counts = ReportCounts(sums.map { Int($0 ?? 0) })
-            rows[key] = row
+            rows.append(row)
         }
         keys.append(key)
+        positions = nil
     }
 
     /// A row of ``ReportSQL/revenue``.
     mutating func addRevenue(_ key: [DimensionValue], currency: String, _ total: RevenueTotal) {
         currencies.insert(currency)
-        rows[key]?.revenue[currency] = total
+        if positions == nil {
+            var built: [[DimensionValue]: Int] = [:]
+            built.reserveCapacity(keys.count)
+            for (position, key) in keys.enumerated() { built[key] = position }
+            positions = built
+        }
+        guard let position = positions?[key] else { return }
+        rows[position].revenue[currency] = total
     }
 
     func report(policy: String?) -> Report {
-        var ordered = keys.compactMap { rows[$0] }
-        if !query.events, let tier = query.dimensions.firstIndex(of: .crowdAnonymityTier) {
+        var ordered = rows
+        if !query.events, !query.countsOnly, let tier = query.dimensions.firstIndex(of: .crowdAnonymityTier) {
             func others(_ row: ReportRow) -> [DimensionValue] {
                 var values = row.dimensions
                 values.remove(at: tier)

@@ -57,12 +57,18 @@ public struct Dashboard: Sendable {
                 query.from = UTCDay(daysSinceEpoch: last.daysSinceEpoch - Int64(defaultDays - 1))
             }
         }
-        // One report by day, network and tier (from the totals tables); the others are its sums.
+        // The counts by day, network and tier, and revenue by day (the charts show no revenue
+        // by network or tier), from the dashboard's tables; the others are their sums.
         var grouped = query
         grouped.dimensions = summaryOnly ? [] : [dayDimension, .adNetworkID, .crowdAnonymityTier]
         grouped.events = false
+        grouped.countsOnly = !summaryOnly
         let detailed = try await store.report(grouped)
         let empty = Report(dimensions: [], events: false, rows: [], currencies: [], policy: detailed.policy)
+        var daily = grouped
+        daily.dimensions = [dayDimension]
+        daily.countsOnly = false
+        let byDay = summaryOnly ? empty : try await store.report(daily)
         var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
         if query.dateBasis == .received,
             query.adNetworkIDs.isEmpty || query.adNetworkIDs.contains(ApplePlacement.adNetworkID)
@@ -85,9 +91,9 @@ public struct Dashboard: Sendable {
         return Dashboard(
             query: query,
             byDayAndNetwork: summaryOnly ? empty : detailed.summed(keeping: [0, 1]),
-            byDay: summaryOnly ? empty : detailed.summed(keeping: [0]),
+            byDay: byDay,
             byTier: summaryOnly ? empty : detailed.summed(keeping: [2]),
-            totals: summaryOnly ? detailed : detailed.summed(keeping: []),
+            totals: summaryOnly ? detailed : byDay.summed(keeping: []),
             series: try await store.dashboardSeries(query, fineValues: !summaryOnly),
             appleAds: appleAds,
             warning: try await store.stalenessWarning(),

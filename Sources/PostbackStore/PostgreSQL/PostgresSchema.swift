@@ -452,6 +452,7 @@ enum PostgresSchema {
                 )
                 """,
                 "CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date)",
+                "CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (install_date)",
                 """
                 CREATE TABLE aggregate_daily_totals_revenue (
                     date date NOT NULL,
@@ -466,6 +467,7 @@ enum PostgresSchema {
                 )
                 """,
                 "CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date)",
+                "CREATE INDEX aggregate_daily_totals_revenue_install ON aggregate_daily_totals_revenue (install_date)",
                 """
                 CREATE TABLE aggregate_fine_value_totals (
                     date date NOT NULL,
@@ -485,20 +487,42 @@ enum PostgresSchema {
                 """,
                 """
                 INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns))
-                SELECT \(totalsDimensionList), currency, \(exactSum("revenue_min", scale: "1000000")), \(exactSum("revenue_max", scale: "1000000")), \(exactSum("revenue_estimate", scale: "2000000"))
+                SELECT \(totalsDimensionList), currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
                 FROM aggregate_daily_revenue GROUP BY \(totalsDimensionList), currency
                 """,
-            ]
+            ] + DashboardTable.all.flatMap(dashboardTableStatements)
         ),
     ]
 
-    private static var totalsDimensionList: String {
-        DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
+    /// A table of the dashboard and its revenue, indexed by day, filled from the totals.
+    private static func dashboardTableStatements(_ dashboard: DashboardTable) -> [String] {
+        let table = dashboard.name
+        let keyColumns = dashboard.dimensions.map { dimension in
+            "\(dimension.column) \(postgresType(dimension))\(dimension == .crowdAnonymityTier || dimension == .installDate ? "" : " NOT NULL")"
+        }.joined(separator: ",\n")
+        return [
+            """
+            CREATE TABLE \(table) (
+                \(keyColumns),
+                \(GroupMetrics.countColumns.split(separator: ",").map { "\($0.withoutSurroundingSpaces) bigint NOT NULL" }.joined(separator: ",\n"))
+            )
+            """,
+            "CREATE INDEX \(table)_day ON \(table) (\(dashboard.day.column))",
+            """
+            CREATE TABLE \(table)_revenue (
+                \(keyColumns),
+                currency text NOT NULL,
+                revenue_min double precision NOT NULL,
+                revenue_max double precision NOT NULL,
+                revenue_estimate double precision NOT NULL
+            )
+            """,
+            "CREATE INDEX \(table)_revenue_day ON \(table)_revenue (\(dashboard.day.column))",
+        ] + dashboard.fillSQL(from: "NULL::date", to: "NULL::date")
     }
 
-    /// A sum of currency amounts exact to `scale` (as the reports sum them).
-    private static func exactSum(_ column: String, scale: String) -> String {
-        "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"
+    private static var totalsDimensionList: String {
+        DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
     }
 
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the

@@ -66,6 +66,19 @@ extension PostgresStore {
                 ),
                 logger: logger
             )
+            for sql in DailyAggregator.dashboardSQL(.received, from: "$1::date", to: "$2::date") {
+                try await connection.send(PostgresQuery(unsafeSQL: sql, binds: bounds), logger: logger)
+            }
+            let install = DailyAggregator.installBounds(selection)
+            var installBinds = PostgresBindings()
+            for bound in [install.from, install.to] {
+                if let bound { installBinds.append(bound) } else { installBinds.appendNull() }
+            }
+            for sql in DailyAggregator.dashboardInstallDeleteSQL(from: "$1::date", to: "$2::date")
+                + DailyAggregator.dashboardSQL(.install, from: "$1::date", to: "$2::date")
+            {
+                try await connection.send(PostgresQuery(unsafeSQL: sql, binds: installBinds), logger: logger)
+            }
             try await connection.send(
                 """
                 INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)

@@ -28,20 +28,22 @@ extension PostgresStore {
                 let sums = try (groups..<cells.count).map { try cells[$0].decode(Int64?.self) }
                 assembler.addMetrics(try key(cells), sums)
             }
-            for try await row in try await connection.send(
-                PostgresQuery(unsafeSQL: sql.revenue, binds: sql.bindings),
-                logger: logger
-            ) {
-                let cells = row.makeRandomAccess()
-                assembler.addRevenue(
-                    try key(cells),
-                    currency: try cells[groups].decode(String.self),
-                    RevenueTotal(
-                        min: try cells[groups + 1].decode(Double.self),
-                        max: try cells[groups + 2].decode(Double.self),
-                        estimate: try cells[groups + 3].decode(Double.self)
+            if !query.countsOnly {
+                for try await row in try await connection.send(
+                    PostgresQuery(unsafeSQL: sql.revenue, binds: sql.bindings),
+                    logger: logger
+                ) {
+                    let cells = row.makeRandomAccess()
+                    assembler.addRevenue(
+                        try key(cells),
+                        currency: try cells[groups].decode(String.self),
+                        RevenueTotal(
+                            min: try cells[groups + 1].decode(Double.self),
+                            max: try cells[groups + 2].decode(Double.self),
+                            estimate: try cells[groups + 3].decode(Double.self)
+                        )
                     )
-                )
+                }
             }
             var policy: String?
             for try await value in try await connection.send(
@@ -132,7 +134,7 @@ extension PostgresStore {
         try await transaction("read the last day", isolation: " READ ONLY", oneStatement: true) { connection in
             var last: UTCDay?
             for try await text in try await connection.send(
-                PostgresQuery(unsafeSQL: "SELECT to_char(MAX(\(basis.column)), 'YYYY-MM-DD') FROM aggregate_daily_totals"),
+                PostgresQuery(unsafeSQL: "SELECT to_char(MAX(\(basis.column)), 'YYYY-MM-DD') FROM \(DashboardTable(basis, byApp: false).name)"),
                 logger: logger
             ).decode(String?.self) {
                 last = text.flatMap(UTCDay.init)

@@ -18,8 +18,10 @@ import GRDB
 ///   computes, keyed by their dimensions (no surrogate ids, so a re-run gives identical rows).
 /// - `aggregate_daily_intake`: per day received, what `aggregate` counted besides stored
 ///   postbacks: quarantined bodies, duplicate copies and conflicting copies.
-/// - `aggregate_daily_totals`, `aggregate_daily_totals_revenue`, `aggregate_fine_value_totals`:
-///   the dashboard's sums of the rows above over the dimensions it does not show.
+/// - `aggregate_daily_totals`, `aggregate_daily_totals_revenue`, `aggregate_fine_value_totals`,
+///   `aggregate_dashboard_received`, `aggregate_dashboard_install`, the same `_by_app`, and
+///   their `_revenue`: the
+///   dashboard's sums of the rows above over the dimensions it does not show.
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
@@ -421,9 +423,6 @@ public enum PostbackSchema {
         migrator.registerMigration("v12: the dashboard's tables") { db in
             let counts = GroupMetrics.countColumns
             let dimensions = DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
-            func exactSum(_ column: String, scale: String) -> String {
-                "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS INTEGER)) AS REAL) / \(scale).0"
-            }
             try db.execute(
                 sql: """
                     CREATE TABLE aggregate_daily_intake (
@@ -441,10 +440,7 @@ public enum PostbackSchema {
                         \(counts.split(separator: ",").map { "\($0.withoutSurroundingSpaces) INTEGER NOT NULL" }.joined(separator: ",\n"))
                     );
                     CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date);
-                    -- The dashboard's report (by day, network and tier) read in index order,
-                    -- without sorting: a third of the time over a year.
-                    CREATE INDEX aggregate_daily_totals_dashboard ON aggregate_daily_totals (
-                        date, ad_network_id, crowd_anonymity_tier, app_id, install_date, \(counts));
+                    CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (install_date);
                     CREATE TABLE aggregate_daily_totals_revenue (
                         date TEXT NOT NULL,
                         app_id INTEGER NOT NULL,
@@ -457,9 +453,7 @@ public enum PostbackSchema {
                         revenue_estimate REAL NOT NULL
                     );
                     CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date);
-                    -- The same by install date: the dashboard by install date, without sorting.
-                    CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (
-                        install_date, ad_network_id, crowd_anonymity_tier, app_id, date, \(counts));
+                    CREATE INDEX aggregate_daily_totals_revenue_install ON aggregate_daily_totals_revenue (install_date);
                     -- The fine-value histogram per day over every app and network (covering:
                     -- the dashboard's histogram reads the index alone).
                     CREATE TABLE aggregate_fine_value_totals (
@@ -474,10 +468,40 @@ public enum PostbackSchema {
                     SELECT \(dimensions), \(counts.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))
                     FROM aggregate_daily GROUP BY \(dimensions);
                     INSERT INTO aggregate_daily_totals_revenue (\(dimensions), currency, revenue_min, revenue_max, revenue_estimate)
-                    SELECT \(dimensions), currency, \(exactSum("revenue_min", scale: "1000000")), \(exactSum("revenue_max", scale: "1000000")), \(exactSum("revenue_estimate", scale: "2000000"))
+                    SELECT \(dimensions), currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
                     FROM aggregate_daily_revenue GROUP BY \(dimensions), currency;
                     """
             )
+            // The dashboard's tables: a day (received or install) with network and tier, with
+            // and without the app. Each with an index in the order the dashboard groups by (day,
+            // network, tier; day, currency) holding every column it reads: a year's dashboard
+            // reads the indexes in order, without a table lookup or a sort.
+            for dashboard in DashboardTable.all {
+                let (table, day) = (dashboard.name, dashboard.day)
+                let others = dashboard.dimensions.dropFirst().map(\.column).joined(separator: ", ")
+                let keyColumns = dashboard.dimensions.map { dimension in
+                    "\(dimension.column) \(dimension.sqlType)\(dimension == .crowdAnonymityTier || dimension == .installDate ? "" : " NOT NULL")"
+                }.joined(separator: ",\n")
+                try db.execute(
+                    sql: """
+                        CREATE TABLE \(table) (
+                            \(keyColumns),
+                            \(counts.split(separator: ",").map { "\($0.withoutSurroundingSpaces) INTEGER NOT NULL" }.joined(separator: ",\n"))
+                        );
+                        CREATE INDEX \(table)_day ON \(table) (\(day.column), \(others), \(counts));
+                        CREATE TABLE \(table)_revenue (
+                            \(keyColumns),
+                            currency TEXT NOT NULL,
+                            revenue_min REAL NOT NULL,
+                            revenue_max REAL NOT NULL,
+                            revenue_estimate REAL NOT NULL
+                        );
+                        CREATE INDEX \(table)_revenue_day ON \(table)_revenue (
+                            \(day.column), currency, revenue_min, revenue_max, revenue_estimate, \(others));
+                        """
+                )
+                for sql in dashboard.fillSQL(from: "NULL", to: "NULL") { try db.execute(sql: sql) }
+            }
         }
         return migrator
     }

@@ -66,6 +66,15 @@ extension SQLiteStore {
                     sql: DailyAggregator.fineValueTotalsSQL(from: "?1", to: "?2"),
                     arguments: [bounds.from, bounds.to]
                 )
+                for sql in DailyAggregator.dashboardSQL(.received, from: "?1", to: "?2") {
+                    try db.execute(sql: sql, arguments: [bounds.from, bounds.to])
+                }
+                let install = DailyAggregator.installBounds(selection)
+                for sql in DailyAggregator.dashboardInstallDeleteSQL(from: "?1", to: "?2")
+                    + DailyAggregator.dashboardSQL(.install, from: "?1", to: "?2")
+                {
+                    try db.execute(sql: sql, arguments: [install.from, install.to])
+                }
                 try db.execute(
                     sql: """
                         INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)

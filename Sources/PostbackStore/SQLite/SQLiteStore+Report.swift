@@ -13,7 +13,7 @@ extension SQLiteStore {
                 let sums = (groups..<row.count).map { row[$0] as Int64? }
                 assembler.addMetrics(key, sums)
             }
-            for row in try Row.fetchAll(db, sql: sql.revenue, arguments: arguments) {
+            for row in query.countsOnly ? [] : try Row.fetchAll(db, sql: sql.revenue, arguments: arguments) {
                 let key = (0..<groups).map { DimensionValue(row[$0] as DatabaseValue) }
                 assembler.addRevenue(
                     key,
@@ -83,7 +83,8 @@ extension SQLiteStore {
 extension SQLiteStore {
     package func lastAggregatedDay(_ basis: DateBasis) throws -> UTCDay? {
         try queue.read { db in
-            try String.fetchOne(db, sql: "SELECT MAX(\(basis.column)) FROM aggregate_daily_totals").flatMap(UTCDay.init)
+            try String.fetchOne(db, sql: "SELECT MAX(\(basis.column)) FROM \(DashboardTable(basis, byApp: false).name)")
+                .flatMap(UTCDay.init)
         }
     }
 }

@@ -7,6 +7,14 @@ public enum DaySelection: Sendable, Hashable {
     /// `from` through `to`, inclusive (UTC days of `received_at`).
     case range(from: UTCDay, to: UTCDay)
 
+    /// The first and last day as SQL text parameters; nil (NULL) for ``all``.
+    var bounds: (from: String?, to: String?) {
+        switch self {
+        case .all: (nil, nil)
+        case .range(let from, let to): (from.description, to.description)
+        }
+    }
+
     /// The days of a range, in order; empty for ``all``, whose days the store knows.
     var days: [UTCDay] {
         guard case .range(let from, let to) = self, from <= to else { return [] }
@@ -146,9 +154,23 @@ public enum DailyAggregator {
         [true, false].flatMap { byApp in DashboardTable(basis, byApp: byApp).fillSQL(from: from, to: to) }
     }
 
+    /// What a run over `selection` does to the dashboard's tables, after the totals are written:
+    /// each statement with its two parameters (`$1`, `$2`, spelled by the engine; nil is NULL).
+    /// By day received, the run's days (their old rows are gone with ``tables``); by install
+    /// date, the install dates those days can hold, deleted and filled again.
+    static func dashboardStatements(
+        _ selection: DaySelection,
+        from: String,
+        to: String
+    ) -> [(sql: String, bounds: (from: String?, to: String?))] {
+        let install = installBounds(selection)
+        return dashboardSQL(.received, from: from, to: to).map { ($0, selection.bounds) }
+            + (dashboardInstallDeleteSQL(from: from, to: to) + dashboardSQL(.install, from: from, to: to)).map { ($0, install) }
+    }
+
     /// Deletes the rows of ``installTables`` whose install date is within `[$1, $2]` or NULL
     /// (every row when both are NULL).
-    static func dashboardInstallDeleteSQL(from: String, to: String) -> [String] {
+    private static func dashboardInstallDeleteSQL(from: String, to: String) -> [String] {
         installTables.map { table in
             "DELETE FROM \(table) WHERE install_date IS NULL OR ((\(from) IS NULL OR install_date >= \(from)) AND (\(to) IS NULL OR install_date <= \(to)))"
         }
@@ -157,7 +179,7 @@ public enum DailyAggregator {
     /// The install dates a run over the days received `from...to` must recompute in the install
     /// tables: those its postbacks can hold (``PostbackInference/installDays(forReceivedDays:_:)``)
     /// widened by a day each side. nil bounds for a run over every day.
-    static func installBounds(_ selection: DaySelection) -> (from: String?, to: String?) {
+    private static func installBounds(_ selection: DaySelection) -> (from: String?, to: String?) {
         guard case .range(let from, let to) = selection else { return (nil, nil) }
         let days = PostbackInference.installDays(forReceivedDays: from, to)
         return (
@@ -208,18 +230,24 @@ struct DashboardTable: Hashable, Sendable {
         query.dateBasis == basis && query.dimensions.allSatisfy(dimensions.contains) && (byApp || query.appIDs.isEmpty)
     }
 
+    /// The key columns' definitions in a `CREATE TABLE`, given the engine's type of each: every
+    /// one NOT NULL but the tier and the install date.
+    func keyColumnDefinitions(_ type: (AggregateDimension) -> String) -> String {
+        dimensions.map { dimension in
+            "\(dimension.column) \(type(dimension))\(dimension == .crowdAnonymityTier || dimension == .installDate ? "" : " NOT NULL")"
+        }.joined(separator: ",\n")
+    }
+
     /// Fills it and its revenue for the days within `[$1, $2]` (see
     /// ``DailyAggregator/dashboardSQL(_:from:to:)``).
     func fillSQL(from: String, to: String) -> [String] {
         let keys = dimensions.map(\.column).joined(separator: ", ")
         let within = "(\(from) IS NULL OR \(day.column) >= \(from)) AND (\(to) IS NULL OR \(day.column) <= \(to))"
         let condition = basis == .install ? "(\(day.column) IS NULL OR \(within))" : within
-        let sums = GroupMetrics.countColumns.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }
-            .joined(separator: ", ")
         return [
             """
             INSERT INTO \(name) (\(keys), \(GroupMetrics.countColumns))
-            SELECT \(keys), \(sums) FROM \(summedFrom) WHERE \(condition) GROUP BY \(keys)
+            SELECT \(keys), \(GroupMetrics.countSums) FROM \(summedFrom) WHERE \(condition) GROUP BY \(keys)
             """,
             """
             INSERT INTO \(name)_revenue (\(keys), currency, revenue_min, revenue_max, revenue_estimate)
@@ -470,6 +498,19 @@ struct GroupMetrics: Sendable {
     /// The `aggregate_daily` count columns, in ``counts`` order.
     static let countColumns =
         "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled"
+
+    /// The count columns one by one.
+    private static var countColumnNames: [String] {
+        countColumns.split(separator: ",").map { String($0.withoutSurroundingSpaces) }
+    }
+
+    /// `SUM(postbacks), SUM(installs), …`: the count columns summed, in order.
+    static var countSums: String { countColumnNames.map { "SUM(\($0))" }.joined(separator: ", ") }
+
+    /// The count columns' definitions in a `CREATE TABLE`, given the engine's integer type.
+    static func countColumnDefinitions(_ type: String) -> String {
+        countColumnNames.map { "\($0) \(type) NOT NULL" }.joined(separator: ",\n")
+    }
 
     /// Adds `postback.count` copies of `postback`, whose value decodes to `decoded`.
     mutating func add(_ postback: AggregatedPostback, _ decoded: DecodedConversionValue) {

@@ -448,7 +448,7 @@ enum PostgresSchema {
                     ad_network_id text NOT NULL,
                     install_date date,
                     crowd_anonymity_tier integer,
-                    \(GroupMetrics.countColumns.split(separator: ",").map { "\($0.withoutSurroundingSpaces) bigint NOT NULL" }.joined(separator: ",\n"))
+                    \(GroupMetrics.countColumnDefinitions("bigint"))
                 )
                 """,
                 "CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date)",
@@ -482,7 +482,7 @@ enum PostgresSchema {
                 """,
                 """
                 INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns))
-                SELECT \(totalsDimensionList), \(GroupMetrics.countColumns.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))
+                SELECT \(totalsDimensionList), \(GroupMetrics.countSums)
                 FROM aggregate_daily GROUP BY \(totalsDimensionList)
                 """,
                 """
@@ -497,14 +497,12 @@ enum PostgresSchema {
     /// A table of the dashboard and its revenue, indexed by day, filled from the totals.
     private static func dashboardTableStatements(_ dashboard: DashboardTable) -> [String] {
         let table = dashboard.name
-        let keyColumns = dashboard.dimensions.map { dimension in
-            "\(dimension.column) \(postgresType(dimension))\(dimension == .crowdAnonymityTier || dimension == .installDate ? "" : " NOT NULL")"
-        }.joined(separator: ",\n")
+        let keyColumns = dashboard.keyColumnDefinitions(postgresType)
         return [
             """
             CREATE TABLE \(table) (
                 \(keyColumns),
-                \(GroupMetrics.countColumns.split(separator: ",").map { "\($0.withoutSurroundingSpaces) bigint NOT NULL" }.joined(separator: ",\n"))
+                \(GroupMetrics.countColumnDefinitions("bigint"))
             )
             """,
             "CREATE INDEX \(table)_day ON \(table) (\(dashboard.day.column))",

@@ -39,15 +39,7 @@ extension PostgresStore {
                 }
             }
             summary.policy = policy
-            var bounds = PostgresBindings()
-            switch selection {
-            case .all:
-                bounds.appendNull()
-                bounds.appendNull()
-            case .range(let from, let to):
-                bounds.append(from.description)
-                bounds.append(to.description)
-            }
+            let bounds = Self.dayBindings(selection.bounds)
             try await connection.send(
                 PostgresQuery(
                     unsafeSQL: DailyAggregator.intakeSQL(
@@ -66,18 +58,8 @@ extension PostgresStore {
                 ),
                 logger: logger
             )
-            for sql in DailyAggregator.dashboardSQL(.received, from: "$1::date", to: "$2::date") {
-                try await connection.send(PostgresQuery(unsafeSQL: sql, binds: bounds), logger: logger)
-            }
-            let install = DailyAggregator.installBounds(selection)
-            var installBinds = PostgresBindings()
-            for bound in [install.from, install.to] {
-                if let bound { installBinds.append(bound) } else { installBinds.appendNull() }
-            }
-            for sql in DailyAggregator.dashboardInstallDeleteSQL(from: "$1::date", to: "$2::date")
-                + DailyAggregator.dashboardSQL(.install, from: "$1::date", to: "$2::date")
-            {
-                try await connection.send(PostgresQuery(unsafeSQL: sql, binds: installBinds), logger: logger)
+            for (sql, days) in DailyAggregator.dashboardStatements(selection, from: "$1::date", to: "$2::date") {
+                try await connection.send(PostgresQuery(unsafeSQL: sql, binds: Self.dayBindings(days)), logger: logger)
             }
             try await connection.send(
                 """
@@ -114,6 +96,15 @@ extension PostgresStore {
             if !connection.isClosed { _ = try? await connection.send("ROLLBACK", logger: logger) }
             throw error
         }
+    }
+
+    /// Two day parameters (`$1`, `$2`; nil binds NULL).
+    private static func dayBindings(_ days: (from: String?, to: String?)) -> PostgresBindings {
+        var binds = PostgresBindings()
+        for day in [days.from, days.to] {
+            if let day { binds.append(day) } else { binds.appendNull() }
+        }
+        return binds
     }
 
     /// The selected days' old rows, deleted in the writing transaction.

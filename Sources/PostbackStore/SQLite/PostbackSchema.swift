@@ -20,8 +20,8 @@ import GRDB
 ///   postbacks: quarantined bodies, duplicate copies and conflicting copies.
 /// - `aggregate_daily_totals`, `aggregate_daily_totals_revenue`, `aggregate_fine_value_totals`,
 ///   `aggregate_dashboard_received`, `aggregate_dashboard_install`, the same `_by_app`, and
-///   their `_revenue`: the
-///   dashboard's sums of the rows above over the dimensions it does not show.
+///   their `_revenue`: the dashboard's sums of the rows above over the dimensions it does not
+///   show.
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
@@ -437,7 +437,7 @@ public enum PostbackSchema {
                         ad_network_id TEXT NOT NULL,
                         install_date TEXT,
                         crowd_anonymity_tier INTEGER,
-                        \(counts.split(separator: ",").map { "\($0.withoutSurroundingSpaces) INTEGER NOT NULL" }.joined(separator: ",\n"))
+                        \(GroupMetrics.countColumnDefinitions("INTEGER"))
                     );
                     CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date);
                     CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (install_date);
@@ -465,7 +465,7 @@ public enum PostbackSchema {
                     INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
                     SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values GROUP BY date, fine_value;
                     INSERT INTO aggregate_daily_totals (\(dimensions), \(counts))
-                    SELECT \(dimensions), \(counts.split(separator: ",").map { "SUM(\($0.withoutSurroundingSpaces))" }.joined(separator: ", "))
+                    SELECT \(dimensions), \(GroupMetrics.countSums)
                     FROM aggregate_daily GROUP BY \(dimensions);
                     INSERT INTO aggregate_daily_totals_revenue (\(dimensions), currency, revenue_min, revenue_max, revenue_estimate)
                     SELECT \(dimensions), currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
@@ -479,14 +479,12 @@ public enum PostbackSchema {
             for dashboard in DashboardTable.all {
                 let (table, day) = (dashboard.name, dashboard.day)
                 let others = dashboard.dimensions.dropFirst().map(\.column).joined(separator: ", ")
-                let keyColumns = dashboard.dimensions.map { dimension in
-                    "\(dimension.column) \(dimension.sqlType)\(dimension == .crowdAnonymityTier || dimension == .installDate ? "" : " NOT NULL")"
-                }.joined(separator: ",\n")
+                let keyColumns = dashboard.keyColumnDefinitions(\.sqlType)
                 try db.execute(
                     sql: """
                         CREATE TABLE \(table) (
                             \(keyColumns),
-                            \(counts.split(separator: ",").map { "\($0.withoutSurroundingSpaces) INTEGER NOT NULL" }.joined(separator: ",\n"))
+                            \(GroupMetrics.countColumnDefinitions("INTEGER"))
                         );
                         CREATE INDEX \(table)_day ON \(table) (\(day.column), \(others), \(counts));
                         CREATE TABLE \(table)_revenue (

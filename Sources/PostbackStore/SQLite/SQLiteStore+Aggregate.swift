@@ -53,11 +53,7 @@ extension SQLiteStore {
                     try Self.write(db, aggregation, policy: policy)
                 }
                 summary.unmodelledApps = unmodelled.sorted()
-                let bounds: (from: String?, to: String?) =
-                    switch selection {
-                    case .all: (nil, nil)
-                    case .range(let from, let to): (from.description, to.description)
-                    }
+                let bounds = selection.bounds
                 try db.execute(
                     sql: DailyAggregator.intakeSQL(day: "substr(received_at, 1, 10)", from: "?1", to: "?2"),
                     arguments: [bounds.from, bounds.to]
@@ -66,14 +62,8 @@ extension SQLiteStore {
                     sql: DailyAggregator.fineValueTotalsSQL(from: "?1", to: "?2"),
                     arguments: [bounds.from, bounds.to]
                 )
-                for sql in DailyAggregator.dashboardSQL(.received, from: "?1", to: "?2") {
+                for (sql, bounds) in DailyAggregator.dashboardStatements(selection, from: "?1", to: "?2") {
                     try db.execute(sql: sql, arguments: [bounds.from, bounds.to])
-                }
-                let install = DailyAggregator.installBounds(selection)
-                for sql in DailyAggregator.dashboardInstallDeleteSQL(from: "?1", to: "?2")
-                    + DailyAggregator.dashboardSQL(.install, from: "?1", to: "?2")
-                {
-                    try db.execute(sql: sql, arguments: [install.from, install.to])
                 }
                 try db.execute(
                     sql: """

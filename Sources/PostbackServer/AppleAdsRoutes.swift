@@ -36,10 +36,10 @@ extension PostbackResponder {
             if outcome == .expired { object.add("state", AppleAdsTokenState.expired.rawValue) }
             if outcome == .added { object.add("state", AppleAdsTokenState.pending.rawValue) }
             return Self.json(.accepted, object.text)
-        case .unavailable:
+        case .unavailable(let reason):
             var response = Self.json(
                 .serviceUnavailable,
-                Self.error("the store does not accept writes; nothing was stored, send it again", field: nil)
+                Self.error("nothing was stored, send it again: \(reason)", field: nil)
             )
             response.headers[.retryAfter] = "5"
             return response

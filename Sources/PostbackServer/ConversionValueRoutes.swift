@@ -110,8 +110,11 @@ extension PostbackResponder {
             recordsEvent: DeviceHistory.keeps(query.event, for: entry.model)
         )
         switch await committer.record(call) {
-        case .unavailable:
-            var response = Self.json(.serviceUnavailable, Self.problem(status: "error", reason: "the call could not be recorded now; retry later"))
+        case .unavailable(let reason):
+            var response = Self.json(
+                .serviceUnavailable,
+                Self.problem(status: "error", reason: "the call was not recorded: \(reason)")
+            )
             response.headers[.retryAfter] = "5"
             return response
         case .recorded(nil):

@@ -156,10 +156,8 @@ extension PostbackResponder {
 
     private func unreadable(_ error: any Error) -> Response {
         logger.error("cannot read the report", metadata: ["serve.error": "\(error)"])
-        var response = Self.json(
-            .serviceUnavailable,
-            Self.problem(status: "unavailable", reason: "the store could not be read now; retry later")
-        )
+        let reason = (error as? StoreFault)?.publicReason ?? "the store could not be read now; retry later"
+        var response = Self.json(.serviceUnavailable, Self.problem(status: "unavailable", reason: reason))
         response.headers[.retryAfter] = "5"
         return response
     }
@@ -316,7 +314,12 @@ final class ReportReader: Sendable {
     func read<Result: Sendable>(_ body: @Sendable (any PostbackStorage) async throws -> Result) async throws -> Result {
         let store = self.store
         return try await withTaskExecutorPreference(executor) {
-            try await body(store.store)
+            do {
+                return try await body(store.store)
+            } catch {
+                // The fault in words, naming the store, for the log (``StoreFault``).
+                throw StoreFault.classify(error, at: store.store.location)
+            }
         }
     }
 }

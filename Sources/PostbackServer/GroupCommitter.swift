@@ -112,7 +112,7 @@ final class GroupCommitter: Sendable {
     func submit(_ submission: Submission) async -> Receipt {
         await withCheckedContinuation { continuation in
             let accepted = handToWriter { $0.pending.append(Waiting(submission: submission, continuation: continuation)) }
-            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
+            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down; retry later")) }
         }
     }
 
@@ -130,7 +130,7 @@ final class GroupCommitter: Sendable {
     func record(_ call: DeviceCall) async -> DeviceReceipt {
         await withCheckedContinuation { continuation in
             let accepted = handToWriter { $0.calls.append(WaitingCall(call: call, continuation: continuation)) }
-            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
+            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down; retry later")) }
         }
     }
 
@@ -141,7 +141,7 @@ final class GroupCommitter: Sendable {
             let accepted = handToWriter {
                 $0.tokens.append(WaitingToken(token: token, receivedAtMs: receivedAtMs, continuation: continuation))
             }
-            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down")) }
+            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down; retry later")) }
         }
     }
 
@@ -186,7 +186,7 @@ final class GroupCommitter: Sendable {
                     try await store.checkWritable()
                     problem = nil
                 } catch {
-                    problem = describeStoreError(error)
+                    problem = StoreFault.classify(error, at: store.location).reason
                 }
                 for probe in work.probes { probe.resume(returning: problem) }
             }
@@ -205,7 +205,7 @@ final class GroupCommitter: Sendable {
                 } catch {
                     logger.warning(
                         "cannot read the models; answering from those read before",
-                        metadata: ["serve.error": "\(describeStoreError(error))"]
+                        metadata: ["serve.error": "\(StoreFault.classify(error, at: store.location).reason)"]
                     )
                 }
             }
@@ -257,10 +257,12 @@ final class GroupCommitter: Sendable {
         do {
             histories = try await store.recordDeviceCalls(waiting.map(\.call))
         } catch {
-            let reason = describeStoreError(error)
+            // The log names the store and the fault; the client is told the fault alone.
+            let fault = StoreFault.classify(error, at: store.location)
+            let reason = fault.publicReason
             logger.error(
                 "recording conversion value calls failed; answering 503",
-                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(reason)"]
+                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(fault.reason)"]
             )
             for call in waiting { call.continuation.resume(returning: .unavailable(reason)) }
             return
@@ -276,10 +278,12 @@ final class GroupCommitter: Sendable {
         do {
             outcomes = try await store.addAppleAdsTokens(waiting.map(\.token), receivedAtMs: waiting.map(\.receivedAtMs))
         } catch {
-            let reason = describeStoreError(error)
+            // The log names the store and the fault; the client is told the fault alone.
+            let fault = StoreFault.classify(error, at: store.location)
+            let reason = fault.publicReason
             logger.error(
                 "storing Apple Ads tokens failed; answering 503",
-                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(reason)"]
+                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(fault.reason)"]
             )
             for token in waiting { token.continuation.resume(returning: .unavailable(reason)) }
             return
@@ -321,10 +325,12 @@ final class GroupCommitter: Sendable {
         do {
             outcomes = try await store.receive(verified, requests: requests, runID: runID)
         } catch {
-            let reason = describeStoreError(error)
+            // The log names the store and the fault; the client is told the fault alone.
+            let fault = StoreFault.classify(error, at: store.location)
+            let reason = fault.publicReason
             logger.error(
                 "commit failed; answering 503",
-                metadata: ["serve.group": "\(group.count)", "serve.error": "\(reason)"]
+                metadata: ["serve.group": "\(group.count)", "serve.error": "\(fault.reason)"]
             )
             metrics.commitFailed(group.count)
             for waiting in group { waiting.continuation.resume(returning: .unavailable(reason)) }
@@ -375,7 +381,4 @@ struct QuarantineBudget: Sendable {
 
 /// A store error as an answer or a log line may show it: engines' errors name the store
 /// without its password.
-func describeStoreError(_ error: any Error) -> String {
-    if let coded = error as? any CodedError { return coded.reason }
-    return "\(error)"
-}
+

@@ -105,7 +105,10 @@ struct PostbackResponder: HTTPResponder {
                 case .ready:
                     if let problem = await committer.checkWritable() {
                         logger.warning("not ready", metadata: ["serve.reason": "\(problem)"])
-                        response = Self.json(.serviceUnavailable, #"{"status":"unavailable","reason":"the store does not accept writes"}"#)
+                        response = Self.json(
+                            .serviceUnavailable,
+                            Self.problem(status: "unavailable", reason: "the store does not accept writes now")
+                        )
                         response.headers[.retryAfter] = "5"
                     } else {
                         response = Self.json(.ok, #"{"status":"ready"}"#)
@@ -190,10 +193,10 @@ struct PostbackResponder: HTTPResponder {
             )
         )
         switch await committer.submit(submission) {
-        case .unavailable:
+        case .unavailable(let reason):
             var response = Self.json(
                 .serviceUnavailable,
-                Self.problem(status: "unavailable", reason: "the postback could not be stored now; retry later")
+                Self.problem(status: "unavailable", reason: "the postback was not stored: \(reason)")
             )
             response.headers[.retryAfter] = "5"
             return response

@@ -172,6 +172,29 @@ package protocol PostbackStorage: AnyObject {
     /// The last day received (or install date) with aggregate rows, if any.
     func lastAggregatedDay(_ basis: DateBasis) async throws -> UTCDay?
 
+    // MARK: Checking (`postbackd check`, see ``StoreCheck``)
+
+    /// The engine's own check of pages and indexes: SQLite's `integrity_check` (or
+    /// `quick_check`), PostgreSQL's `amcheck` where installed and permitted (else skipped).
+    func checkEngine(quick: Bool) async throws -> EngineCheck
+
+    /// How many rows each checked table holds, for progress.
+    func checkRowCounts() async throws -> [CheckedTable: Int]
+
+    /// Up to `limit` rows of `table` with ids above `after`, in id order.
+    func checkRows(_ table: CheckedTable, after: Int64, limit: Int) async throws -> [CheckedRow]
+
+    /// Sightings, conflicts and deliveries that point at no stored postback (or sighting), at
+    /// most `limit`.
+    func checkReferences(limit: Int) async throws -> [CheckFinding]
+
+    /// Every day with `aggregate_daily` rows: its sums in each table and the postbacks stored
+    /// for it.
+    func checkAggregatedDays() async throws -> [AggregatedDayCounts]
+
+    /// Ingest runs still marked `running`.
+    func unfinishedRuns() async throws -> [UnfinishedRun]
+
     /// Releases connections; the store is not used after.
     func close() async
 }
@@ -184,14 +207,19 @@ package enum StoreAccess: Sendable {
     case receive
     /// Any other command.
     case standard
+    /// `report`, `models list|show`, `check`: reads only. Nothing is created, migrated or
+    /// written (an SQLite file is opened read-only, beside it too); a schema of another
+    /// version is refused with a ``StoreFault``.
+    case readOnly
 }
 
 /// Opens stores by location.
 package enum PostbackStores {
-    /// Opens the store at `location`, creating and migrating its schema when needed, runs
-    /// `body` with it, and closes it whatever happens.
+    /// Opens the store at `location`, creating and migrating its schema when needed (unless
+    /// `access` is ``StoreAccess/readOnly``), runs `body` with it, and closes it whatever
+    /// happens.
     ///
-    /// - Throws: ``DatabaseOpenError`` before `body` runs when the store cannot be used
+    /// - Throws: ``StoreFault`` before `body` runs when the store cannot be used
     ///   (unreachable, authentication refused, not a postbackd store, a newer schema).
     package static func with<Result>(
         _ location: StoreLocation,

@@ -61,8 +61,11 @@ extension Postbackd {
         }
 
         func run() async throws {
-            guard let bytes = ConversionModelFile.readWholeFile(config) else {
-                throw failInput("cannot read --config \(config)")
+            let bytes: [UInt8]
+            do {
+                bytes = try WholeFile.read(config, limit: ConversionModelFile.maximumBytes, what: "a configuration file")
+            } catch {
+                throw failInput("--config " + error.reason)
             }
             let parsed: ForwardConfig
             do {

@@ -74,20 +74,10 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 /// A store that cannot be used, or stopped working, as an exit with status 2 and one sentence
-/// naming the store: never the driver's text alone, never a password.
+/// naming the store and saying what to do (``StoreFault``): never the driver's text alone,
+/// never a password.
 func failStore(_ error: any Error, _ location: StoreLocation, whileWriting: Bool = false) -> ExitCode {
-    if let error = error as? DatabaseOpenError { return failInput(error.reason) }
-    if let error = error as? PostgresStoreError {
-        return failInput(
-            error.description + (whileWriting ? ". What was committed is kept; run the same command again to finish." : "")
-        )
-    }
-    if whileWriting {
-        return failInput(
-            "the database stopped accepting writes: \(error). What was committed is kept; run the same command again to finish."
-        )
-    }
-    return failInput("\(location) failed: \(error)")
+    failInput(StoreFault.classify(error, at: location, whileWriting: whileWriting).reason)
 }
 
 extension RevenueEstimatePolicy: ExpressibleByArgument {}

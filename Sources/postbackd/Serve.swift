@@ -178,8 +178,11 @@ extension Postbackd {
         func allAPIKeys() throws -> [String] {
             var keys = apiKeys
             if let apiKeyFile {
-                guard let bytes = ConversionModelFile.readWholeFile(apiKeyFile) else {
-                    throw failInput("cannot read --api-key-file \(apiKeyFile)")
+                let bytes: [UInt8]
+                do {
+                    bytes = try WholeFile.read(apiKeyFile, limit: ConversionModelFile.maximumBytes, what: "a key file")
+                } catch {
+                    throw failInput("--api-key-file " + error.reason)
                 }
                 for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
                     let key = line.trimmingCharacters(in: .whitespaces)
@@ -201,8 +204,11 @@ extension Postbackd {
                 guard token == nil else {
                     throw failInput("give --dashboard-token or --dashboard-token-file, not both")
                 }
-                guard let bytes = ConversionModelFile.readWholeFile(dashboardTokenFile) else {
-                    throw failInput("cannot read --dashboard-token-file \(dashboardTokenFile)")
+                let bytes: [UInt8]
+                do {
+                    bytes = try WholeFile.read(dashboardTokenFile, limit: ConversionModelFile.maximumBytes, what: "a token file")
+                } catch {
+                    throw failInput("--dashboard-token-file " + error.reason)
                 }
                 token = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first
                     .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
@@ -217,8 +223,11 @@ extension Postbackd {
         /// The `--forward` job, its config read and checked.
         func forwardJob() throws -> ForwardJob? {
             guard let forward else { return nil }
-            guard let bytes = ConversionModelFile.readWholeFile(forward) else {
-                throw failInput("cannot read --forward \(forward)")
+            let bytes: [UInt8]
+            do {
+                bytes = try WholeFile.read(forward, limit: ConversionModelFile.maximumBytes, what: "a configuration file")
+            } catch {
+                throw failInput("--forward " + error.reason)
             }
             do {
                 return ForwardJob(

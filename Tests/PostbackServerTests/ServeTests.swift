@@ -336,6 +336,49 @@ struct ServeTests {
     }
 
     @Test(
+        "SQLite on a full disk: postbacks are answered 503 saying so, the log names the store; stored once there is room",
+        .enabled(if: SmallDisk.available, "mounting a tmpfs needs root (CAP_SYS_ADMIN)")
+    )
+    func sqliteDiskFull() async throws {
+        let small = directory.path + "/small"
+        try SmallDisk.mount(at: small, size: "4m")
+        defer { SmallDisk.unmount(small) }
+        let database = small + "/serve.sqlite"
+        let server = try ServerProcess.start(["--db", database] + Self.keyArguments, directory: directory.path)
+        let client = try HTTPClient.forTests()
+        #expect(try await client.send(.POST, server.base + Self.skan, body: try Self.signed("22222222-0000-4000-8000-000000000f00")).jsonStatus == "stored")
+
+        SmallDisk.fill(small)
+        // The log already holds room for a commit or two: a few more fill it.
+        var refused: (status: Int, body: String)?
+        var sent: [String] = []
+        for index in 1...200 {
+            let id = "22222222-0000-4000-8000-000000000\(String(format: "%03x", index))"
+            let answer = try await client.send(.POST, server.base + Self.skan, body: try Self.signed(id))
+            if answer.status == 503 {
+                refused = (Int(answer.status), answer.body)
+                sent.append(id)
+                break
+            }
+            #expect(answer.jsonStatus == "stored")
+        }
+        let sizes = ((try? FileManager.default.contentsOfDirectory(atPath: small)) ?? []).map { name in
+            "\(name): \(((try? FileManager.default.attributesOfItem(atPath: small + "/" + name))?[.size] as? Int) ?? -1)"
+        }
+        let answer = try #require(refused, "the full disk refused nothing: \(sizes) \(server.standardError)")
+        #expect(answer.body.contains("the store's disk is full; retry later"), "\(answer.body)")
+        #expect(!answer.body.contains(database), "the client is told the fault, not the store's path")
+
+        // Room again: the refused postback is stored when it is sent again.
+        try FileManager.default.removeItem(atPath: small + "/pad")
+        for id in sent {
+            #expect(try await client.send(.POST, server.base + Self.skan, body: try Self.signed(id)).jsonStatus == "stored")
+        }
+        #expect(server.stop() == 0)
+        #expect(server.standardError.contains("\(database) cannot grow: the disk is full"), "\(server.standardError)")
+    }
+
+    @Test(
         "PostgreSQL down: postbacks are answered 503 within seconds, SIGTERM still stops the server, and nothing is lost",
         .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
     )
@@ -354,6 +397,7 @@ struct ServeTests {
         var started = ContinuousClock.now
         let refused = try await client.send(.POST, server.base + Self.skan, body: second)
         #expect(refused.status == 503, "\(refused.body)")
+        #expect(refused.body.contains("the store cannot be reached; retry later"), "\(refused.body)")
         #expect(refused.header("Retry-After") != nil)
         #expect(ContinuousClock.now - started < .seconds(15), "answered after \(ContinuousClock.now - started)")
         started = ContinuousClock.now
@@ -367,6 +411,8 @@ struct ServeTests {
         #expect(ContinuousClock.now - started < .seconds(30), "stopped after \(ContinuousClock.now - started)")
         #expect(status == 2)
         #expect(server.standardError.contains("record the end of the run"), "\(server.standardError)")
+        // The log names the store (without a password) and says what is wrong in words.
+        #expect(server.standardError.contains("\(url) could not store received postbacks: the server cannot be reached"), "\(server.standardError)")
 
         // Back up: the refused postback is stored when the device sends it again.
         #expect(try database.start() == url, "resumed on the same port")

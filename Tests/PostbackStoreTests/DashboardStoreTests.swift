@@ -192,8 +192,15 @@ struct DashboardStoreTests {
                 "DELETE FROM postbackd_migrations WHERE version = 8"
             )
         }
-        // Opening it migrates it.
-        _ = try await Report.read(store.location, ReportQuery(from: nil, to: nil, by: [], events: false))
+        // A command that only reads does not migrate it, and says a writer must.
+        do {
+            _ = try await Report.read(store.location, ReportQuery(from: nil, to: nil, by: [], events: false))
+            Issue.record("a report migrated, or read, a store of an older schema")
+        } catch let fault as StoreFault {
+            #expect(fault.code == .olderSchema, "\(fault)")
+        }
+        // Opening it to write migrates it.
+        try await PostbackStores.with(store.location) { _ in }
         var filled: [[String]] = []
         for sql in dump { filled.append(try await store.rows(sql).sorted()) }
         #expect(filled == written)

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs the `postbackd` binary that `swift test` built.
 public enum Postbackd {
     /// What a run printed and how it ended.
@@ -25,16 +29,29 @@ public enum Postbackd {
         return folder.appendingPathComponent("postbackd").path
     }()
 
+    /// Whether runs `asUnprivilegedUser` change user (the tests run as root): file permissions
+    /// bind them then, as they bind any user but root.
+    public static var changesUser: Bool { getuid() == 0 }
+
     /// Runs `postbackd arguments…` in `directory`, feeding `input` to standard input.
+    ///
+    /// - Parameter asUnprivilegedUser: when the tests run as root, run as `nobody` (uid and
+    ///   gid 65534, no groups, through `setpriv`), whom permissions bind.
     public static func run(
         _ arguments: [String],
         input: [UInt8]? = nil,
         directory: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        asUnprivilegedUser: Bool = false
     ) throws -> Run {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        if asUnprivilegedUser && changesUser {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }

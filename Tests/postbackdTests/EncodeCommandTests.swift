@@ -60,9 +60,15 @@ struct EncodeCommandTests {
     func usage() throws {
         #expect(try run(["encode"]).status == 2)
         #expect(try run(["encode", "--model", model, "--app", "1"]).status == 2)
-        let missing = try run(["encode", "--db", directory.path + "/empty.sqlite", "--app", "1"], input: "")
+        let noStore = try run(["encode", "--db", directory.path + "/none.sqlite", "--app", "1"], input: "")
+        #expect(noStore.status == 2)
+        #expect(noStore.standardError.contains("no store at \(directory.path)/none.sqlite"), "\(noStore.standardError)")
+        // A store without that app's model.
+        let empty = directory.path + "/empty.sqlite"
+        #expect(try run(["ingest", "--db", empty, "-"], input: "").status == 0)
+        let missing = try run(["encode", "--db", empty, "--app", "1"], input: "")
         #expect(missing.status == 2)
-        #expect(missing.standardError.contains("no model for app 1"))
+        #expect(missing.standardError.contains("no model for app 1"), "\(missing.standardError)")
         let unreadable = try run(["encode", "--model", model, "--state", directory.path + "/nope.jsonl"])
         #expect(unreadable.status == 2)
         #expect(unreadable.standardError.contains("cannot read"))

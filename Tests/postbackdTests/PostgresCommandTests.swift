@@ -120,6 +120,7 @@ struct PostgresCommandTests {
             ["models", "show", "--db", database, "1254734734"],
             ["aggregate", "--db", database],
             ["report", "--db", database],
+            ["check", "--db", database],
         ]
     }
 

@@ -73,8 +73,11 @@ public enum CampaignMappingFile {
         var problems: [String] = []
         for path in paths {
             let name = path == "-" ? "standard input" : path
-            guard let bytes = ConversionModelFile.readWholeFile(path == "-" ? "/dev/stdin" : path) else {
-                problems.append("\(name): cannot read the file (missing, unreadable, or over \(maximumBytes >> 20) MiB)")
+            let bytes: [UInt8]
+            do {
+                bytes = try WholeFile.read(path, limit: maximumBytes, what: "a campaign mapping file")
+            } catch {
+                problems.append(error.reason)
                 continue
             }
             let parsed = parse(bytes, source: name)

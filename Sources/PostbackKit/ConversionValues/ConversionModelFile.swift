@@ -13,8 +13,11 @@ public enum ConversionModelFile {
 
     /// Reads the models in one file (for `verify --model`).
     public static func read(file: String) throws(ModelFilesError) -> [ConversionModel] {
-        guard let bytes = readWholeFile(file) else {
-            throw ModelFilesError(problems: ["\(file): cannot read the file"])
+        let bytes: [UInt8]
+        do {
+            bytes = try readWholeFile(file)
+        } catch {
+            throw ModelFilesError(problems: [error.reason])
         }
         do {
             return try ConversionModelParser.parseAll(bytes)
@@ -23,20 +26,9 @@ public enum ConversionModelFile {
         }
     }
 
-    /// The bytes of a file (models are small; postbacks are never read this way); nil when it
-    /// cannot be read or is larger than ``maximumBytes``.
-    public static func readWholeFile(_ path: String) -> [UInt8]? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count > 0 { bytes += chunk.prefix(count) }
-            if count < chunk.count { break }
-            if bytes.count > maximumBytes { return nil }
-        }
-        return bytes
+    /// The bytes of a model file, at most ``maximumBytes``.
+    public static func readWholeFile(_ path: String) throws(WholeFileError) -> [UInt8] {
+        try WholeFile.read(path, limit: maximumBytes, what: "a model file")
     }
 }
 

@@ -171,7 +171,7 @@ final class AppleAdsFetchService: Service, Sendable {
                     } catch {
                         job.logger.error(
                             "cannot claim Apple Ads tokens; trying again in 5 s",
-                            metadata: ["apple_ads.error": "\(describeStoreError(error))"]
+                            metadata: ["apple_ads.error": "\(StoreFault.classify(error, at: job.location).reason)"]
                         )
                         claimed = []
                         claimFailed = true
@@ -208,7 +208,7 @@ final class AppleAdsFetchService: Service, Sendable {
                     } catch {
                         job.logger.error(
                             "cannot record an Apple Ads exchange; the token is sent again when its lease ends",
-                            metadata: ["apple_ads.token_id": "\(outcome.id)", "apple_ads.error": "\(describeStoreError(error))"]
+                            metadata: ["apple_ads.token_id": "\(outcome.id)", "apple_ads.error": "\(StoreFault.classify(error, at: job.location).reason)"]
                         )
                     }
                     continue

@@ -21,8 +21,11 @@ public enum ModelsJob {
         var read: [(model: ConversionModel, source: String)] = []
         var problems: [String] = []
         for file in files {
-            guard let bytes = ConversionModelFile.readWholeFile(file) else {
-                problems.append("\(file): cannot read the file")
+            let bytes: [UInt8]
+            do {
+                bytes = try ConversionModelFile.readWholeFile(file)
+            } catch {
+                problems.append(error.reason)
                 continue
             }
             do {
@@ -61,7 +64,7 @@ public enum ModelsJob {
 
     /// The current models.
     public static func list(location: StoreLocation) async throws -> [StoredModel] {
-        try await PostbackStores.with(location) { store in try await store.currentModels() }
+        try await PostbackStores.with(location, access: .readOnly) { store in try await store.currentModels() }
     }
 
     /// The current model of an app, by its App Store id or its bundle identifier.

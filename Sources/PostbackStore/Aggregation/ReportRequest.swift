@@ -106,7 +106,7 @@ public struct ReportRequest: Sendable, Hashable {
 
     /// Reads the report from `location` (opened for this call only).
     public func read(_ location: StoreLocation) async throws -> (report: Report, warning: String?) {
-        try await PostbackStores.with(location) { store in try await read(store) }
+        try await PostbackStores.with(location, access: .readOnly) { store in try await read(store) }
     }
 
     /// Reads the report from an open store: the report and, when the aggregates may be out of

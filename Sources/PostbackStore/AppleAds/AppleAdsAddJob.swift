@@ -93,13 +93,13 @@ public struct AppleAdsAddError: Error, CustomStringConvertible {
 extension AppleAdsReport {
     /// `postbackd apple-ads report`.
     public static func read(_ location: StoreLocation, _ query: AppleAdsReportQuery) async throws -> AppleAdsReport {
-        try await PostbackStores.with(location) { store in try await store.appleAdsReport(query) }
+        try await PostbackStores.with(location, access: .readOnly) { store in try await store.appleAdsReport(query) }
     }
 }
 
 extension AppleAdsStatus {
     /// `postbackd apple-ads status`.
     public static func read(_ location: StoreLocation) async throws -> AppleAdsStatus {
-        try await PostbackStores.with(location) { store in try await store.appleAdsStatus() }
+        try await PostbackStores.with(location, access: .readOnly) { store in try await store.appleAdsStatus() }
     }
 }

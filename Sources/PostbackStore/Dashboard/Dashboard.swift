@@ -103,7 +103,7 @@ public struct Dashboard: Sendable {
 
     /// Reads the dashboard from `location` (opened for this call only).
     public static func read(_ location: StoreLocation, _ query: ReportQuery) async throws -> Dashboard {
-        try await PostbackStores.with(location) { store in try await read(store, query) }
+        try await PostbackStores.with(location, access: .readOnly) { store in try await read(store, query) }
     }
 
     /// The totals row (zeros when nothing matched).

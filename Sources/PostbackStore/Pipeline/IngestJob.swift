@@ -142,7 +142,10 @@ public struct IngestJob: Sendable {
             progress.finish()
             summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
             try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
-            logger.error("ingest failed", metadata: ["ingest.error": "\(error)"])
+            logger.error(
+                "ingest failed",
+                metadata: ["ingest.error": "\(StoreFault.classify(error, at: store.location).reason)"]
+            )
             throw error
         }
         progress.finish()

@@ -523,6 +523,49 @@ enum PostgresSchema {
         DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
     }
 
+    /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.
+    private static func appliedVersion(_ connection: PostgresConnection, store: String, logger: Logger) async throws -> Int {
+        var applied = 0
+        for try await version in try await connection.send(
+            "SELECT COALESCE(MAX(version), 0)::integer FROM postbackd_migrations",
+            logger: logger
+        ).decode(Int32.self) {
+            applied = Int(version)
+        }
+        if applied > latestVersion {
+            throw StoreFault(
+                .newerSchema,
+                "\(store) was written by a newer postbackd (schema \(applied), this one knows \(latestVersion)); use that version, or another --db"
+            )
+        }
+        return applied
+    }
+
+    /// Throws unless the database holds this postbackd's schema, as it is: for the commands
+    /// that only read, which never migrate (a role with only `SELECT` can run them).
+    static func checkVersion(_ connection: PostgresConnection, store: String, logger: Logger) async throws {
+        var present = false
+        for try await exists in try await connection.send(
+            "SELECT to_regclass('postbackd_migrations') IS NOT NULL",
+            logger: logger
+        ).decode(Bool.self) {
+            present = exists
+        }
+        guard present else {
+            throw StoreFault(
+                .noStore,
+                "\(store) holds no postbackd store yet; check --db, or make one with `postbackd ingest --db URL FILES`"
+            )
+        }
+        let applied = try await appliedVersion(connection, store: store, logger: logger)
+        if applied < latestVersion {
+            throw StoreFault(
+                .olderSchema,
+                "\(store) was written by an older postbackd (schema \(applied) of \(latestVersion)) and this command does not migrate it: run a command that writes (e.g. `postbackd aggregate`) once, as the store's owner, then this one"
+            )
+        }
+    }
+
     /// Brings the schema up to date on `connection`, or throws ``DatabaseOpenError`` when the
     /// database holds a newer schema or tables that are not postbackd's.
     static func migrate(_ connection: PostgresConnection, store: String, logger: Logger) async throws {
@@ -536,19 +579,7 @@ enum PostgresSchema {
                 """,
                 logger: logger
             )
-            var applied = 0
-            for try await version in try await connection.send(
-                "SELECT COALESCE(MAX(version), 0)::integer FROM postbackd_migrations",
-                logger: logger
-            ).decode(Int32.self) {
-                applied = Int(version)
-            }
-            if applied > latestVersion {
-                throw DatabaseOpenError(
-                    .newerSchema,
-                    "\(store) was written by a newer postbackd (schema \(applied), this one knows \(latestVersion)); use that version, or another --db"
-                )
-            }
+            let applied = try await appliedVersion(connection, store: store, logger: logger)
             if applied == 0 {
                 var foreign = 0
                 for try await count in try await connection.send(

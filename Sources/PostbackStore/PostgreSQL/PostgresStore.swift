@@ -90,7 +90,7 @@ package final class PostgresStore: PostbackStorage {
         // service has recorded its last outcomes.
         let runner = Task.detached { await client.run() }
         do {
-            try await probeAndMigrate(connectionConfiguration, url: url, logger: logger)
+            try await probeAndMigrate(connectionConfiguration, url: url, migrating: access != .readOnly, logger: logger)
         } catch {
             runner.cancel()
             await runner.value
@@ -104,6 +104,7 @@ package final class PostgresStore: PostbackStorage {
     private static func probeAndMigrate(
         _ connectionConfiguration: PostgresConnection.Configuration,
         url: PostgresURL,
+        migrating: Bool,
         logger: Logger
     ) async throws {
         let name = url.description
@@ -118,12 +119,19 @@ package final class PostgresStore: PostbackStorage {
             throw openError(error, url)
         }
         do {
-            try await PostgresSchema.migrate(connection, store: name, logger: logger)
+            if migrating {
+                try await PostgresSchema.migrate(connection, store: name, logger: logger)
+            } else {
+                try await PostgresSchema.checkVersion(connection, store: name, logger: logger)
+            }
         } catch let error as DatabaseOpenError {
             try? await connection.close()
             throw error
         } catch {
             try? await connection.close()
+            // A role that may not create tables, a standby, a full disk: said as such.
+            let fault = StoreFault.classify(error, at: .postgres(url))
+            if fault.code != .failed { throw fault }
             throw DatabaseOpenError(
                 .notPostbackd,
                 "\(name) cannot be used as a postbackd database: \(describePostgresError(error)); give --db an empty database or an existing postbackd one"
@@ -302,11 +310,22 @@ package struct PostgresStoreError: Error, CustomStringConvertible {
     var store: String
     var action: String
     var reason: String
+    /// The server's SQLSTATE, when it answered with an error.
+    var sqlState: String?
+    /// The connection broke or the server went away (a retry could have healed it).
+    var connectionLost = false
 
     init(store: String, action: String, error: any Error) {
         self.store = store
         self.action = action
         self.reason = describePostgresError(error)
+        if let error = error as? PostgresStoreError {
+            self.sqlState = error.sqlState
+            self.connectionLost = error.connectionLost
+        } else {
+            self.sqlState = (error as? PSQLError)?.serverInfo?[.sqlState]
+            self.connectionLost = isRetryable(error) || error is ConnectionWaitTimeout
+        }
     }
 
     init(store: String, action: String, reason: String) {

@@ -5,32 +5,6 @@ import PostbackKit
 import Glibc
 #endif
 
-/// Why the database cannot be used.
-public struct DatabaseOpenError: CodedError {
-    public struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case cannotOpen, notPostbackd, newerSchema, unreachable, authenticationRefused }
-        fileprivate let value: Value
-        /// The file cannot be opened or created.
-        public static let cannotOpen = Code(value: .cannotOpen)
-        /// The file is not a postbackd database (or not SQLite at all).
-        public static let notPostbackd = Code(value: .notPostbackd)
-        /// A newer postbackd created the schema.
-        public static let newerSchema = Code(value: .newerSchema)
-        /// The database server cannot be reached, or has no such database.
-        public static let unreachable = Code(value: .unreachable)
-        /// The database server refused the user or password.
-        public static let authenticationRefused = Code(value: .authenticationRefused)
-    }
-
-    public let code: Code
-    public let reason: String
-
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
-
 /// The SQLite file postbackd stores postbacks in: opened in WAL mode, with a busy timeout so
 /// that several processes can share it, and its schema migrated forward on open.
 public enum PostbackDatabase {
@@ -57,7 +31,9 @@ public enum PostbackDatabase {
     ) throws(DatabaseOpenError) -> DatabaseQueue {
         var configuration = Configuration()
         configuration.allowsUnsafeTransactions = allowingOpenTransactions
-        configuration.journalMode = .wal
+        // WAL is switched on once the file is known to be empty or postbackd's: another
+        // program's database is left exactly as it was.
+        configuration.journalMode = .default
         configuration.busyMode = .timeout(busyTimeoutSeconds)
         configuration.label = "postbackd"
         configuration.prepareDatabase { db in
@@ -89,24 +65,19 @@ public enum PostbackDatabase {
                     pause(attempt)
                     continue
                 }
-                throw DatabaseOpenError(
-                    .cannotOpen,
-                    "cannot open the database \(path): \(describe(error)); check the path and its folder's permissions, or choose another with --db"
-                )
+                throw openFault(error, path: path)
             }
             do {
-                let superseded = try queue.read { db in
-                    try db.tableExists("grdb_migrations") && migrator.hasBeenSuperseded(db)
-                }
-                if superseded {
-                    throw DatabaseOpenError(
-                        .newerSchema,
-                        "\(path) was written by a newer postbackd; use that version, or another --db"
-                    )
+                try checkOwnership(queue, path: path, migrator: migrator)
+                try queue.writeWithoutTransaction { db in
+                    // Switching a new file to WAL needs a moment of exclusive access, which
+                    // SQLite refuses rather than waits for when another process does the same.
+                    let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+                    if mode?.lowercased() != "wal" { throw DatabaseError(resultCode: .SQLITE_BUSY) }
                 }
                 try migrator.migrate(queue)
                 return queue
-            } catch let error as DatabaseOpenError {
+            } catch let error as StoreFault {
                 throw error
             } catch {
                 let completedElsewhere =
@@ -119,12 +90,146 @@ public enum PostbackDatabase {
                     pause(attempt)
                     continue
                 }
-                throw DatabaseOpenError(
+                throw openFault(error, path: path)
+            }
+        }
+    }
+
+    /// Opens the database at `path` to read it only: no file is created or written, beside it
+    /// or in it, and the schema is not migrated (`report`, `models list|show`, `check`).
+    ///
+    /// A file in WAL mode is read through its `-wal` and `-shm` when they exist (a writer has
+    /// it open, or was killed): both only read. When there is no `-wal`, every change is in the
+    /// file itself and no writer has it open, so it is opened `immutable`: SQLite then
+    /// creates no `-shm`, which a folder the user may not write would refuse anyway. (A writer
+    /// that opens the file during the read, and checkpoints before it ends, can make such a
+    /// read fail: run it again.)
+    ///
+    /// - Throws: ``StoreFault``: no such file, not a postbackd store, damaged, a newer
+    ///   schema, or an older one (which a writer must migrate first).
+    public static func openReadOnly(_ path: String) throws(StoreFault) -> DatabaseQueue {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let detail = String(cString: strerror(errno))
+            if errno == ENOENT {
+                throw StoreFault(
+                    .noStore,
+                    "no store at \(path) (\(detail)); check --db (or $POSTBACKD_DB), or make one with `postbackd ingest --db \(path) FILES`"
+                )
+            }
+            throw StoreFault(.cannotOpen, "cannot open \(path) (\(detail)); check the path and its folder's permissions")
+        }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            throw StoreFault(.noStore, "\(path) is a folder, not a store; give --db the store's file")
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(busyTimeoutSeconds)
+        configuration.label = "postbackd"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA cache_size = -65536")
+        }
+        let hasLog = access(path + "-wal", F_OK) == 0
+        let target = hasLog ? path : "file:" + uriEscaped(path) + "?immutable=1"
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(path: target, configuration: configuration)
+        } catch {
+            throw openFault(error, path: path)
+        }
+        do {
+            try checkOwnership(queue, path: path, migrator: PostbackSchema.migrator, readOnly: true)
+            let complete = try queue.read { db in try PostbackSchema.migrator.hasCompletedMigrations(db) }
+            if !complete {
+                throw StoreFault(
+                    .olderSchema,
+                    "\(path) was written by an older postbackd and this command does not migrate it: run a command that writes (e.g. `postbackd aggregate --db \(path)`) once, as a user who may write it, then this one"
+                )
+            }
+            return queue
+        } catch let error as StoreFault {
+            throw error
+        } catch {
+            throw openFault(error, path: path)
+        }
+    }
+
+    /// Throws unless the file is empty, or postbackd's: a newer postbackd's schema, or tables of
+    /// another program (which migrating would mix postbackd's into), are refused.
+    private static func checkOwnership(
+        _ queue: DatabaseQueue,
+        path: String,
+        migrator: DatabaseMigrator,
+        readOnly: Bool = false
+    ) throws {
+        try queue.read { db in
+            if try db.tableExists("grdb_migrations") {
+                if try migrator.hasBeenSuperseded(db) {
+                    throw StoreFault(
+                        .newerSchema,
+                        "\(path) was written by a newer postbackd; use that version, or another --db"
+                    )
+                }
+                return
+            }
+            let tables = try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4"
+            )
+            if !tables.isEmpty {
+                throw StoreFault(
                     .notPostbackd,
-                    "\(path) cannot be used as a postbackd database: \(describe(error)); give --db a new file name or an existing postbackd database"
+                    "\(path) is another program's SQLite database (it holds \(tables.joined(separator: ", "))), not a postbackd store; give --db a new file name or a postbackd store"
+                )
+            }
+            if readOnly {
+                throw StoreFault(
+                    .noStore,
+                    "\(path) is an empty file, not a postbackd store yet; check --db, or make one with `postbackd ingest --db \(path) FILES`"
                 )
             }
         }
+    }
+
+    /// The fault of a failed open: a text file is not a store; damage, a full disk, a
+    /// read-only file and a lock in words (``StoreFault/sqlite(_:detail:store:)``).
+    private static func openFault(_ error: any Error, path: String) -> StoreFault {
+        guard let error = error as? DatabaseError else {
+            return StoreFault(.failed, "cannot open \(path) (\(error))")
+        }
+        switch error.resultCode.primaryResultCode {
+        case .SQLITE_NOTADB:
+            return StoreFault(
+                .notPostbackd,
+                "\(path) is not a postbackd store, nor an SQLite database at all (\(describe(error))); give --db a new file name or a postbackd store"
+            )
+        case .SQLITE_CANTOPEN:
+            return StoreFault(
+                .cannotOpen,
+                "cannot open the database \(path) (\(describe(error))); check the path and its folder's permissions, or choose another with --db"
+            )
+        case .SQLITE_ERROR:
+            return StoreFault(
+                .notPostbackd,
+                "\(path) cannot be used as a postbackd store (\(describe(error))); give --db a new file name or a postbackd store"
+            )
+        default:
+            return StoreFault.classify(error, at: .sqlite(path: path))
+        }
+    }
+
+    /// A path as a `file:` URI's path: `%`, `?` and `#` escaped.
+    private static func uriEscaped(_ path: String) -> String {
+        var escaped = ""
+        for character in path {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3f"
+            case "#": escaped += "%23"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 
     private static let maximumOpenAttempts = 20

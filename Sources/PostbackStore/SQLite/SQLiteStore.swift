@@ -22,7 +22,10 @@ package final class SQLiteStore: PostbackStorage {
 
     /// Opens (creating and migrating) the database at `path`.
     package init(path: String, access: StoreAccess = .standard) throws(DatabaseOpenError) {
-        self.queue = try PostbackDatabase.open(path, allowingOpenTransactions: access == .ingest)
+        self.queue =
+            access == .readOnly
+            ? try PostbackDatabase.openReadOnly(path)
+            : try PostbackDatabase.open(path, allowingOpenTransactions: access == .ingest)
         self.location = .sqlite(path: path)
         guard access == .receive else {
             self.checkpointer = nil

@@ -1,0 +1,364 @@
+import PostbackKit
+
+/// `postbackd check`: the engine's own check of the store's pages and indexes, then
+/// postbackd's invariants, on either engine, reading the rows in pages (memory stays flat).
+///
+/// The invariants:
+/// - each postback's `dedup_key` is the digest of its key columns (``DedupKeyDigest``);
+/// - `raw_sha256` is the SHA-256 of `raw` (postbacks, sightings that keep `raw`, quarantine:
+///   the digest is of the bytes kept, the whole body or the head of an oversized one);
+/// - every sighting, conflict and delivery points at a stored postback (and a conflict at
+///   its sighting);
+/// - each aggregated day's rows count as many postbacks as the dashboard's sums of them, and
+///   no more than the store holds for that day (fewer is not a fault: postbacks received
+///   after the last `aggregate`, which is a notice).
+///
+/// Ingest runs left `running` (killed runs; a re-run finishes their work) are notices too.
+public enum StoreCheck {
+    /// What to check, and how to tell of progress.
+    public struct Options: Sendable {
+        /// SQLite's `quick_check` instead of `integrity_check` (no index is compared with its table).
+        public var quick = false
+        /// Rows read at a time.
+        public var pageSize = 2_000
+        /// At most this many findings are kept (the count goes on).
+        public var maximumFindings = 1_000
+
+        public init(quick: Bool = false) {
+            self.quick = quick
+        }
+    }
+
+    /// Opens the store at `location` read-only and checks it.
+    ///
+    /// - Throws: ``StoreFault`` when the store cannot be opened at all (``CheckReport`` holds
+    ///   every fault found once it is open).
+    public static func run(
+        _ location: StoreLocation,
+        options: Options = Options(),
+        progress: (@Sendable (CheckProgress) -> Void)? = nil
+    ) async throws -> CheckReport {
+        try await PostbackStores.with(location, access: .readOnly) { store in
+            try await check(store, options: options, progress: progress)
+        }
+    }
+
+    package static func check(
+        _ store: any PostbackStorage,
+        options: Options,
+        progress: (@Sendable (CheckProgress) -> Void)? = nil
+    ) async throws -> CheckReport {
+        let started = ContinuousClock.now
+        var report = CheckReport(store: store.location.description)
+        report.engine = try await engineCheck(store, quick: options.quick)
+
+        func record(_ finding: CheckFinding) {
+            report.findingCount += 1
+            if report.findings.count < options.maximumFindings { report.findings.append(finding) }
+        }
+
+        // For progress only: a damaged table's count is found missing when its rows are read.
+        let totals = (try? await store.checkRowCounts()) ?? [:]
+        for table in CheckedTable.allCases {
+            var after: Int64 = 0
+            var checked = 0
+            let total = totals[table] ?? 0
+            progress?(CheckProgress(table: table, checked: 0, total: total))
+            while true {
+                let rows: [CheckedRow]
+                do {
+                    rows = try await store.checkRows(table, after: after, limit: options.pageSize)
+                } catch {
+                    // Damage stops a table's reading; the other tables and checks go on.
+                    let fault = StoreFault.classify(error, at: store.location)
+                    record(
+                        CheckFinding(
+                            table: table.rawValue,
+                            rowID: nil,
+                            problem: "reading stopped after row \(after): \(fault.code) (\(fault.reason))"
+                        )
+                    )
+                    break
+                }
+                for row in rows {
+                    for problem in row.problems(table) {
+                        record(CheckFinding(table: table.rawValue, rowID: row.id, problem: problem))
+                    }
+                }
+                checked += rows.count
+                if let last = rows.last { after = last.id }
+                progress?(CheckProgress(table: table, checked: checked, total: max(total, checked)))
+                if rows.count < options.pageSize { break }
+            }
+            report.checked[table] = checked
+        }
+
+        do {
+            for finding in try await store.checkReferences(limit: options.maximumFindings) { record(finding) }
+        } catch {
+            record(CheckFinding(table: "sightings", rowID: nil, problem: "references not checked: \(StoreFault.classify(error, at: store.location).reason)"))
+        }
+
+        do {
+            let days = try await store.checkAggregatedDays()
+            report.aggregatedDays = days.count
+            for day in days {
+                for (table, sum) in day.sums where sum != day.aggregated {
+                    record(
+                        CheckFinding(
+                            table: table,
+                            rowID: nil,
+                            problem:
+                                "date \(day.day): its rows count \(sum) postbacks, aggregate_daily's \(day.aggregated); run `postbackd aggregate --from \(day.day) --to \(day.day)`"
+                        )
+                    )
+                }
+                if day.stored < day.aggregated {
+                    record(
+                        CheckFinding(
+                            table: "aggregate_daily",
+                            rowID: nil,
+                            problem:
+                                "date \(day.day): its rows count \(day.aggregated) postbacks, the store holds \(day.stored) received that day (postbacks removed or rows edited since aggregate); run `postbackd aggregate --from \(day.day) --to \(day.day)`"
+                        )
+                    )
+                } else if day.stored > day.aggregated {
+                    report.notices.append(
+                        "date \(day.day): \(day.stored - day.aggregated) of its \(day.stored) postbacks arrived after the last aggregate run; `postbackd aggregate` counts them"
+                    )
+                }
+            }
+        } catch {
+            record(CheckFinding(table: "aggregate_daily", rowID: nil, problem: "aggregates not checked: \(StoreFault.classify(error, at: store.location).reason)"))
+        }
+
+        do {
+            for run in try await store.unfinishedRuns() {
+                report.notices.append(
+                    "ingest run \(run.id) started \(run.startedAt) is still marked running (\(run.inputs)): a run that was killed, or one running now; the same command again finishes its work"
+                )
+            }
+        } catch {
+            record(CheckFinding(table: "ingest_runs", rowID: nil, problem: "runs not checked: \(StoreFault.classify(error, at: store.location).reason)"))
+        }
+        report.seconds = (ContinuousClock.now - started) / .seconds(1)
+        return report
+    }
+
+    private static func engineCheck(_ store: any PostbackStorage, quick: Bool) async throws -> EngineCheck {
+        do {
+            return try await store.checkEngine(quick: quick)
+        } catch {
+            let fault = StoreFault.classify(error, at: store.location)
+            switch fault.code {
+            case .damaged, .ioError:
+                return EngineCheck(name: quick ? "quick_check" : "integrity_check", outcome: .problems, messages: [fault.reason])
+            default:
+                throw fault
+            }
+        }
+    }
+}
+
+/// The tables whose rows `check` reads one by one.
+public enum CheckedTable: String, Sendable, Hashable, CaseIterable {
+    case postbacks, sightings, quarantine
+}
+
+/// One row as `check` reads it: the columns its invariants compare.
+package struct CheckedRow: Sendable {
+    package var id: Int64
+    /// kind, key space, ad network, transaction id and sequence index (postbacks only).
+    package var key: (kind: String, keySpace: String, adNetworkID: String, transactionID: String, sequenceIndex: Int64)?
+    package var dedupKey: [UInt8]?
+    /// Nil when not kept (a sighting without a conflict).
+    package var raw: [UInt8]?
+    package var rawSHA256: [UInt8]
+
+    package init(
+        id: Int64,
+        key: (kind: String, keySpace: String, adNetworkID: String, transactionID: String, sequenceIndex: Int64)? = nil,
+        dedupKey: [UInt8]? = nil,
+        raw: [UInt8]?,
+        rawSHA256: [UInt8]
+    ) {
+        self.id = id
+        self.key = key
+        self.dedupKey = dedupKey
+        self.raw = raw
+        self.rawSHA256 = rawSHA256
+    }
+
+    /// What is wrong with the row, in words (none when it is sound).
+    func problems(_ table: CheckedTable) -> [String] {
+        var problems: [String] = []
+        if table == .postbacks {
+            if let key {
+                let expected = DedupKeyDigest.digest(
+                    kind: key.kind,
+                    keySpace: key.keySpace,
+                    adNetworkID: key.adNetworkID,
+                    transactionID: key.transactionID,
+                    sequenceIndex: key.sequenceIndex
+                )
+                if dedupKey != expected {
+                    problems.append(
+                        "dedup_key \(hex(dedupKey ?? [])) is not the digest of its key columns (\(key.kind), \(key.keySpace), \(key.adNetworkID), \(key.transactionID), \(key.sequenceIndex)), which is \(hex(expected)): a key column or the digest was changed after it was stored"
+                    )
+                }
+            }
+        }
+        if let raw {
+            let digest = SHA256Digest.hash(raw)
+            if digest != rawSHA256 {
+                problems.append(
+                    "raw_sha256 \(hex(rawSHA256)) is not the SHA-256 of raw (\(raw.count) bytes), which is \(hex(digest)): the body or its digest was changed after it was stored"
+                )
+            }
+        }
+        return problems
+    }
+}
+
+private func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var text: [UInt8] = []
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: text, as: UTF8.self)
+}
+
+/// One aggregated day's sums: `aggregate_daily`'s, the dashboard's tables', and the
+/// postbacks the store holds for it.
+package struct AggregatedDayCounts: Sendable {
+    package var day: String
+    /// `SUM(postbacks)` of `aggregate_daily`.
+    package var aggregated: Int64
+    /// The same sum over each table of sums, by table.
+    package var sums: [(table: String, sum: Int64)]
+    /// Postbacks stored with that day received.
+    package var stored: Int64
+}
+
+/// An ingest run still marked `running`.
+package struct UnfinishedRun: Sendable {
+    package var id: Int64
+    package var startedAt: String
+    package var inputs: String
+}
+
+/// The engine's own check.
+public struct EngineCheck: Sendable {
+    public enum Outcome: String, Sendable {
+        case sound, problems, skipped
+    }
+    /// What ran: `integrity_check`, `quick_check`, `amcheck bt_index_check`.
+    public var name: String
+    public var outcome: Outcome
+    /// The engine's messages (problems), or why it was skipped.
+    public var messages: [String]
+}
+
+/// One thing wrong in the store.
+public struct CheckFinding: Sendable, Hashable {
+    public var table: String
+    /// The row's id (for conflicts the sighting's, for deliveries the postback's); nil for a
+    /// finding about a day or a whole table.
+    public var rowID: Int64?
+    public var problem: String
+}
+
+/// How far `check` has got, for a progress line.
+public struct CheckProgress: Sendable {
+    public var table: CheckedTable
+    public var checked: Int
+    public var total: Int
+}
+
+/// What `check` found.
+public struct CheckReport: Sendable {
+    public var store: String
+    public var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
+    public var checked: [CheckedTable: Int] = [:]
+    public var aggregatedDays = 0
+    /// The first findings (``StoreCheck/Options/maximumFindings``).
+    public var findings: [CheckFinding] = []
+    public var findingCount = 0
+    /// What is not a fault but worth knowing: runs left running, days not yet aggregated.
+    public var notices: [String] = []
+    public var seconds: Double = 0
+
+    /// No finding, and the engine found nothing.
+    public var sound: Bool { findingCount == 0 && engine.outcome != .problems }
+
+    init(store: String) {
+        self.store = store
+    }
+
+    /// The report as text: each finding on a line with its table and row.
+    public var text: String {
+        var lines: [String] = []
+        let engineLine: String
+        switch engine.outcome {
+        case .sound: engineLine = "\(engine.name): ok"
+        case .problems: engineLine = "\(engine.name): \(engine.messages.count) problem(s)"
+        case .skipped: engineLine = "\(engine.name): skipped (\(engine.messages.joined(separator: "; ")))"
+        }
+        lines.append("\(store): \(engineLine)")
+        if engine.outcome == .problems {
+            for message in engine.messages { lines.append("  \(engine.name): \(message)") }
+        }
+        let counts = CheckedTable.allCases.map { "\(checked[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
+        lines.append("checked \(counts), \(aggregatedDays) aggregated days in \(formatSeconds(seconds))")
+        for finding in findings {
+            let row = finding.rowID.map { " row \($0)" } ?? ""
+            lines.append("finding: \(finding.table)\(row): \(finding.problem)")
+        }
+        if findingCount > findings.count {
+            lines.append("… and \(findingCount - findings.count) more findings")
+        }
+        for notice in notices { lines.append("notice: \(notice)") }
+        lines.append(
+            sound
+                ? "sound: no finding"
+                : "NOT SOUND: \(findingCount) finding(s)\(engine.outcome == .problems ? " and the engine's check found problems" : ""); restore from a backup, or run `postbackd aggregate` where an aggregate is at fault"
+        )
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The report as one JSON object.
+    public var json: String {
+        var object = JSONObjectWriter()
+        object.add("store", store)
+        object.add("sound", sound)
+        var engineObject = JSONObjectWriter()
+        engineObject.add("check", engine.name)
+        engineObject.add("outcome", engine.outcome.rawValue)
+        engineObject.add("messages", strings: engine.messages)
+        object.addRaw("engine", json: engineObject.text)
+        var checkedObject = JSONObjectWriter()
+        for table in CheckedTable.allCases { checkedObject.add(table.rawValue, checked[table] ?? 0) }
+        checkedObject.add("aggregated_days", aggregatedDays)
+        object.addRaw("checked", json: checkedObject.text)
+        object.add("finding_count", findingCount)
+        let findingsJSON = findings.map { finding in
+            var item = JSONObjectWriter()
+            item.add("table", finding.table)
+            item.add("row_id", finding.rowID)
+            item.add("problem", finding.problem)
+            return item.text
+        }
+        object.addRaw("findings", json: "[" + findingsJSON.joined(separator: ",") + "]")
+        object.add("notices", strings: notices)
+        object.add("seconds", seconds)
+        return object.text + "\n"
+    }
+}
+
+private func formatSeconds(_ seconds: Double) -> String {
+    let tenths = Int((seconds * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10) s"
+}

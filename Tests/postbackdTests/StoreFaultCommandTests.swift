@@ -1,0 +1,406 @@
+import Foundation
+import GRDB
+import PostbackKit
+import PostbackTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Storage faults on real SQLite files, from the command line: every command meets them with
+/// exit 2 and one sentence naming the store and what to do; the commands that read need no
+/// write permission and leave nothing behind; `check` finds damage and hand-edited rows.
+@Suite("storage faults and check (SQLite)")
+struct StoreFaultCommandTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory("store-faults")
+        // `nobody` must reach the folders the unprivileged runs use.
+        chmod(directory.path, 0o755)
+    }
+
+    private func run(_ arguments: [String], in folder: String? = nil, asUnprivilegedUser: Bool = false) throws
+        -> Postbackd.Run
+    {
+        try Postbackd.run(arguments, directory: folder ?? directory.path, asUnprivilegedUser: asUnprivilegedUser)
+    }
+
+    private static let model = Repository.path("SamplePostbacks/models/app-1254734734-game.json")
+
+    /// A store with postbacks, duplicates (sightings), quarantine, a model and aggregates.
+    private func makeStore(_ name: String, count: Int = 300, in folder: String? = nil) throws -> String {
+        let folder = folder ?? directory.path
+        let input = try directory.write("\(name)-input.jsonl", try Postbackd.generated(count: count, seed: 11, duplicates: 0.1))
+        let path = folder + "/" + name
+        for arguments in [
+            ["ingest", "--db", path, "--keys", TestKeys.directory, input],
+            ["models", "add", "--db", path, Self.model],
+            ["aggregate", "--db", path],
+        ] {
+            let result = try run(arguments)
+            try #require(result.status == 0, "\(arguments): \(result.standardError)")
+        }
+        return path
+    }
+
+    /// Each file in `folder` with the SHA-256 of its bytes: what "nothing written" compares.
+    private func state(_ folder: String) throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
+            let data = (try? Data(contentsOf: URL(fileURLWithPath: folder + "/" + name))) ?? Data()
+            files[name] = SHA256Digest.hash(Array(data))
+        }
+        return files
+    }
+
+    /// Overwrites the root page of each table with bytes that are no page at all.
+    private func damage(_ path: String, tables: [String]) throws {
+        let (pageSize, roots) = try DatabaseQueue(path: path).read { db in
+            (
+                try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096,
+                try tables.map { try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [$0]) ?? 0 }
+            )
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        for root in roots where root > 1 {
+            try handle.seek(toOffset: UInt64((root - 1) * pageSize))
+            handle.write(Data(repeating: 0xA5, count: pageSize))
+        }
+    }
+
+    /// Every command that opens a store, with good inputs: the store must be what stops it.
+    private func everyCommand(_ path: String) throws -> (reading: [[String]], writing: [[String]]) {
+        let input = try directory.write("more.jsonl", try Postbackd.generated(count: 20, seed: 5, invalid: 0))
+        return (
+            [
+                ["report", "--db", path], ["models", "list", "--db", path], ["models", "show", "--db", path, "1254734734"],
+                ["check", "--db", path],
+            ],
+            [
+                ["ingest", "--db", path, "--keys", TestKeys.directory, input], ["aggregate", "--db", path],
+                ["models", "add", "--db", path, Self.model],
+            ]
+        )
+    }
+
+    @Test("damaged pages: each command exits 2 saying the store is damaged and to run check; check finds it")
+    func damagedPages() throws {
+        let path = try makeStore("damaged.sqlite")
+        let tables = try DatabaseQueue(path: path).read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND (name IN ('postbacks', 'conversion_models') OR name LIKE 'aggregate_%')"
+            )
+        }
+        try damage(path, tables: tables)
+        let commands = try everyCommand(path)
+        let before = try state(directory.path)
+        for arguments in commands.reading where arguments[0] != "check" {
+            let result = try run(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("postbackd: \(path) is damaged ("), "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("restore it from a backup, or run `postbackd check --db \(path)`"))
+            #expect(result.standardOutput.isEmpty)
+        }
+        #expect(try state(directory.path) == before, "a command that reads wrote something")
+        for arguments in commands.writing where arguments[0] != "models" {
+            let result = try run(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("\(path) is damaged ("), "\(arguments): \(result.standardError)")
+        }
+
+        let check = try run(["check", "--db", path])
+        #expect(check.status == 1, "\(check.standardOutput)\(check.standardError)")
+        #expect(check.standardOutput.contains("integrity_check: "))
+        #expect(check.standardOutput.contains("NOT SOUND"))
+        let json = try run(["check", "--db", path, "--format", "json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        #expect(object["sound"] as? Bool == false)
+        #expect((object["engine"] as? [String: Any])?["outcome"] as? String == "problems")
+    }
+
+    @Test("a truncated file: exit 2, damaged, from the commands that read and from check; nothing written")
+    func truncated() throws {
+        let whole = try makeStore("whole.sqlite")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
+        let folder = directory.path + "/truncated"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/truncated.sqlite"
+        try bytes.prefix(bytes.count / 3).write(to: URL(fileURLWithPath: path))
+        let before = try state(folder)
+        for arguments in try everyCommand(path).reading + [["aggregate", "--db", path]] {
+            let result = try run(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("\(path) is damaged ("), "\(arguments): \(result.standardError)")
+        }
+        #expect(try state(folder).keys == before.keys)
+        #expect(try state(folder)[path.split(separator: "/").last.map(String.init) ?? ""] == before["truncated.sqlite"])
+    }
+
+    @Test("a text file, another program's SQLite file, a newer postbackd's store: every command exits 2 and touches nothing")
+    func notThisStore() throws {
+        let folder = directory.path + "/foreign"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let text = folder + "/notes.sqlite"
+        try "these are notes, not postbacks\n".write(toFile: text, atomically: true, encoding: .utf8)
+        let other = folder + "/crm.sqlite"
+        try DatabaseQueue(path: other).write { db in
+            try db.execute(sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a')")
+        }
+        let newer = try makeStore("newer.sqlite", count: 30, in: folder)
+        try DatabaseQueue(path: newer).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from a later postbackd')")
+        }
+        let cases: [(path: String, says: String)] = [
+            (text, "\(text) is not a postbackd store, nor an SQLite database at all"),
+            (other, "\(other) is another program's SQLite database (it holds customers), not a postbackd store"),
+            (newer, "\(newer) was written by a newer postbackd; use that version, or another --db"),
+        ]
+        let before = try state(folder)
+        for (path, says) in cases {
+            let commands = try everyCommand(path)
+            for arguments in commands.reading + commands.writing {
+                let result = try run(arguments)
+                #expect(result.status == 2, "\(arguments): \(result.standardError)")
+                #expect(result.standardError.contains(says), "\(arguments): \(result.standardError)")
+                #expect(result.standardOutput.isEmpty, "\(arguments): \(result.standardOutput)")
+            }
+        }
+        #expect(try state(folder) == before, "a refused store was changed")
+    }
+
+    @Test("an older schema: the commands that read do not migrate it, and say a writer must")
+    func olderSchema() throws {
+        let folder = directory.path + "/older"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = try makeStore("older.sqlite", count: 30, in: folder)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%'")
+        }
+        let before = try state(folder)
+        for arguments in try everyCommand(path).reading {
+            let result = try run(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("\(path) was written by an older postbackd and this command does not migrate it"))
+        }
+        #expect(try state(folder) == before)
+    }
+
+    @Test("read-only: report, models and check as a user who may not write the file or its folder, in WAL mode, leave no file")
+    func readOnlyFileAndFolder() throws {
+        let folder = directory.path + "/shared"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = try makeStore("shared.sqlite", in: folder)
+        let mode = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        #expect(mode == "wal")
+        let expected = try run(["report", "--db", path, "--format", "csv"]).standardOutput
+        let models = try run(["models", "list", "--db", path]).standardOutput
+        #expect(expected.contains("date,") && models.contains("1254734734"))
+
+        chmod(path, 0o444)
+        chmod(folder, 0o555)
+        defer { chmod(folder, 0o755) }
+        let before = try state(folder)
+        #expect(!before.keys.contains { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") })
+        let report = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
+        #expect(report.status == 0, "\(report.standardError)")
+        #expect(report.standardOutput == expected)
+        let list = try run(["models", "list", "--db", path], asUnprivilegedUser: true)
+        #expect(list.status == 0 && list.standardOutput == models, "\(list.standardError)")
+        let show = try run(["models", "show", "--db", path, "1254734734"], asUnprivilegedUser: true)
+        #expect(show.status == 0, "\(show.standardError)")
+        let check = try run(["check", "--db", path], asUnprivilegedUser: true)
+        #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
+        #expect(check.standardOutput.contains("sound: no finding"))
+        #expect(try state(folder) == before, "a command that reads left or changed a file")
+
+        // The commands that write say the store is read-only here, and change nothing.
+        let aggregate = try run(["aggregate", "--db", path], asUnprivilegedUser: true)
+        #expect(aggregate.status == 2)
+        #expect(
+            aggregate.standardError.contains("\(path) is read-only to this command")
+                || aggregate.standardError.contains("cannot open the database \(path)"),
+            "\(aggregate.standardError)"
+        )
+        #expect(!aggregate.standardError.contains("SQLite error"), "the driver's text alone: \(aggregate.standardError)")
+        #expect(try state(folder) == before)
+
+        // A file the user may not write, in a folder they may: still nothing left beside it.
+        chmod(folder, 0o777)
+        let writableFolder = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
+        #expect(writableFolder.status == 0 && writableFolder.standardOutput == expected, "\(writableFolder.standardError)")
+        #expect(try state(folder) == before)
+    }
+
+    @Test("read-only while a writer has the store open (its -wal and -shm exist): the report reads through them")
+    func readOnlyBesideWriter() throws {
+        let path = try makeStore("live.sqlite")
+        let expected = try run(["report", "--db", path, "--format", "csv"]).standardOutput
+        // A writer's connection, as ingest or serve holds one: the log and shared memory exist.
+        let writer = try DatabaseQueue(path: path)
+        try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        try writer.write { db in try db.execute(sql: "INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')") }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        chmod(path, 0o444)
+        let report = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
+        #expect(report.status == 0, "\(report.standardError)")
+        #expect(report.standardOutput == expected)
+        // The run the writer left running (committed into the log) is a notice, not a fault.
+        let check = try run(["check", "--db", path], asUnprivilegedUser: true)
+        #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
+        #expect(check.standardOutput.contains("is still marked running"))
+        _ = writer
+    }
+
+    @Test(
+        "a full disk (a small tmpfs): ingest and aggregate exit 2 saying so; what was committed is sound",
+        .enabled(if: SmallDisk.available, "mounting a tmpfs needs root (CAP_SYS_ADMIN)")
+    )
+    func fullDisk() throws {
+        let mountPoint = directory.path + "/small"
+        try SmallDisk.mount(at: mountPoint, size: "1m")
+        defer { SmallDisk.unmount(mountPoint) }
+        let path = mountPoint + "/store.sqlite"
+        let input = try directory.write("big.jsonl", try Postbackd.generated(count: 3_000, seed: 21))
+        let ingest = try run(["ingest", "--db", path, "--keys", TestKeys.directory, input])
+        #expect(ingest.status == 2, "\(ingest.standardError.suffix(400))")
+        #expect(ingest.standardError.contains("\(path) cannot grow: the disk is full"), "\(ingest.standardError.suffix(400))")
+        #expect(ingest.standardError.contains("What was committed is kept; run the same command again to finish"))
+        #expect(!ingest.standardError.contains("SQLite error"))
+        let check = try run(["check", "--db", path])
+        #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
+
+        // A store with postbacks on the same disk, filled: aggregate cannot write its rows.
+        let prepared = try makeStore("to-aggregate.sqlite", count: 200)
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try FileManager.default.copyItem(atPath: prepared, toPath: path)
+        SmallDisk.fill(mountPoint)
+        let aggregate = try run(["aggregate", "--db", path])
+        #expect(aggregate.status == 2, "\(aggregate.standardError)")
+        #expect(aggregate.standardError.contains("\(path) cannot grow: the disk is full"), "\(aggregate.standardError)")
+    }
+
+
+    @Test("check: a sound store exits 0; rows edited by hand are findings naming the table, the row and what is wrong")
+    func checkFindsEdits() throws {
+        let path = try makeStore("edited.sqlite")
+        let sound = try run(["check", "--db", path])
+        #expect(sound.status == 0, "\(sound.standardOutput)\(sound.standardError)")
+        #expect(sound.standardOutput.contains("integrity_check: ok"))
+        #expect(sound.standardOutput.contains("sound: no finding"))
+        let quick = try run(["check", "--db", path, "--quick"])
+        #expect(quick.status == 0 && quick.standardOutput.contains("quick_check: ok"))
+
+        let (postback, quarantined, sighting, sightingPostback, day) = try DatabaseQueue(path: path).writeWithoutTransaction { db in
+            // As someone editing by hand would: without the foreign keys GRDB turns on.
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            let postback = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM postbacks WHERE id NOT IN (SELECT postback_id FROM sightings)") ?? 0
+            let quarantined = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM quarantine") ?? 0
+            let sighting = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM sightings") ?? 0
+            let sightingPostback = try Int64.fetchOne(db, sql: "SELECT postback_id FROM sightings WHERE id = ?", arguments: [sighting]) ?? 0
+            let day = try String.fetchOne(db, sql: "SELECT MIN(date) FROM aggregate_daily") ?? ""
+            try db.execute(sql: "UPDATE postbacks SET transaction_id = 'edited-by-hand' WHERE id = ?", arguments: [postback])
+            try db.execute(sql: "UPDATE quarantine SET raw = CAST('edited' AS BLOB) WHERE id = ?", arguments: [quarantined])
+            try db.execute(sql: "DELETE FROM conflicts WHERE postback_id = ?", arguments: [sightingPostback])
+            try db.execute(sql: "DELETE FROM deliveries WHERE postback_id = ?", arguments: [sightingPostback])
+            try db.execute(sql: "DELETE FROM postbacks WHERE id = ?", arguments: [sightingPostback])
+            try db.execute(sql: "UPDATE aggregate_daily_totals SET postbacks = postbacks + 5 WHERE rowid = (SELECT MIN(rowid) FROM aggregate_daily_totals WHERE date = ?)", arguments: [day])
+            return (postback, quarantined, sighting, sightingPostback, day)
+        }
+        #expect(postback > 0 && quarantined > 0 && sighting > 0)
+        let edited = try run(["check", "--db", path])
+        #expect(edited.status == 1, "\(edited.standardOutput)\(edited.standardError)")
+        let lines = edited.outputLines
+        #expect(lines.contains { $0.hasPrefix("finding: postbacks row \(postback): dedup_key ") && $0.contains("edited-by-hand") })
+        #expect(lines.contains { $0.hasPrefix("finding: quarantine row \(quarantined): raw_sha256 ") })
+        #expect(lines.contains { $0 == "finding: sightings row \(sighting): postback_id \(sightingPostback) is not a stored postback" })
+        #expect(lines.contains { $0.hasPrefix("finding: aggregate_daily_totals: date \(day): its rows count ") })
+        #expect(lines.contains { $0.hasPrefix("finding: aggregate_daily: date ") && $0.contains("the store holds") })
+        #expect(lines.last?.hasPrefix("NOT SOUND") == true)
+
+        let json = try run(["check", "--db", path, "--format", "json"])
+        #expect(json.status == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let findings = try #require(object["findings"] as? [[String: Any]])
+        let rows = Set(findings.compactMap { finding -> String? in
+            guard let table = finding["table"] as? String else { return nil }
+            return "\(table):\((finding["row_id"] as? Int).map(String.init) ?? "-")"
+        })
+        #expect(rows.isSuperset(of: ["postbacks:\(postback)", "quarantine:\(quarantined)", "sightings:\(sighting)"]), "\(rows)")
+        #expect(object["sound"] as? Bool == false)
+    }
+
+    @Test("a backup taken while ingest writes (sqlite3 .backup and VACUUM INTO) passes check")
+    func backupDuringIngest() throws {
+        let path = try makeStore("live-backup.sqlite", count: 100)
+        let input = try directory.write("stream.jsonl", try Postbackd.generated(count: 6_000, seed: 31))
+        let ingest = Process()
+        ingest.executableURL = URL(fileURLWithPath: Postbackd.executable)
+        ingest.arguments = ["ingest", "--db", path, "--keys", TestKeys.directory, "--format", "json", input]
+        ingest.standardOutput = FileHandle.nullDevice
+        ingest.standardError = FileHandle.nullDevice
+        try ingest.run()
+        var copies: [String] = []
+        var taken = 0
+        var whileRunning = 0
+        while ingest.isRunning || taken < 2 {
+            taken += 1
+            if ingest.isRunning { whileRunning += 1 }
+            let backup = directory.path + "/backup-\(taken).sqlite"
+            let into = directory.path + "/vacuum-\(taken).sqlite"
+            let sqlite = Process()
+            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            // As the README says: wait for the writer's lock rather than fail at once.
+            sqlite.arguments = ["-cmd", ".timeout 60000", path, ".backup '\(backup)'", "VACUUM INTO '\(into)'"]
+            let errors = Pipe()
+            sqlite.standardError = errors
+            try sqlite.run()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            sqlite.waitUntilExit()
+            #expect(sqlite.terminationStatus == 0, "sqlite3: \(said)")
+            copies += [backup, into]
+            if taken >= 20 { break }
+        }
+        ingest.waitUntilExit()
+        #expect(ingest.terminationStatus == 0)
+        #expect(whileRunning >= 1, "no backup was taken while ingest ran")
+        for copy in copies + [path] {
+            let check = try run(["check", "--db", copy])
+            #expect(check.status == 0, "\(copy): \(check.standardOutput)\(check.standardError)")
+        }
+    }
+
+    @Test("model files: not found, not permitted, over the 16 MiB limit, a folder, not JSON: each said, nothing stored")
+    func modelFiles() throws {
+        let folder = directory.path + "/models"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let large = folder + "/large.json"
+        FileManager.default.createFile(atPath: large, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: large))
+        try handle.truncate(atOffset: 41 << 20)
+        try handle.close()
+        let secret = folder + "/secret.json"
+        try FileManager.default.copyItem(atPath: Self.model, toPath: secret)
+        chmod(secret, 0o600)
+        let notJSON = try directory.write("models/notes.json", "not a model")
+        let store = folder + "/store.sqlite"
+        let result = try run(
+            ["models", "add", "--db", store, large, folder + "/missing.json", secret, folder, notJSON],
+            asUnprivilegedUser: true
+        )
+        #expect(result.status == 2, "\(result.standardError)")
+        let errors = result.standardError
+        #expect(errors.contains("no model was stored"))
+        #expect(errors.contains("\(large) is larger (41 MiB) than the 16 MiB limit for a model file"), "\(errors)")
+        #expect(errors.contains("\(folder)/missing.json: no such file"), "\(errors)")
+        if Postbackd.changesUser || getuid() != 0 {
+            #expect(errors.contains("\(secret): not permitted to read it"), "\(errors)")
+        }
+        #expect(errors.contains("\(folder): a folder, not a model file"), "\(errors)")
+        #expect(errors.contains("\(notJSON):"), "\(errors)")
+        #expect(!FileManager.default.fileExists(atPath: store), "a refused add created the store")
+    }
+}

@@ -81,6 +81,23 @@ struct PostgresFaultCommandTests {
         #expect(try await store.dump() == before, "a refused command wrote")
     }
 
+    @Test("a server that accepts no writes (read-only transactions, as on a standby): writers exit 2 saying so, readers work")
+    func readOnlyServer() async throws {
+        let store = try await makeStore("standby")
+        guard case .postgres(let url) = store.location else { return }
+        try await store.execute("ALTER DATABASE \(url.database) SET default_transaction_read_only = on")
+        let before = try await store.dump()
+        let report = try run(["report", "--db", store.argument])
+        #expect(report.status == 0, "\(report.standardError)")
+        #expect(try run(["check", "--db", store.argument]).status == 0)
+        for arguments in [["aggregate"], ["models", "add", Self.model]] {
+            let result = try run(arguments + ["--db", store.argument])
+            #expect(result.status == 2, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("the server accepts no writes"), "\(arguments): \(result.standardError)")
+        }
+        #expect(try await store.dump() == before)
+    }
+
     @Test("check on PostgreSQL: sound, then rows edited by hand are findings with table and row")
     func checkFindsEdits() async throws {
         let store = try await makeStore("edited")

@@ -255,6 +255,31 @@ struct StoreFaultCommandTests {
         _ = writer
     }
 
+    @Test("a store locked by another writer past the 60 s wait: aggregate exits 2 saying so; report still reads")
+    func lockedPastTheWait() throws {
+        let path = try makeStore("locked.sqlite", count: 50)
+        let expected = try run(["report", "--db", path, "--format", "csv"]).standardOutput
+        // Another process's write transaction, held open (as a stuck writer would).
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let holder = try DatabaseQueue(path: path, configuration: configuration)
+        try holder.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE; INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')")
+        }
+        defer { try? holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") } }
+        let started = Date()
+        let aggregate = try run(["aggregate", "--db", path])
+        #expect(aggregate.status == 2, "\(aggregate.standardError)")
+        #expect(
+            aggregate.standardError.contains("\(path) stayed locked by another process for 60 s"),
+            "\(aggregate.standardError)"
+        )
+        #expect(Date().timeIntervalSince(started) >= 59, "it did not wait")
+        // A reader is not blocked by a writer (WAL).
+        let report = try run(["report", "--db", path, "--format", "csv"])
+        #expect(report.status == 0 && report.standardOutput == expected, "\(report.standardError)")
+    }
+
     @Test(
         "a full disk (a small tmpfs): ingest and aggregate exit 2 saying so; what was committed is sound",
         .enabled(if: SmallDisk.available, "mounting a tmpfs needs root (CAP_SYS_ADMIN)")

@@ -252,18 +252,20 @@ final class GroupCommitter: Sendable {
         }
     }
 
+    /// Logs a failed write of a group (the sentence names the store and the fault) and
+    /// returns what its clients are told: the fault alone (``StoreFault/publicReason``).
+    private func unavailable(_ error: any Error, store: any PostbackStorage, _ message: Logger.Message, group: Int) -> String {
+        let fault = StoreFault.classify(error, at: store.location)
+        logger.error(message, metadata: ["serve.group": "\(group)", "serve.error": "\(fault.reason)"])
+        return fault.publicReason
+    }
+
     private func record(_ waiting: [WaitingCall], store: any PostbackStorage) async {
         let histories: [DeviceHistory?]
         do {
             histories = try await store.recordDeviceCalls(waiting.map(\.call))
         } catch {
-            // The log names the store and the fault; the client is told the fault alone.
-            let fault = StoreFault.classify(error, at: store.location)
-            let reason = fault.publicReason
-            logger.error(
-                "recording conversion value calls failed; answering 503",
-                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(fault.reason)"]
-            )
+            let reason = unavailable(error, store: store, "recording conversion value calls failed; answering 503", group: waiting.count)
             for call in waiting { call.continuation.resume(returning: .unavailable(reason)) }
             return
         }
@@ -278,13 +280,7 @@ final class GroupCommitter: Sendable {
         do {
             outcomes = try await store.addAppleAdsTokens(waiting.map(\.token), receivedAtMs: waiting.map(\.receivedAtMs))
         } catch {
-            // The log names the store and the fault; the client is told the fault alone.
-            let fault = StoreFault.classify(error, at: store.location)
-            let reason = fault.publicReason
-            logger.error(
-                "storing Apple Ads tokens failed; answering 503",
-                metadata: ["serve.group": "\(waiting.count)", "serve.error": "\(fault.reason)"]
-            )
+            let reason = unavailable(error, store: store, "storing Apple Ads tokens failed; answering 503", group: waiting.count)
             for token in waiting { token.continuation.resume(returning: .unavailable(reason)) }
             return
         }
@@ -325,13 +321,7 @@ final class GroupCommitter: Sendable {
         do {
             outcomes = try await store.receive(verified, requests: requests, runID: runID)
         } catch {
-            // The log names the store and the fault; the client is told the fault alone.
-            let fault = StoreFault.classify(error, at: store.location)
-            let reason = fault.publicReason
-            logger.error(
-                "commit failed; answering 503",
-                metadata: ["serve.group": "\(group.count)", "serve.error": "\(fault.reason)"]
-            )
+            let reason = unavailable(error, store: store, "commit failed; answering 503", group: group.count)
             metrics.commitFailed(group.count)
             for waiting in group { waiting.continuation.resume(returning: .unavailable(reason)) }
             return
@@ -378,7 +368,3 @@ struct QuarantineBudget: Sendable {
         spent += rows
     }
 }
-
-/// A store error as an answer or a log line may show it: engines' errors name the store
-/// without its password.
-

@@ -103,9 +103,10 @@ public struct StoreFault: CodedError {
             return postgres(sqlState: error.sqlState, lost: error.connectionLost, detail: error.reason, store: store, action: error.action)
         }
         if error is PSQLError || error is PostgresConnectionLost {
+            let facts = PostgresStoreError.facts(of: error)
             return postgres(
-                sqlState: (error as? PSQLError)?.serverInfo?[.sqlState],
-                lost: isRetryable(error),
+                sqlState: facts.sqlState,
+                lost: facts.connectionLost,
                 detail: describePostgresError(error),
                 store: store,
                 action: nil
@@ -145,7 +146,7 @@ public struct StoreFault: CodedError {
         case .SQLITE_CANTOPEN:
             return StoreFault(
                 .cannotOpen,
-                "cannot open \(store) (\(detail)); check the path and its folder's permissions, or choose another with --db"
+                "cannot open the database \(store) (\(detail)); check the path and its folder's permissions, or choose another with --db"
             )
         default:
             return StoreFault(.failed, "\(store) failed (\(detail))")
@@ -195,7 +196,7 @@ public struct StoreFault: CodedError {
                 "\(store)\(doing): the server cannot be reached (\(detail)); check that it runs and accepts connections, and run the command again"
             )
         }
-        return StoreFault(.failed, "\(store)\(action.map { " could not \($0)" } ?? " failed") (\(detail))")
+        return StoreFault(.failed, "\(store)\(doing.isEmpty ? " failed" : doing) (\(detail))")
     }
 }
 

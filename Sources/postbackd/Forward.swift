@@ -61,12 +61,7 @@ extension Postbackd {
         }
 
         func run() async throws {
-            let bytes: [UInt8]
-            do {
-                bytes = try WholeFile.read(config, limit: ConversionModelFile.maximumBytes, what: "a configuration file")
-            } catch {
-                throw failInput("--config " + error.reason)
-            }
+            let bytes = try readOptionFile(config, option: "--config", what: "a configuration file")
             let parsed: ForwardConfig
             do {
                 parsed = try ForwardConfig.parse(bytes)

@@ -38,6 +38,17 @@ func failInput(_ message: String) -> ExitCode {
     return .usageOrInputError
 }
 
+/// The bytes of the small file an option names (a configuration, key or token file), at most
+/// ``ConversionModelFile/maximumBytes``; otherwise an exit with status 2 and the option, the
+/// file and which fault (``WholeFile``).
+func readOptionFile(_ path: String, option: String, what: String) throws(ExitCode) -> [UInt8] {
+    do {
+        return try WholeFile.read(path, limit: ConversionModelFile.maximumBytes, what: what)
+    } catch {
+        throw failInput("\(option) " + error.reason)
+    }
+}
+
 /// `--db FILE|URL`: an SQLite file or a PostgreSQL URL, defaulting to `$POSTBACKD_DB`, then
 /// `postbackd.sqlite`.
 struct DatabaseOptions: ParsableArguments {

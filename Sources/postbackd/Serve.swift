@@ -178,12 +178,7 @@ extension Postbackd {
         func allAPIKeys() throws -> [String] {
             var keys = apiKeys
             if let apiKeyFile {
-                let bytes: [UInt8]
-                do {
-                    bytes = try WholeFile.read(apiKeyFile, limit: ConversionModelFile.maximumBytes, what: "a key file")
-                } catch {
-                    throw failInput("--api-key-file " + error.reason)
-                }
+                let bytes = try readOptionFile(apiKeyFile, option: "--api-key-file", what: "a key file")
                 for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
                     let key = line.trimmingCharacters(in: .whitespaces)
                     if !key.isEmpty && !key.hasPrefix("#") { keys.append(key) }
@@ -204,12 +199,7 @@ extension Postbackd {
                 guard token == nil else {
                     throw failInput("give --dashboard-token or --dashboard-token-file, not both")
                 }
-                let bytes: [UInt8]
-                do {
-                    bytes = try WholeFile.read(dashboardTokenFile, limit: ConversionModelFile.maximumBytes, what: "a token file")
-                } catch {
-                    throw failInput("--dashboard-token-file " + error.reason)
-                }
+                let bytes = try readOptionFile(dashboardTokenFile, option: "--dashboard-token-file", what: "a token file")
                 token = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first
                     .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             }
@@ -223,12 +213,7 @@ extension Postbackd {
         /// The `--forward` job, its config read and checked.
         func forwardJob() throws -> ForwardJob? {
             guard let forward else { return nil }
-            let bytes: [UInt8]
-            do {
-                bytes = try WholeFile.read(forward, limit: ConversionModelFile.maximumBytes, what: "a configuration file")
-            } catch {
-                throw failInput("--forward " + error.reason)
-            }
+            let bytes = try readOptionFile(forward, option: "--forward", what: "a configuration file")
             do {
                 return ForwardJob(
                     location: database.location,

@@ -203,7 +203,7 @@ package struct CheckedRow: Sendable {
                 )
                 if dedupKey != expected {
                     problems.append(
-                        "dedup_key \(hex(dedupKey ?? [])) is not the digest of its key columns (\(key.kind), \(key.keySpace), \(key.adNetworkID), \(key.transactionID), \(key.sequenceIndex)), which is \(hex(expected)): a key column or the digest was changed after it was stored"
+                        "dedup_key \(hexString(dedupKey ?? [])) is not the digest of its key columns (\(key.kind), \(key.keySpace), \(key.adNetworkID), \(key.transactionID), \(key.sequenceIndex)), which is \(hexString(expected)): a key column or the digest was changed after it was stored"
                     )
                 }
             }
@@ -212,23 +212,12 @@ package struct CheckedRow: Sendable {
             let digest = SHA256Digest.hash(raw)
             if digest != rawSHA256 {
                 problems.append(
-                    "raw_sha256 \(hex(rawSHA256)) is not the SHA-256 of raw (\(raw.count) bytes), which is \(hex(digest)): the body or its digest was changed after it was stored"
+                    "raw_sha256 \(hexString(rawSHA256)) is not the SHA-256 of raw (\(raw.count) bytes), which is \(hexString(digest)): the body or its digest was changed after it was stored"
                 )
             }
         }
         return problems
     }
-}
-
-private func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var text: [UInt8] = []
-    text.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: text, as: UTF8.self)
 }
 
 /// One aggregated day's sums: `aggregate_daily`'s, the dashboard's tables', and the
@@ -356,9 +345,4 @@ public struct CheckReport: Sendable {
         object.add("seconds", seconds)
         return object.text + "\n"
     }
-}
-
-private func formatSeconds(_ seconds: Double) -> String {
-    let tenths = Int((seconds * 10).rounded())
-    return "\(tenths / 10).\(tenths % 10) s"
 }

@@ -525,13 +525,13 @@ enum PostgresSchema {
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.
     private static func appliedVersion(_ connection: PostgresConnection, store: String, logger: Logger) async throws -> Int {
-        var applied = 0
-        for try await version in try await connection.send(
-            "SELECT COALESCE(MAX(version), 0)::integer FROM postbackd_migrations",
-            logger: logger
-        ).decode(Int32.self) {
-            applied = Int(version)
-        }
+        let applied = Int(
+            try await connection.value(
+                "SELECT COALESCE(MAX(version), 0)::integer FROM postbackd_migrations",
+                as: Int32.self,
+                logger: logger
+            ) ?? 0
+        )
         if applied > latestVersion {
             throw StoreFault(
                 .newerSchema,
@@ -544,14 +544,12 @@ enum PostgresSchema {
     /// Throws unless the database holds this postbackd's schema, as it is: for the commands
     /// that only read, which never migrate (a role with only `SELECT` can run them).
     static func checkVersion(_ connection: PostgresConnection, store: String, logger: Logger) async throws {
-        var present = false
-        for try await exists in try await connection.send(
+        let present = try await connection.value(
             "SELECT to_regclass('postbackd_migrations') IS NOT NULL",
+            as: Bool.self,
             logger: logger
-        ).decode(Bool.self) {
-            present = exists
-        }
-        guard present else {
+        )
+        guard present == true else {
             throw StoreFault(
                 .noStore,
                 "\(store) holds no postbackd store yet; check --db, or make one with `postbackd ingest --db URL FILES`"
@@ -581,17 +579,15 @@ enum PostgresSchema {
             )
             let applied = try await appliedVersion(connection, store: store, logger: logger)
             if applied == 0 {
-                var foreign = 0
-                for try await count in try await connection.send(
+                let foreign = try await connection.value(
                     """
                     SELECT COUNT(*)::integer FROM information_schema.tables
                     WHERE table_schema = current_schema() AND table_name IN ('postbacks', 'sightings', 'quarantine')
                     """,
+                    as: Int32.self,
                     logger: logger
-                ).decode(Int32.self) {
-                    foreign = Int(count)
-                }
-                if foreign > 0 {
+                )
+                if let foreign, foreign > 0 {
                     throw DatabaseOpenError(
                         .notPostbackd,
                         "\(store) has tables named like postbackd's (postbacks, sightings, quarantine) that postbackd did not create; give --db an empty database or an existing postbackd one"

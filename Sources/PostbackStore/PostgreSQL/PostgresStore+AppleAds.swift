@@ -50,24 +50,24 @@ extension PostgresStore {
     {
         let logger = self.logger
         return try await transaction("claim Apple Ads tokens") { connection in
-            var expired = 0
-            for try await count in try await connection.send(
-                """
-                WITH closed AS (
-                    UPDATE apple_ads_tokens SET state = 'expired', token = NULL, resolved_ms = \(nowMs),
-                        leased_by = NULL, lease_until_ms = 0
-                    WHERE id IN (
-                        SELECT id FROM apple_ads_tokens
-                        WHERE state = 'pending' AND obtained_ms + \(AppleAdsToken.validityMs) <= \(nowMs)
-                            AND lease_until_ms <= \(nowMs)
-                        FOR UPDATE SKIP LOCKED)
-                    RETURNING 1)
-                SELECT count(*) FROM closed
-                """,
-                logger: logger
-            ).decode(Int64.self) {
-                expired = Int(count)
-            }
+            let expired = Int(
+                try await connection.value(
+                    """
+                    WITH closed AS (
+                        UPDATE apple_ads_tokens SET state = 'expired', token = NULL, resolved_ms = \(nowMs),
+                            leased_by = NULL, lease_until_ms = 0
+                        WHERE id IN (
+                            SELECT id FROM apple_ads_tokens
+                            WHERE state = 'pending' AND obtained_ms + \(AppleAdsToken.validityMs) <= \(nowMs)
+                                AND lease_until_ms <= \(nowMs)
+                            FOR UPDATE SKIP LOCKED)
+                        RETURNING 1)
+                    SELECT count(*) FROM closed
+                    """,
+                    as: Int64.self,
+                    logger: logger
+                ) ?? 0
+            )
             var claimed: [AppleAdsClaim] = []
             for try await (id, appID, token, obtained, attempts, notFound) in try await connection.send(
                 """

@@ -17,13 +17,13 @@ extension PostgresStore {
             let addedAt = UTCInstant.now()
             var change = CampaignMappingChange()
             for network in networks {
-                var removed = 0
-                for try await count in try await connection.send(
-                    "WITH gone AS (DELETE FROM campaign_mappings WHERE ad_network_id = \(network) RETURNING 1) SELECT COUNT(*)::bigint FROM gone",
-                    logger: logger
-                ).decode(Int64.self) {
-                    removed = Int(count)
-                }
+                let removed = Int(
+                    try await connection.value(
+                        "WITH gone AS (DELETE FROM campaign_mappings WHERE ad_network_id = \(network) RETURNING 1) SELECT COUNT(*)::bigint FROM gone",
+                        as: Int64.self,
+                        logger: logger
+                    ) ?? 0
+                )
                 change.networks.append(
                     .init(adNetworkID: network, removed: removed, added: rows.count { $0.adNetworkID == network })
                 )

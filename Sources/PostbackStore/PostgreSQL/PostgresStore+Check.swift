@@ -8,14 +8,12 @@ extension PostgresStore {
     package func checkEngine(quick: Bool) async throws -> EngineCheck {
         let name = "amcheck bt_index_check"
         return try await transaction("check the indexes", isolation: " READ ONLY") { connection in
-            var installed = false
-            for try await exists in try await connection.send(
+            let installed = try await connection.value(
                 "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'amcheck')",
+                as: Bool.self,
                 logger: logger
-            ).decode(Bool.self) {
-                installed = exists
-            }
-            guard installed else {
+            )
+            guard installed == true else {
                 return EngineCheck(
                     name: name,
                     outcome: .skipped,
@@ -66,12 +64,12 @@ extension PostgresStore {
         try await transaction("count the rows", isolation: " READ ONLY") { connection in
             var counts: [CheckedTable: Int] = [:]
             for table in CheckedTable.allCases {
-                for try await count in try await connection.send(
+                let count = try await connection.value(
                     PostgresQuery(unsafeSQL: "SELECT COALESCE(MAX(id), 0)::bigint FROM \(table.rawValue)"),
+                    as: Int64.self,
                     logger: logger
-                ).decode(Int64.self) {
-                    counts[table] = Int(count)
-                }
+                )
+                counts[table] = count.map { Int($0) }
             }
             return counts
         }

@@ -319,13 +319,14 @@ package struct PostgresStoreError: Error, CustomStringConvertible {
         self.store = store
         self.action = action
         self.reason = describePostgresError(error)
-        if let error = error as? PostgresStoreError {
-            self.sqlState = error.sqlState
-            self.connectionLost = error.connectionLost
-        } else {
-            self.sqlState = (error as? PSQLError)?.serverInfo?[.sqlState]
-            self.connectionLost = isRetryable(error) || error is ConnectionWaitTimeout
-        }
+        (self.sqlState, self.connectionLost) = Self.facts(of: error)
+    }
+
+    /// The SQLSTATE the server answered `error` with, if any, and whether the connection broke
+    /// or the server went away (a pool's wait that timed out counts).
+    static func facts(of error: any Error) -> (sqlState: String?, connectionLost: Bool) {
+        if let error = error as? PostgresStoreError { return (error.sqlState, error.connectionLost) }
+        return ((error as? PSQLError)?.serverInfo?[.sqlState], isRetryable(error) || error is ConnectionWaitTimeout)
     }
 
     init(store: String, action: String, reason: String) {

@@ -191,8 +191,9 @@ public enum PostbackDatabase {
         }
     }
 
-    /// The fault of a failed open: a text file is not a store; damage, a full disk, a
-    /// read-only file and a lock in words (``StoreFault/sqlite(_:detail:store:)``).
+    /// The fault of a failed open: a text file is not a store; a path that cannot be opened,
+    /// damage, a full disk, a read-only file and a lock in words
+    /// (``StoreFault/sqlite(_:detail:store:)``).
     private static func openFault(_ error: any Error, path: String) -> StoreFault {
         guard let error = error as? DatabaseError else {
             return StoreFault(.failed, "cannot open \(path) (\(error))")
@@ -202,11 +203,6 @@ public enum PostbackDatabase {
             return StoreFault(
                 .notPostbackd,
                 "\(path) is not a postbackd store, nor an SQLite database at all (\(describe(error))); give --db a new file name or a postbackd store"
-            )
-        case .SQLITE_CANTOPEN:
-            return StoreFault(
-                .cannotOpen,
-                "cannot open the database \(path) (\(describe(error))); check the path and its folder's permissions, or choose another with --db"
             )
         case .SQLITE_ERROR:
             return StoreFault(

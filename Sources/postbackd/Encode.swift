@@ -8,7 +8,7 @@ extension Postbackd {
             abstract: "Answer which conversion value a user's app should set next, from the app's model.",
             discussion: """
                 Reads one state per line (JSON Lines) and prints one answer per state, by the \
-                encoding rules (README, "Encoding"): the same model that decodes postbacks decides \
+                encoding rules (docs/models.md, "Encoding"): the same model that decodes postbacks decides \
                 the values the app sets, so a value means the same thing both ways.
 
                 A state:

@@ -15,6 +15,6 @@ enum ExitStatus {
     static let documentation = """
         0 every postback is valid; 1 some postback is invalid, malformed or unsupported; \
         2 usage error, an input that could not be read, or a store that cannot be used \
-        (one sentence names it and says what to do; the README has the table).
+        (one sentence names it and says what to do; docs/faults-and-backups.md has the table).
         """
 }

@@ -378,7 +378,7 @@ struct StoreFaultCommandTests {
             let into = directory.path + "/vacuum-\(taken).sqlite"
             let sqlite = Process()
             sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            // As the README says: wait for the writer's lock rather than fail at once.
+            // As docs/faults-and-backups.md says: wait for the writer's lock rather than fail at once.
             sqlite.arguments = ["-cmd", ".timeout 60000", path, ".backup '\(backup)'", "VACUUM INTO '\(into)'"]
             let errors = Pipe()
             sqlite.standardError = errors
@@ -403,7 +403,7 @@ struct StoreFaultCommandTests {
         let folder = directory.path + "/models"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let large = folder + "/large.json"
-        FileManager.default.createFile(atPath: large, contents: nil)
+        _ = FileManager.default.createFile(atPath: large, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: large))
         try handle.truncate(atOffset: 41 << 20)
         try handle.close()

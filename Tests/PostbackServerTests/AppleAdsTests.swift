@@ -91,7 +91,7 @@ struct AppleAdsTests {
             """
 
         static func answer(_ token: String, seen: Int) -> (Int, String?) {
-            switch token.prefix { $0 != "-" } {
+            switch token.prefix(while: { $0 != "-" }) {
             case "record", "slow": (200, record)
             case "twice404":
                 seen < 2

@@ -192,7 +192,13 @@ struct InstallDateReportTests {
         try await store.execute(
             "UPDATE postbacks SET estimated_install_at = NULL, install_date = NULL, crowd_anonymity_tier = NULL, source_identifier_digits = NULL"
         )
-        try await store.execute(engine == .sqlite ? InferenceSQL.sqliteBackfill : InferenceSQL.postgresBackfill)
+        // The frozen migration's own statement: SQLite's v11, PostgreSQL's 7.
+        let backfill =
+            engine == .sqlite
+            ? PostbackSchema.migrations.first { $0.identifier.hasPrefix("v11:") }?.sql.components(separatedBy: ";\n")
+                .first { $0.hasPrefix("UPDATE postbacks SET") }
+            : PostgresSchema.migrations.first { $0.version == 7 }?.statements.first { $0.hasPrefix("UPDATE postbacks SET") }
+        try await store.execute(try #require(backfill))
         let filled = try await store.strings("SELECT \(columns) FROM postbacks ORDER BY id")
         #expect(computed.count > 1_000)
         #expect(filled == computed)

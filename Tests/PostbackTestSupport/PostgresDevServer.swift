@@ -40,24 +40,16 @@ public final class PostgresDevServer: Sendable {
         _ = try? script(["stop"])
     }
 
-    /// Runs the script with `posix_spawn` and `waitpid`: Foundation's `Process.waitUntilExit`
-    /// was seen never to return here once the script had left a server running.
     private func script(_ arguments: [String]) throws -> String {
-        let outputPath = folder + ".out"
-        let command = "POSTBACKD_PG_DIR='\(folder)' '\(Repository.path("scripts/postgres-dev.sh"))' "
-            + arguments.joined(separator: " ") + " >'\(outputPath)' 2>/dev/null </dev/null"
-        var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
-        defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else {
-            throw TestStoreError(description: "cannot run scripts/postgres-dev.sh")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard status == 0 else {
+        let run = try Shell.run(
+            "POSTBACKD_PG_DIR=\(Shell.quoted(folder)) \(Shell.quoted(Repository.path("scripts/postgres-dev.sh"))) "
+                + arguments.joined(separator: " "),
+            in: (folder as NSString).deletingLastPathComponent,
+            standardError: false
+        )
+        guard run.status == 0 else {
             throw TestStoreError(description: "scripts/postgres-dev.sh \(arguments.joined(separator: " ")) failed")
         }
-        return text
+        return run.output
     }
 }

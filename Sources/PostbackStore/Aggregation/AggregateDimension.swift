@@ -62,23 +62,6 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The dimensions of schema v2, which created the aggregate tables (later versions add
-    /// columns): a migration must create the same tables whatever this enum holds today.
-    static let version2: [AggregateDimension] = [
-        .date, .appID, .adNetworkID, .sourceIdentifier, .sourceAppID, .sourceDomain, .version, .fidelityType,
-        .redownload, .didWin, .postbackSequenceIndex, .countryCode,
-    ]
-
-    /// The dimensions schema v11 (PostgreSQL migration 7) added to the aggregate tables.
-    static let inferred: [AggregateDimension] = [
-        .installDate, .crowdAnonymityTier, .sourceIdentifierDigits, .campaign, .adGroup, .creative,
-    ]
-
-    /// `date TEXT, app_id INTEGER, …` for a CREATE TABLE.
-    static func columnDefinitions(_ dimensions: [AggregateDimension]) -> String {
-        dimensions.map { "\($0.column) \($0.sqlType)" }.joined(separator: ", ")
-    }
-
     /// The dimensions stored as columns of the aggregate tables, in order.
     static let stored: [AggregateDimension] = allCases.filter { $0.derivation == nil }
 

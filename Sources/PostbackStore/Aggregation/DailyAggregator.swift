@@ -230,14 +230,6 @@ struct DashboardTable: Hashable, Sendable {
         query.dateBasis == basis && query.dimensions.allSatisfy(dimensions.contains) && (byApp || query.appIDs.isEmpty)
     }
 
-    /// The key columns' definitions in a `CREATE TABLE`, given the engine's type of each: every
-    /// one NOT NULL but the tier and the install date.
-    func keyColumnDefinitions(_ type: (AggregateDimension) -> String) -> String {
-        dimensions.map { dimension in
-            "\(dimension.column) \(type(dimension))\(dimension == .crowdAnonymityTier || dimension == .installDate ? "" : " NOT NULL")"
-        }.joined(separator: ",\n")
-    }
-
     /// Fills it and its revenue for the days within `[$1, $2]` (see
     /// ``DailyAggregator/dashboardSQL(_:from:to:)``).
     func fillSQL(from: String, to: String) -> [String] {
@@ -506,11 +498,6 @@ struct GroupMetrics: Sendable {
 
     /// `SUM(postbacks), SUM(installs), …`: the count columns summed, in order.
     static var countSums: String { countColumnNames.map { "SUM(\($0))" }.joined(separator: ", ") }
-
-    /// The count columns' definitions in a `CREATE TABLE`, given the engine's integer type.
-    static func countColumnDefinitions(_ type: String) -> String {
-        countColumnNames.map { "\($0) \(type) NOT NULL" }.joined(separator: ",\n")
-    }
 
     /// Adds `postback.count` copies of `postback`, whose value decodes to `decoded`.
     mutating func add(_ postback: AggregatedPostback, _ decoded: DecodedConversionValue) {

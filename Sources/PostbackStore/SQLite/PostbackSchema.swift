@@ -4,7 +4,7 @@ import GRDB
 /// The database schema, as a sequence of migrations: a database is migrated forward on open,
 /// and never backward.
 ///
-/// Tables (documented for `sqlite3` users in the README):
+/// Tables (documented for `sqlite3` users in docs/ingest.md):
 /// - `postbacks`: one row per accepted postback, every parsed field a column, the raw JSON,
 ///   where it was read; the dedup key is a unique index.
 /// - `sightings`: every further copy of a stored postback, one per distinct (source,
@@ -26,481 +26,624 @@ import GRDB
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
 public enum PostbackSchema {
+    /// A released migration: GRDB's identifier for it and its SQL, literal.
+    ///
+    /// Frozen: a migration that has shipped is never edited, and names no application type
+    /// (no column list, dimension or table built by live code), so that what it creates is what
+    /// it created the day it shipped. A change to the schema is a new migration at the end.
+    /// `SchemaUpgradeTests` pins each one's SHA-256.
+    struct Migration: Sendable {
+        var identifier: String
+        /// SQL functions the migration's statements call (v5's dedup key digest: the stored
+        /// key's definition, which no SQL spells).
+        var functions: [DatabaseFunction]
+        var sql: String
+
+        init(_ identifier: String, functions: [DatabaseFunction] = [], sql: String) {
+            self.identifier = identifier
+            self.functions = functions
+            self.sql = sql
+        }
+    }
+
     public static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1: postbacks, sightings, conflicts, quarantine, ingest runs") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE ingest_runs (
-                        id INTEGER PRIMARY KEY,
-                        started_at TEXT NOT NULL,
-                        finished_at TEXT,
-                        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
-                        inputs TEXT NOT NULL,
-                        received_at_option TEXT,
-                        postbackd_version TEXT NOT NULL,
-                        read INTEGER NOT NULL DEFAULT 0,
-                        accepted INTEGER NOT NULL DEFAULT 0,
-                        duplicates INTEGER NOT NULL DEFAULT 0,
-                        conflicts INTEGER NOT NULL DEFAULT 0,
-                        quarantined INTEGER NOT NULL DEFAULT 0,
-                        test_mode INTEGER NOT NULL DEFAULT 0,
-                        development INTEGER NOT NULL DEFAULT 0
-                    );
-
-                    CREATE TABLE postbacks (
-                        id INTEGER PRIMARY KEY,
-                        kind TEXT NOT NULL CHECK (kind IN ('skan', 'aak')),
-                        key_space TEXT NOT NULL CHECK (key_space IN ('production', 'test', 'development')),
-                        ad_network_id TEXT NOT NULL,
-                        transaction_id TEXT NOT NULL,
-                        postback_sequence_index INTEGER NOT NULL,
-                        version TEXT,
-                        app_id INTEGER NOT NULL,
-                        campaign_id INTEGER,
-                        source_identifier TEXT,
-                        source_app_id INTEGER,
-                        source_domain TEXT,
-                        fidelity_type INTEGER,
-                        did_win INTEGER,
-                        redownload INTEGER,
-                        conversion_type TEXT,
-                        marketplace_id TEXT,
-                        impression_type TEXT,
-                        ad_interaction_type TEXT,
-                        fine_value INTEGER,
-                        coarse_value TEXT,
-                        country_code TEXT,
-                        test_mode INTEGER NOT NULL,
-                        development INTEGER NOT NULL,
-                        key_name TEXT NOT NULL,
-                        received_at TEXT NOT NULL,
-                        received_at_source TEXT NOT NULL,
-                        raw BLOB NOT NULL,
-                        raw_sha256 BLOB NOT NULL,
-                        source TEXT NOT NULL,
-                        source_index INTEGER NOT NULL,
-                        source_line INTEGER NOT NULL,
-                        run_id INTEGER NOT NULL
-                    );
-                    CREATE UNIQUE INDEX postbacks_dedup_key
-                        ON postbacks (ad_network_id, transaction_id, postback_sequence_index, kind, key_space);
-                    CREATE INDEX postbacks_received_at ON postbacks (received_at);
-
-                    CREATE TABLE sightings (
-                        id INTEGER PRIMARY KEY,
-                        postback_id INTEGER NOT NULL REFERENCES postbacks (id),
-                        source TEXT NOT NULL,
-                        source_index INTEGER NOT NULL,
-                        source_line INTEGER NOT NULL,
-                        raw_sha256 BLOB NOT NULL,
-                        raw BLOB,
-                        fine_value INTEGER,
-                        coarse_value TEXT,
-                        country_code TEXT,
-                        conflict INTEGER NOT NULL,
-                        received_at TEXT NOT NULL,
-                        run_id INTEGER NOT NULL
-                    );
-                    CREATE UNIQUE INDEX sightings_copy ON sightings (source, source_index, raw_sha256);
-                    CREATE INDEX sightings_postback ON sightings (postback_id);
-
-                    CREATE TABLE conflicts (
-                        sighting_id INTEGER PRIMARY KEY REFERENCES sightings (id),
-                        postback_id INTEGER NOT NULL REFERENCES postbacks (id),
-                        stored_fine_value INTEGER,
-                        stored_coarse_value TEXT,
-                        stored_country_code TEXT,
-                        copy_fine_value INTEGER,
-                        copy_coarse_value TEXT,
-                        copy_country_code TEXT
-                    );
-
-                    CREATE TABLE quarantine (
-                        id INTEGER PRIMARY KEY,
-                        verdict TEXT NOT NULL CHECK (verdict IN ('invalid', 'malformed', 'unsupported')),
-                        field TEXT,
-                        reason TEXT NOT NULL,
-                        kind TEXT,
-                        version TEXT,
-                        ad_network_id TEXT,
-                        transaction_id TEXT,
-                        raw BLOB NOT NULL,
-                        raw_size INTEGER NOT NULL,
-                        raw_sha256 BLOB NOT NULL,
-                        source TEXT NOT NULL,
-                        source_index INTEGER NOT NULL,
-                        source_line INTEGER NOT NULL,
-                        received_at TEXT NOT NULL,
-                        run_id INTEGER NOT NULL
-                    );
-                    CREATE UNIQUE INDEX quarantine_copy ON quarantine (source, source_index, raw_sha256);
-                    """
-            )
+        for migration in migrations {
+            migrator.registerMigration(migration.identifier) { db in
+                for function in migration.functions { db.add(function: function) }
+                try db.execute(sql: migration.sql)
+            }
         }
-        migrator.registerMigration("v2: conversion models and daily aggregates") { db in
-            let dimensions = AggregateDimension.columnDefinitions(AggregateDimension.version2)
-            try db.execute(
-                sql: """
-                    CREATE TABLE conversion_models (
-                        id INTEGER PRIMARY KEY,
-                        app_id INTEGER NOT NULL,
-                        model TEXT NOT NULL,
-                        model_sha256 TEXT NOT NULL,
-                        source TEXT NOT NULL,
-                        added_at TEXT NOT NULL,
-                        replaced_at TEXT
-                    );
-                    CREATE UNIQUE INDEX conversion_models_current ON conversion_models (app_id) WHERE replaced_at IS NULL;
+        return migrator
+    }
 
-                    CREATE TABLE aggregate_runs (
-                        id INTEGER PRIMARY KEY,
-                        run_at TEXT NOT NULL,
-                        first_day TEXT,
-                        last_day TEXT,
-                        days INTEGER NOT NULL,
-                        postbacks INTEGER NOT NULL,
-                        revenue_estimate TEXT NOT NULL,
-                        models TEXT NOT NULL,
-                        postbackd_version TEXT NOT NULL
-                    );
-
-                    CREATE TABLE aggregate_daily (
-                        \(dimensions),
-                        postbacks INTEGER NOT NULL,
-                        installs INTEGER NOT NULL,
-                        redownloads INTEGER NOT NULL,
-                        non_winning INTEGER NOT NULL,
-                        test_mode INTEGER NOT NULL,
-                        null_conversion_values INTEGER NOT NULL,
-                        unmapped INTEGER NOT NULL,
-                        unmodelled INTEGER NOT NULL
-                    );
-                    CREATE INDEX aggregate_daily_date ON aggregate_daily (date);
-
-                    CREATE TABLE aggregate_daily_revenue (
-                        \(dimensions),
-                        currency TEXT NOT NULL,
-                        revenue_min REAL NOT NULL,
-                        revenue_max REAL NOT NULL,
-                        revenue_estimate REAL NOT NULL
-                    );
-                    CREATE INDEX aggregate_daily_revenue_date ON aggregate_daily_revenue (date);
-
-                    CREATE TABLE aggregate_daily_events (
-                        \(dimensions),
-                        event TEXT NOT NULL,
-                        occurrences_min INTEGER NOT NULL,
-                        occurrences_max INTEGER NOT NULL,
-                        postbacks INTEGER NOT NULL
-                    );
-                    CREATE INDEX aggregate_daily_events_date ON aggregate_daily_events (date);
-
-                    CREATE TABLE aggregate_daily_event_revenue (
-                        \(dimensions),
-                        event TEXT NOT NULL,
-                        currency TEXT NOT NULL,
-                        revenue_min REAL NOT NULL,
-                        revenue_max REAL NOT NULL,
-                        revenue_estimate REAL NOT NULL
-                    );
-                    CREATE INDEX aggregate_daily_event_revenue_date ON aggregate_daily_event_revenue (date);
-
-                    CREATE TABLE aggregate_fine_values (
-                        date TEXT NOT NULL,
-                        app_id INTEGER NOT NULL,
-                        ad_network_id TEXT NOT NULL,
-                        fine_value INTEGER,
-                        postbacks INTEGER NOT NULL
-                    );
-                    CREATE INDEX aggregate_fine_values_date ON aggregate_fine_values (date);
-                    """
-            )
-        }
+    static let migrations: [Migration] = [
+        Migration(
+            "v1: postbacks, sightings, conflicts, quarantine, ingest runs",
+            sql: #"""
+                CREATE TABLE ingest_runs (
+                    id INTEGER PRIMARY KEY,
+                    started_at TEXT NOT NULL,
+                    finished_at TEXT,
+                    status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+                    inputs TEXT NOT NULL,
+                    received_at_option TEXT,
+                    postbackd_version TEXT NOT NULL,
+                    read INTEGER NOT NULL DEFAULT 0,
+                    accepted INTEGER NOT NULL DEFAULT 0,
+                    duplicates INTEGER NOT NULL DEFAULT 0,
+                    conflicts INTEGER NOT NULL DEFAULT 0,
+                    quarantined INTEGER NOT NULL DEFAULT 0,
+                    test_mode INTEGER NOT NULL DEFAULT 0,
+                    development INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE postbacks (
+                    id INTEGER PRIMARY KEY,
+                    kind TEXT NOT NULL CHECK (kind IN ('skan', 'aak')),
+                    key_space TEXT NOT NULL CHECK (key_space IN ('production', 'test', 'development')),
+                    ad_network_id TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL,
+                    postback_sequence_index INTEGER NOT NULL,
+                    version TEXT,
+                    app_id INTEGER NOT NULL,
+                    campaign_id INTEGER,
+                    source_identifier TEXT,
+                    source_app_id INTEGER,
+                    source_domain TEXT,
+                    fidelity_type INTEGER,
+                    did_win INTEGER,
+                    redownload INTEGER,
+                    conversion_type TEXT,
+                    marketplace_id TEXT,
+                    impression_type TEXT,
+                    ad_interaction_type TEXT,
+                    fine_value INTEGER,
+                    coarse_value TEXT,
+                    country_code TEXT,
+                    test_mode INTEGER NOT NULL,
+                    development INTEGER NOT NULL,
+                    key_name TEXT NOT NULL,
+                    received_at TEXT NOT NULL,
+                    received_at_source TEXT NOT NULL,
+                    raw BLOB NOT NULL,
+                    raw_sha256 BLOB NOT NULL,
+                    source TEXT NOT NULL,
+                    source_index INTEGER NOT NULL,
+                    source_line INTEGER NOT NULL,
+                    run_id INTEGER NOT NULL
+                );
+                CREATE UNIQUE INDEX postbacks_dedup_key
+                    ON postbacks (ad_network_id, transaction_id, postback_sequence_index, kind, key_space);
+                CREATE INDEX postbacks_received_at ON postbacks (received_at);
+                CREATE TABLE sightings (
+                    id INTEGER PRIMARY KEY,
+                    postback_id INTEGER NOT NULL REFERENCES postbacks (id),
+                    source TEXT NOT NULL,
+                    source_index INTEGER NOT NULL,
+                    source_line INTEGER NOT NULL,
+                    raw_sha256 BLOB NOT NULL,
+                    raw BLOB,
+                    fine_value INTEGER,
+                    coarse_value TEXT,
+                    country_code TEXT,
+                    conflict INTEGER NOT NULL,
+                    received_at TEXT NOT NULL,
+                    run_id INTEGER NOT NULL
+                );
+                CREATE UNIQUE INDEX sightings_copy ON sightings (source, source_index, raw_sha256);
+                CREATE INDEX sightings_postback ON sightings (postback_id);
+                CREATE TABLE conflicts (
+                    sighting_id INTEGER PRIMARY KEY REFERENCES sightings (id),
+                    postback_id INTEGER NOT NULL REFERENCES postbacks (id),
+                    stored_fine_value INTEGER,
+                    stored_coarse_value TEXT,
+                    stored_country_code TEXT,
+                    copy_fine_value INTEGER,
+                    copy_coarse_value TEXT,
+                    copy_country_code TEXT
+                );
+                CREATE TABLE quarantine (
+                    id INTEGER PRIMARY KEY,
+                    verdict TEXT NOT NULL CHECK (verdict IN ('invalid', 'malformed', 'unsupported')),
+                    field TEXT,
+                    reason TEXT NOT NULL,
+                    kind TEXT,
+                    version TEXT,
+                    ad_network_id TEXT,
+                    transaction_id TEXT,
+                    raw BLOB NOT NULL,
+                    raw_size INTEGER NOT NULL,
+                    raw_sha256 BLOB NOT NULL,
+                    source TEXT NOT NULL,
+                    source_index INTEGER NOT NULL,
+                    source_line INTEGER NOT NULL,
+                    received_at TEXT NOT NULL,
+                    run_id INTEGER NOT NULL
+                );
+                CREATE UNIQUE INDEX quarantine_copy ON quarantine (source, source_index, raw_sha256);
+                """#
+        ),
+        Migration(
+            "v2: conversion models and daily aggregates",
+            sql: #"""
+                CREATE TABLE conversion_models (
+                    id INTEGER PRIMARY KEY,
+                    app_id INTEGER NOT NULL,
+                    model TEXT NOT NULL,
+                    model_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    added_at TEXT NOT NULL,
+                    replaced_at TEXT
+                );
+                CREATE UNIQUE INDEX conversion_models_current ON conversion_models (app_id) WHERE replaced_at IS NULL;
+                CREATE TABLE aggregate_runs (
+                    id INTEGER PRIMARY KEY,
+                    run_at TEXT NOT NULL,
+                    first_day TEXT,
+                    last_day TEXT,
+                    days INTEGER NOT NULL,
+                    postbacks INTEGER NOT NULL,
+                    revenue_estimate TEXT NOT NULL,
+                    models TEXT NOT NULL,
+                    postbackd_version TEXT NOT NULL
+                );
+                CREATE TABLE aggregate_daily (
+                    date TEXT, app_id INTEGER, ad_network_id TEXT, source_identifier TEXT, source_app_id INTEGER, source_domain TEXT, version TEXT, fidelity_type INTEGER, redownload INTEGER, did_win INTEGER, postback_sequence_index INTEGER, country_code TEXT,
+                    postbacks INTEGER NOT NULL,
+                    installs INTEGER NOT NULL,
+                    redownloads INTEGER NOT NULL,
+                    non_winning INTEGER NOT NULL,
+                    test_mode INTEGER NOT NULL,
+                    null_conversion_values INTEGER NOT NULL,
+                    unmapped INTEGER NOT NULL,
+                    unmodelled INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_daily_date ON aggregate_daily (date);
+                CREATE TABLE aggregate_daily_revenue (
+                    date TEXT, app_id INTEGER, ad_network_id TEXT, source_identifier TEXT, source_app_id INTEGER, source_domain TEXT, version TEXT, fidelity_type INTEGER, redownload INTEGER, did_win INTEGER, postback_sequence_index INTEGER, country_code TEXT,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_daily_revenue_date ON aggregate_daily_revenue (date);
+                CREATE TABLE aggregate_daily_events (
+                    date TEXT, app_id INTEGER, ad_network_id TEXT, source_identifier TEXT, source_app_id INTEGER, source_domain TEXT, version TEXT, fidelity_type INTEGER, redownload INTEGER, did_win INTEGER, postback_sequence_index INTEGER, country_code TEXT,
+                    event TEXT NOT NULL,
+                    occurrences_min INTEGER NOT NULL,
+                    occurrences_max INTEGER NOT NULL,
+                    postbacks INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_daily_events_date ON aggregate_daily_events (date);
+                CREATE TABLE aggregate_daily_event_revenue (
+                    date TEXT, app_id INTEGER, ad_network_id TEXT, source_identifier TEXT, source_app_id INTEGER, source_domain TEXT, version TEXT, fidelity_type INTEGER, redownload INTEGER, did_win INTEGER, postback_sequence_index INTEGER, country_code TEXT,
+                    event TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_daily_event_revenue_date ON aggregate_daily_event_revenue (date);
+                CREATE TABLE aggregate_fine_values (
+                    date TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    fine_value INTEGER,
+                    postbacks INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_fine_values_date ON aggregate_fine_values (date);
+                """#
+        ),
         // Postbacks are found by their UTC day, never by a time within it. Keyed by the day, an
         // index entry is appended after its day's last one (equal keys go in row order), so
         // inserts touch a handful of pages however the received times are ordered; keyed by
         // the full time, each insert landed at a random place once the index outgrew the page
         // cache (a third of ingest's time at a million postbacks). A day's rows also come back
         // in row order, so aggregate reads the table front to back.
-        migrator.registerMigration("v3: postbacks indexed by UTC day received") { db in
-            try db.execute(
-                sql: """
-                    DROP INDEX postbacks_received_at;
-                    CREATE INDEX postbacks_received_day ON postbacks (substr(received_at, 1, 10));
-                    """
-            )
-        }
+        Migration(
+            "v3: postbacks indexed by UTC day received",
+            sql: #"""
+                DROP INDEX postbacks_received_at;
+                CREATE INDEX postbacks_received_day ON postbacks (substr(received_at, 1, 10));
+                """#
+        ),
         // AdAttributionKit in the aggregates: the marketplace a postback's app came from, and
         // re-engagements and development-key postbacks counted apart. Rows written before
         // hold NULL and 0 until `aggregate` recomputes their days.
-        migrator.registerMigration("v4: marketplace, re-engagements and development postbacks in aggregates") { db in
-            for table in [
-                "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
-            ] {
-                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN marketplace_id TEXT")
-            }
-            try db.execute(
-                sql: """
-                    ALTER TABLE aggregate_daily ADD COLUMN reengagements INTEGER NOT NULL DEFAULT 0;
-                    ALTER TABLE aggregate_daily ADD COLUMN development INTEGER NOT NULL DEFAULT 0;
-                    """
-            )
-        }
+        Migration(
+            "v4: marketplace, re-engagements and development postbacks in aggregates",
+            sql: #"""
+                ALTER TABLE aggregate_daily ADD COLUMN marketplace_id TEXT;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN marketplace_id TEXT;
+                ALTER TABLE aggregate_daily_events ADD COLUMN marketplace_id TEXT;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN marketplace_id TEXT;
+                ALTER TABLE aggregate_daily ADD COLUMN reengagements INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily ADD COLUMN development INTEGER NOT NULL DEFAULT 0;
+                """#
+        ),
         // The dedup key's unique index over a 16-byte digest instead of five text columns
         // (``DedupKeyDigest``): a third of the size, so a million keys stay in the page cache.
-        migrator.registerMigration("v5: dedup key digest") { db in
-            db.add(function: DedupKeyDigest.sqlFunction)
-            try db.execute(
-                sql: """
-                    ALTER TABLE postbacks ADD COLUMN dedup_key BLOB;
-                    UPDATE postbacks SET dedup_key = postbackd_dedup_key(
-                        kind, key_space, ad_network_id, transaction_id, postback_sequence_index);
-                    DROP INDEX postbacks_dedup_key;
-                    CREATE UNIQUE INDEX postbacks_dedup_digest ON postbacks (dedup_key);
-                    """
-            )
-        }
+        Migration(
+            "v5: dedup key digest",
+            functions: [DedupKeyDigest.sqlFunction],
+            sql: #"""
+                ALTER TABLE postbacks ADD COLUMN dedup_key BLOB;
+                UPDATE postbacks SET dedup_key = postbackd_dedup_key(
+                    kind, key_space, ad_network_id, transaction_id, postback_sequence_index);
+                DROP INDEX postbacks_dedup_key;
+                CREATE UNIQUE INDEX postbacks_dedup_digest ON postbacks (dedup_key);
+                """#
+        ),
         // `serve`: who sent an HTTP postback and the request's id; a repeated junk body adds to
         // its quarantine row's count instead of a row.
-        migrator.registerMigration("v6: HTTP client address, request id, quarantine repeats") { db in
-            for table in ["postbacks", "sightings", "quarantine"] {
-                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN client_address TEXT")
-                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN request_id TEXT")
-            }
-            try db.execute(sql: "ALTER TABLE quarantine ADD COLUMN received_count INTEGER NOT NULL DEFAULT 1")
-        }
+        Migration(
+            "v6: HTTP client address, request id, quarantine repeats",
+            sql: #"""
+                ALTER TABLE postbacks ADD COLUMN client_address TEXT;
+                ALTER TABLE postbacks ADD COLUMN request_id TEXT;
+                ALTER TABLE sightings ADD COLUMN client_address TEXT;
+                ALTER TABLE sightings ADD COLUMN request_id TEXT;
+                ALTER TABLE quarantine ADD COLUMN client_address TEXT;
+                ALTER TABLE quarantine ADD COLUMN request_id TEXT;
+                ALTER TABLE quarantine ADD COLUMN received_count INTEGER NOT NULL DEFAULT 1;
+                """#
+        ),
         // Conversion values served to apps: each app's bundle identifier (the client snippet
         // names the app by it), and per device (SHA-256 of its identifier for vendor) the
         // events since its first call. Times in milliseconds since 1970.
-        migrator.registerMigration("v7: app bundle identifiers, conversion value devices") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE app_bundles (
-                        app_id INTEGER PRIMARY KEY,
-                        bundle_id TEXT NOT NULL UNIQUE,
-                        added_at TEXT NOT NULL
-                    );
-                    CREATE TABLE conversion_value_devices (
-                        app_id INTEGER NOT NULL,
-                        device BLOB NOT NULL,
-                        first_call_ms INTEGER NOT NULL,
-                        last_call_ms INTEGER NOT NULL,
-                        last_request BLOB NOT NULL,
-                        history TEXT NOT NULL,
-                        PRIMARY KEY (app_id, device)
-                    ) WITHOUT ROWID;
-                    CREATE INDEX conversion_value_devices_first_call ON conversion_value_devices (first_call_ms);
-                    """
-            )
-        }
+        Migration(
+            "v7: app bundle identifiers, conversion value devices",
+            sql: #"""
+                CREATE TABLE app_bundles (
+                    app_id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL UNIQUE,
+                    added_at TEXT NOT NULL
+                );
+                CREATE TABLE conversion_value_devices (
+                    app_id INTEGER NOT NULL,
+                    device BLOB NOT NULL,
+                    first_call_ms INTEGER NOT NULL,
+                    last_call_ms INTEGER NOT NULL,
+                    last_request BLOB NOT NULL,
+                    history TEXT NOT NULL,
+                    PRIMARY KEY (app_id, device)
+                ) WITHOUT ROWID;
+                CREATE INDEX conversion_value_devices_first_call ON conversion_value_devices (first_call_ms);
+                """#
+        ),
         // `export --consumer`: where each consumer's last export ended (row ids on SQLite,
         // whose one writer commits them in order).
-        migrator.registerMigration("v8: export cursors") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE export_cursors (
-                        consumer TEXT NOT NULL,
-                        table_name TEXT NOT NULL,
-                        position TEXT NOT NULL,
-                        updated_at TEXT NOT NULL,
-                        PRIMARY KEY (consumer, table_name)
-                    );
-                    """
-            )
-        }
+        Migration(
+            "v8: export cursors",
+            sql: #"""
+                CREATE TABLE export_cursors (
+                    consumer TEXT NOT NULL,
+                    table_name TEXT NOT NULL,
+                    position TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    PRIMARY KEY (consumer, table_name)
+                );
+                """#
+        ),
         // `forward`: each postback's delivery to each destination, claimed under a lease.
-        migrator.registerMigration("v9: deliveries") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE deliveries (
-                        destination TEXT NOT NULL,
-                        postback_id INTEGER NOT NULL,
-                        state TEXT NOT NULL,
-                        attempts INTEGER NOT NULL DEFAULT 0,
-                        discovered_ms INTEGER NOT NULL,
-                        next_attempt_ms INTEGER NOT NULL,
-                        first_attempt_ms INTEGER,
-                        last_attempt_ms INTEGER,
-                        last_status INTEGER,
-                        last_answer TEXT,
-                        lease_until_ms INTEGER NOT NULL DEFAULT 0,
-                        leased_by TEXT,
-                        PRIMARY KEY (destination, postback_id)
-                    ) WITHOUT ROWID;
-                    CREATE INDEX deliveries_due ON deliveries (destination, next_attempt_ms) WHERE state = 'pending';
-                    CREATE INDEX deliveries_state ON deliveries (destination, state, attempts);
-                    """
-            )
-        }
-        migrator.registerMigration("v10: Apple Ads tokens and attribution records") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE apple_ads_tokens (
-                        id INTEGER PRIMARY KEY,
-                        token_sha256 TEXT NOT NULL UNIQUE,
-                        token TEXT,
-                        app_id INTEGER NOT NULL,
-                        obtained_ms INTEGER NOT NULL,
-                        received_ms INTEGER NOT NULL,
-                        state TEXT NOT NULL,
-                        attempts INTEGER NOT NULL DEFAULT 0,
-                        not_found INTEGER NOT NULL DEFAULT 0,
-                        due_ms INTEGER NOT NULL,
-                        lease_until_ms INTEGER NOT NULL DEFAULT 0,
-                        leased_by TEXT,
-                        last_status TEXT,
-                        last_attempt_ms INTEGER,
-                        resolved_ms INTEGER
-                    );
-                    CREATE INDEX apple_ads_tokens_due ON apple_ads_tokens (due_ms) WHERE state = 'pending';
-                    CREATE INDEX apple_ads_tokens_state ON apple_ads_tokens (state);
-                    CREATE TABLE apple_ads_attributions (
-                        token_id INTEGER PRIMARY KEY REFERENCES apple_ads_tokens (id),
-                        app_id INTEGER NOT NULL,
-                        date TEXT NOT NULL,
-                        attribution INTEGER NOT NULL,
-                        org_id INTEGER,
-                        campaign_id INTEGER,
-                        ad_group_id INTEGER,
-                        keyword_id INTEGER,
-                        ad_id INTEGER,
-                        country_or_region TEXT,
-                        conversion_type TEXT,
-                        claim_type TEXT,
-                        click_date TEXT,
-                        impression_date TEXT,
-                        supply_placement TEXT,
-                        raw TEXT NOT NULL,
-                        received_ms INTEGER NOT NULL
-                    );
-                    CREATE INDEX apple_ads_attributions_date ON apple_ads_attributions (date);
-                    """
-            )
-        }
+        Migration(
+            "v9: deliveries",
+            sql: #"""
+                CREATE TABLE deliveries (
+                    destination TEXT NOT NULL,
+                    postback_id INTEGER NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    discovered_ms INTEGER NOT NULL,
+                    next_attempt_ms INTEGER NOT NULL,
+                    first_attempt_ms INTEGER,
+                    last_attempt_ms INTEGER,
+                    last_status INTEGER,
+                    last_answer TEXT,
+                    lease_until_ms INTEGER NOT NULL DEFAULT 0,
+                    leased_by TEXT,
+                    PRIMARY KEY (destination, postback_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX deliveries_due ON deliveries (destination, next_attempt_ms) WHERE state = 'pending';
+                CREATE INDEX deliveries_state ON deliveries (destination, state, attempts);
+                """#
+        ),
+        Migration(
+            "v10: Apple Ads tokens and attribution records",
+            sql: #"""
+                CREATE TABLE apple_ads_tokens (
+                    id INTEGER PRIMARY KEY,
+                    token_sha256 TEXT NOT NULL UNIQUE,
+                    token TEXT,
+                    app_id INTEGER NOT NULL,
+                    obtained_ms INTEGER NOT NULL,
+                    received_ms INTEGER NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    not_found INTEGER NOT NULL DEFAULT 0,
+                    due_ms INTEGER NOT NULL,
+                    lease_until_ms INTEGER NOT NULL DEFAULT 0,
+                    leased_by TEXT,
+                    last_status TEXT,
+                    last_attempt_ms INTEGER,
+                    resolved_ms INTEGER
+                );
+                CREATE INDEX apple_ads_tokens_due ON apple_ads_tokens (due_ms) WHERE state = 'pending';
+                CREATE INDEX apple_ads_tokens_state ON apple_ads_tokens (state);
+                CREATE TABLE apple_ads_attributions (
+                    token_id INTEGER PRIMARY KEY REFERENCES apple_ads_tokens (id),
+                    app_id INTEGER NOT NULL,
+                    date TEXT NOT NULL,
+                    attribution INTEGER NOT NULL,
+                    org_id INTEGER,
+                    campaign_id INTEGER,
+                    ad_group_id INTEGER,
+                    keyword_id INTEGER,
+                    ad_id INTEGER,
+                    country_or_region TEXT,
+                    conversion_type TEXT,
+                    claim_type TEXT,
+                    click_date TEXT,
+                    impression_date TEXT,
+                    supply_placement TEXT,
+                    raw TEXT NOT NULL,
+                    received_ms INTEGER NOT NULL
+                );
+                CREATE INDEX apple_ads_attributions_date ON apple_ads_attributions (date);
+                """#
+        ),
         // Section 9 of the spec: each postback's estimated install time and day, crowd-anonymity
         // tier and source identifier digits (filled in here for the rows stored before; stored
         // with each postback after); the campaign mappings; and those, with the campaign, ad
         // group and creative, as aggregate dimensions. Aggregate rows written before hold NULL
         // until `aggregate` recomputes their days (a report says so: `aggregate_runs.dimensions`).
-        migrator.registerMigration("v11: install dates, crowd-anonymity tiers, campaign mappings") { db in
-            try db.execute(
-                sql: """
-                    ALTER TABLE postbacks ADD COLUMN estimated_install_at TEXT;
-                    ALTER TABLE postbacks ADD COLUMN install_date TEXT;
-                    ALTER TABLE postbacks ADD COLUMN crowd_anonymity_tier INTEGER;
-                    ALTER TABLE postbacks ADD COLUMN source_identifier_digits INTEGER;
-                    \(InferenceSQL.sqliteBackfill);
-                    ALTER TABLE aggregate_runs ADD COLUMN dimensions TEXT;
-                    ALTER TABLE aggregate_runs ADD COLUMN whole INTEGER NOT NULL DEFAULT 0;
-                    CREATE TABLE campaign_mappings (
-                        ad_network_id TEXT NOT NULL,
-                        source_identifier TEXT NOT NULL,
-                        valid_from TEXT,
-                        valid_to TEXT,
-                        campaign TEXT NOT NULL,
-                        ad_group TEXT,
-                        creative TEXT,
-                        source TEXT NOT NULL,
-                        line INTEGER NOT NULL,
-                        added_at TEXT NOT NULL
-                    );
-                    CREATE INDEX campaign_mappings_network ON campaign_mappings (ad_network_id, source_identifier);
-                    """
-            )
-            for table in [
-                "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
-            ] {
-                for dimension in AggregateDimension.inferred {
-                    try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(dimension.column) \(dimension.sqlType)")
-                }
-            }
-        }
+        Migration(
+            "v11: install dates, crowd-anonymity tiers, campaign mappings",
+            sql: #"""
+                ALTER TABLE postbacks ADD COLUMN estimated_install_at TEXT;
+                ALTER TABLE postbacks ADD COLUMN install_date TEXT;
+                ALTER TABLE postbacks ADD COLUMN crowd_anonymity_tier INTEGER;
+                ALTER TABLE postbacks ADD COLUMN source_identifier_digits INTEGER;
+                UPDATE postbacks SET
+                    estimated_install_at = strftime('%Y-%m-%dT%H:%M:%fZ', received_at, '-' || (CASE WHEN (kind = 'aak' OR version IN ('4.0')) THEN CASE WHEN postback_sequence_index <= 0 THEN 84 WHEN postback_sequence_index = 1 THEN 252 ELSE 924 END ELSE 36 END) || ' hours'),
+                    install_date = date(received_at, '-' || (CASE WHEN (kind = 'aak' OR version IN ('4.0')) THEN CASE WHEN postback_sequence_index <= 0 THEN 84 WHEN postback_sequence_index = 1 THEN 252 ELSE 924 END ELSE 36 END) || ' hours'),
+                    crowd_anonymity_tier = CASE WHEN (kind = 'aak' OR version IN ('4.0')) AND postback_sequence_index = 0 AND did_win IS NOT FALSE THEN CASE WHEN fine_value IS NOT NULL THEN CASE WHEN source_app_id IS NOT NULL OR source_domain IS NOT NULL THEN 3 ELSE 2 END WHEN coarse_value IS NOT NULL THEN 1 ELSE 0 END END,
+                    source_identifier_digits = length(source_identifier);
+                ALTER TABLE aggregate_runs ADD COLUMN dimensions TEXT;
+                ALTER TABLE aggregate_runs ADD COLUMN whole INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE campaign_mappings (
+                    ad_network_id TEXT NOT NULL,
+                    source_identifier TEXT NOT NULL,
+                    valid_from TEXT,
+                    valid_to TEXT,
+                    campaign TEXT NOT NULL,
+                    ad_group TEXT,
+                    creative TEXT,
+                    source TEXT NOT NULL,
+                    line INTEGER NOT NULL,
+                    added_at TEXT NOT NULL
+                );
+                CREATE INDEX campaign_mappings_network ON campaign_mappings (ad_network_id, source_identifier);
+                ALTER TABLE aggregate_daily ADD COLUMN install_date TEXT;
+                ALTER TABLE aggregate_daily ADD COLUMN crowd_anonymity_tier INTEGER;
+                ALTER TABLE aggregate_daily ADD COLUMN source_identifier_digits INTEGER;
+                ALTER TABLE aggregate_daily ADD COLUMN campaign TEXT;
+                ALTER TABLE aggregate_daily ADD COLUMN ad_group TEXT;
+                ALTER TABLE aggregate_daily ADD COLUMN creative TEXT;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN install_date TEXT;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN crowd_anonymity_tier INTEGER;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN source_identifier_digits INTEGER;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN campaign TEXT;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN ad_group TEXT;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN creative TEXT;
+                ALTER TABLE aggregate_daily_events ADD COLUMN install_date TEXT;
+                ALTER TABLE aggregate_daily_events ADD COLUMN crowd_anonymity_tier INTEGER;
+                ALTER TABLE aggregate_daily_events ADD COLUMN source_identifier_digits INTEGER;
+                ALTER TABLE aggregate_daily_events ADD COLUMN campaign TEXT;
+                ALTER TABLE aggregate_daily_events ADD COLUMN ad_group TEXT;
+                ALTER TABLE aggregate_daily_events ADD COLUMN creative TEXT;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN install_date TEXT;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN crowd_anonymity_tier INTEGER;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN source_identifier_digits INTEGER;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN campaign TEXT;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN ad_group TEXT;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN creative TEXT;
+                """#
+        ),
         // The dashboard's tables. The intake, rather than scanning `quarantine` and `sightings`
         // (neither is indexed by day); the totals, the detailed rows summed over every
         // dimension but day, app, network, install date and tier, filled from the rows already
         // aggregated.
-        migrator.registerMigration("v12: the dashboard's tables") { db in
-            let counts = GroupMetrics.countColumns
-            let dimensions = DailyAggregator.totalsDimensions.map(\.column).joined(separator: ", ")
-            try db.execute(
-                sql: """
-                    CREATE TABLE aggregate_daily_intake (
-                        date TEXT NOT NULL PRIMARY KEY,
-                        quarantined INTEGER NOT NULL,
-                        duplicates INTEGER NOT NULL,
-                        conflicts INTEGER NOT NULL
-                    );
-                    CREATE TABLE aggregate_daily_totals (
-                        date TEXT NOT NULL,
-                        app_id INTEGER NOT NULL,
-                        ad_network_id TEXT NOT NULL,
-                        install_date TEXT,
-                        crowd_anonymity_tier INTEGER,
-                        \(GroupMetrics.countColumnDefinitions("INTEGER"))
-                    );
-                    CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date);
-                    CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (install_date);
-                    CREATE TABLE aggregate_daily_totals_revenue (
-                        date TEXT NOT NULL,
-                        app_id INTEGER NOT NULL,
-                        ad_network_id TEXT NOT NULL,
-                        install_date TEXT,
-                        crowd_anonymity_tier INTEGER,
-                        currency TEXT NOT NULL,
-                        revenue_min REAL NOT NULL,
-                        revenue_max REAL NOT NULL,
-                        revenue_estimate REAL NOT NULL
-                    );
-                    CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date);
-                    CREATE INDEX aggregate_daily_totals_revenue_install ON aggregate_daily_totals_revenue (install_date);
-                    -- The fine-value histogram per day over every app and network (covering:
-                    -- the dashboard's histogram reads the index alone).
-                    CREATE TABLE aggregate_fine_value_totals (
-                        date TEXT NOT NULL,
-                        fine_value INTEGER,
-                        postbacks INTEGER NOT NULL
-                    );
-                    CREATE INDEX aggregate_fine_value_totals_date ON aggregate_fine_value_totals (date, fine_value, postbacks);
-                    INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
-                    SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values GROUP BY date, fine_value;
-                    INSERT INTO aggregate_daily_totals (\(dimensions), \(counts))
-                    SELECT \(dimensions), \(GroupMetrics.countSums)
-                    FROM aggregate_daily GROUP BY \(dimensions);
-                    INSERT INTO aggregate_daily_totals_revenue (\(dimensions), currency, revenue_min, revenue_max, revenue_estimate)
-                    SELECT \(dimensions), currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
-                    FROM aggregate_daily_revenue GROUP BY \(dimensions), currency;
-                    """
-            )
-            // The dashboard's tables: a day (received or install) with network and tier, with
-            // and without the app. Each with an index in the order the dashboard groups by (day,
-            // network, tier; day, currency) holding every column it reads: a year's dashboard
-            // reads the indexes in order, without a table lookup or a sort.
-            for dashboard in DashboardTable.all {
-                let (table, day) = (dashboard.name, dashboard.day)
-                let others = dashboard.dimensions.dropFirst().map(\.column).joined(separator: ", ")
-                let keyColumns = dashboard.keyColumnDefinitions(\.sqlType)
-                try db.execute(
-                    sql: """
-                        CREATE TABLE \(table) (
-                            \(keyColumns),
-                            \(GroupMetrics.countColumnDefinitions("INTEGER"))
-                        );
-                        CREATE INDEX \(table)_day ON \(table) (\(day.column), \(others), \(counts));
-                        CREATE TABLE \(table)_revenue (
-                            \(keyColumns),
-                            currency TEXT NOT NULL,
-                            revenue_min REAL NOT NULL,
-                            revenue_max REAL NOT NULL,
-                            revenue_estimate REAL NOT NULL
-                        );
-                        CREATE INDEX \(table)_revenue_day ON \(table)_revenue (
-                            \(day.column), currency, revenue_min, revenue_max, revenue_estimate, \(others));
-                        """
-                )
-                for sql in dashboard.fillSQL(from: "NULL", to: "NULL") { try db.execute(sql: sql) }
-            }
-        }
-        return migrator
-    }
+        Migration(
+            "v12: the dashboard's tables",
+            sql: #"""
+                CREATE TABLE aggregate_daily_intake (
+                    date TEXT NOT NULL PRIMARY KEY,
+                    quarantined INTEGER NOT NULL,
+                    duplicates INTEGER NOT NULL,
+                    conflicts INTEGER NOT NULL
+                );
+                CREATE TABLE aggregate_daily_totals (
+                    date TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    install_date TEXT,
+                    crowd_anonymity_tier INTEGER,
+                    postbacks INTEGER NOT NULL,
+                installs INTEGER NOT NULL,
+                redownloads INTEGER NOT NULL,
+                reengagements INTEGER NOT NULL,
+                non_winning INTEGER NOT NULL,
+                test_mode INTEGER NOT NULL,
+                development INTEGER NOT NULL,
+                null_conversion_values INTEGER NOT NULL,
+                unmapped INTEGER NOT NULL,
+                unmodelled INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_daily_totals_date ON aggregate_daily_totals (date);
+                CREATE INDEX aggregate_daily_totals_install ON aggregate_daily_totals (install_date);
+                CREATE TABLE aggregate_daily_totals_revenue (
+                    date TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    install_date TEXT,
+                    crowd_anonymity_tier INTEGER,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_daily_totals_revenue_date ON aggregate_daily_totals_revenue (date);
+                CREATE INDEX aggregate_daily_totals_revenue_install ON aggregate_daily_totals_revenue (install_date);
+                -- The fine-value histogram per day over every app and network (covering:
+                -- the dashboard's histogram reads the index alone).
+                CREATE TABLE aggregate_fine_value_totals (
+                    date TEXT NOT NULL,
+                    fine_value INTEGER,
+                    postbacks INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_fine_value_totals_date ON aggregate_fine_value_totals (date, fine_value, postbacks);
+                INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
+                SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values GROUP BY date, fine_value;
+                INSERT INTO aggregate_daily_totals (date, app_id, ad_network_id, install_date, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled)
+                SELECT date, app_id, ad_network_id, install_date, crowd_anonymity_tier, SUM(postbacks), SUM(installs), SUM(redownloads), SUM(reengagements), SUM(non_winning), SUM(test_mode), SUM(development), SUM(null_conversion_values), SUM(unmapped), SUM(unmodelled)
+                FROM aggregate_daily GROUP BY date, app_id, ad_network_id, install_date, crowd_anonymity_tier;
+                INSERT INTO aggregate_daily_totals_revenue (date, app_id, ad_network_id, install_date, crowd_anonymity_tier, currency, revenue_min, revenue_max, revenue_estimate)
+                SELECT date, app_id, ad_network_id, install_date, crowd_anonymity_tier, currency, CAST(SUM(CAST(ROUND(revenue_min * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_max * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_estimate * 2000000) AS BIGINT)) AS DOUBLE PRECISION) / 2000000.0
+                FROM aggregate_daily_revenue GROUP BY date, app_id, ad_network_id, install_date, crowd_anonymity_tier, currency;
+                CREATE TABLE aggregate_dashboard_received_by_app (
+                    date TEXT NOT NULL,
+                app_id INTEGER NOT NULL,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    postbacks INTEGER NOT NULL,
+                installs INTEGER NOT NULL,
+                redownloads INTEGER NOT NULL,
+                reengagements INTEGER NOT NULL,
+                non_winning INTEGER NOT NULL,
+                test_mode INTEGER NOT NULL,
+                development INTEGER NOT NULL,
+                null_conversion_values INTEGER NOT NULL,
+                unmapped INTEGER NOT NULL,
+                unmodelled INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_received_by_app_day ON aggregate_dashboard_received_by_app (date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled);
+                CREATE TABLE aggregate_dashboard_received_by_app_revenue (
+                    date TEXT NOT NULL,
+                app_id INTEGER NOT NULL,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_received_by_app_revenue_day ON aggregate_dashboard_received_by_app_revenue (
+                    date, currency, revenue_min, revenue_max, revenue_estimate, app_id, ad_network_id, crowd_anonymity_tier);
+                INSERT INTO aggregate_dashboard_received_by_app (date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled)
+                SELECT date, app_id, ad_network_id, crowd_anonymity_tier, SUM(postbacks), SUM(installs), SUM(redownloads), SUM(reengagements), SUM(non_winning), SUM(test_mode), SUM(development), SUM(null_conversion_values), SUM(unmapped), SUM(unmodelled) FROM aggregate_daily_totals WHERE (NULL IS NULL OR date >= NULL) AND (NULL IS NULL OR date <= NULL) GROUP BY date, app_id, ad_network_id, crowd_anonymity_tier;
+                INSERT INTO aggregate_dashboard_received_by_app_revenue (date, app_id, ad_network_id, crowd_anonymity_tier, currency, revenue_min, revenue_max, revenue_estimate)
+                SELECT date, app_id, ad_network_id, crowd_anonymity_tier, currency, CAST(SUM(CAST(ROUND(revenue_min * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_max * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_estimate * 2000000) AS BIGINT)) AS DOUBLE PRECISION) / 2000000.0
+                FROM aggregate_daily_totals_revenue WHERE (NULL IS NULL OR date >= NULL) AND (NULL IS NULL OR date <= NULL) GROUP BY date, app_id, ad_network_id, crowd_anonymity_tier, currency;
+                CREATE TABLE aggregate_dashboard_received (
+                    date TEXT NOT NULL,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    postbacks INTEGER NOT NULL,
+                installs INTEGER NOT NULL,
+                redownloads INTEGER NOT NULL,
+                reengagements INTEGER NOT NULL,
+                non_winning INTEGER NOT NULL,
+                test_mode INTEGER NOT NULL,
+                development INTEGER NOT NULL,
+                null_conversion_values INTEGER NOT NULL,
+                unmapped INTEGER NOT NULL,
+                unmodelled INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_received_day ON aggregate_dashboard_received (date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled);
+                CREATE TABLE aggregate_dashboard_received_revenue (
+                    date TEXT NOT NULL,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_received_revenue_day ON aggregate_dashboard_received_revenue (
+                    date, currency, revenue_min, revenue_max, revenue_estimate, ad_network_id, crowd_anonymity_tier);
+                INSERT INTO aggregate_dashboard_received (date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled)
+                SELECT date, ad_network_id, crowd_anonymity_tier, SUM(postbacks), SUM(installs), SUM(redownloads), SUM(reengagements), SUM(non_winning), SUM(test_mode), SUM(development), SUM(null_conversion_values), SUM(unmapped), SUM(unmodelled) FROM aggregate_dashboard_received_by_app WHERE (NULL IS NULL OR date >= NULL) AND (NULL IS NULL OR date <= NULL) GROUP BY date, ad_network_id, crowd_anonymity_tier;
+                INSERT INTO aggregate_dashboard_received_revenue (date, ad_network_id, crowd_anonymity_tier, currency, revenue_min, revenue_max, revenue_estimate)
+                SELECT date, ad_network_id, crowd_anonymity_tier, currency, CAST(SUM(CAST(ROUND(revenue_min * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_max * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_estimate * 2000000) AS BIGINT)) AS DOUBLE PRECISION) / 2000000.0
+                FROM aggregate_dashboard_received_by_app_revenue WHERE (NULL IS NULL OR date >= NULL) AND (NULL IS NULL OR date <= NULL) GROUP BY date, ad_network_id, crowd_anonymity_tier, currency;
+                CREATE TABLE aggregate_dashboard_install_by_app (
+                    install_date TEXT,
+                app_id INTEGER NOT NULL,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    postbacks INTEGER NOT NULL,
+                installs INTEGER NOT NULL,
+                redownloads INTEGER NOT NULL,
+                reengagements INTEGER NOT NULL,
+                non_winning INTEGER NOT NULL,
+                test_mode INTEGER NOT NULL,
+                development INTEGER NOT NULL,
+                null_conversion_values INTEGER NOT NULL,
+                unmapped INTEGER NOT NULL,
+                unmodelled INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_install_by_app_day ON aggregate_dashboard_install_by_app (install_date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled);
+                CREATE TABLE aggregate_dashboard_install_by_app_revenue (
+                    install_date TEXT,
+                app_id INTEGER NOT NULL,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_install_by_app_revenue_day ON aggregate_dashboard_install_by_app_revenue (
+                    install_date, currency, revenue_min, revenue_max, revenue_estimate, app_id, ad_network_id, crowd_anonymity_tier);
+                INSERT INTO aggregate_dashboard_install_by_app (install_date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled)
+                SELECT install_date, app_id, ad_network_id, crowd_anonymity_tier, SUM(postbacks), SUM(installs), SUM(redownloads), SUM(reengagements), SUM(non_winning), SUM(test_mode), SUM(development), SUM(null_conversion_values), SUM(unmapped), SUM(unmodelled) FROM aggregate_daily_totals WHERE (install_date IS NULL OR (NULL IS NULL OR install_date >= NULL) AND (NULL IS NULL OR install_date <= NULL)) GROUP BY install_date, app_id, ad_network_id, crowd_anonymity_tier;
+                INSERT INTO aggregate_dashboard_install_by_app_revenue (install_date, app_id, ad_network_id, crowd_anonymity_tier, currency, revenue_min, revenue_max, revenue_estimate)
+                SELECT install_date, app_id, ad_network_id, crowd_anonymity_tier, currency, CAST(SUM(CAST(ROUND(revenue_min * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_max * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_estimate * 2000000) AS BIGINT)) AS DOUBLE PRECISION) / 2000000.0
+                FROM aggregate_daily_totals_revenue WHERE (install_date IS NULL OR (NULL IS NULL OR install_date >= NULL) AND (NULL IS NULL OR install_date <= NULL)) GROUP BY install_date, app_id, ad_network_id, crowd_anonymity_tier, currency;
+                CREATE TABLE aggregate_dashboard_install (
+                    install_date TEXT,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    postbacks INTEGER NOT NULL,
+                installs INTEGER NOT NULL,
+                redownloads INTEGER NOT NULL,
+                reengagements INTEGER NOT NULL,
+                non_winning INTEGER NOT NULL,
+                test_mode INTEGER NOT NULL,
+                development INTEGER NOT NULL,
+                null_conversion_values INTEGER NOT NULL,
+                unmapped INTEGER NOT NULL,
+                unmodelled INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_install_day ON aggregate_dashboard_install (install_date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled);
+                CREATE TABLE aggregate_dashboard_install_revenue (
+                    install_date TEXT,
+                ad_network_id TEXT NOT NULL,
+                crowd_anonymity_tier INTEGER,
+                    currency TEXT NOT NULL,
+                    revenue_min REAL NOT NULL,
+                    revenue_max REAL NOT NULL,
+                    revenue_estimate REAL NOT NULL
+                );
+                CREATE INDEX aggregate_dashboard_install_revenue_day ON aggregate_dashboard_install_revenue (
+                    install_date, currency, revenue_min, revenue_max, revenue_estimate, ad_network_id, crowd_anonymity_tier);
+                INSERT INTO aggregate_dashboard_install (install_date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled)
+                SELECT install_date, ad_network_id, crowd_anonymity_tier, SUM(postbacks), SUM(installs), SUM(redownloads), SUM(reengagements), SUM(non_winning), SUM(test_mode), SUM(development), SUM(null_conversion_values), SUM(unmapped), SUM(unmodelled) FROM aggregate_dashboard_install_by_app WHERE (install_date IS NULL OR (NULL IS NULL OR install_date >= NULL) AND (NULL IS NULL OR install_date <= NULL)) GROUP BY install_date, ad_network_id, crowd_anonymity_tier;
+                INSERT INTO aggregate_dashboard_install_revenue (install_date, ad_network_id, crowd_anonymity_tier, currency, revenue_min, revenue_max, revenue_estimate)
+                SELECT install_date, ad_network_id, crowd_anonymity_tier, currency, CAST(SUM(CAST(ROUND(revenue_min * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_max * 1000000) AS BIGINT)) AS DOUBLE PRECISION) / 1000000.0, CAST(SUM(CAST(ROUND(revenue_estimate * 2000000) AS BIGINT)) AS DOUBLE PRECISION) / 2000000.0
+                FROM aggregate_dashboard_install_by_app_revenue WHERE (install_date IS NULL OR (NULL IS NULL OR install_date >= NULL) AND (NULL IS NULL OR install_date <= NULL)) GROUP BY install_date, ad_network_id, crowd_anonymity_tier, currency;
+                """#
+        ),
+    ]
 }

@@ -1,0 +1,266 @@
+import Foundation
+import GRDB
+import Logging
+import PostbackTestSupport
+import Testing
+
+@testable import PostbackKit
+@testable import PostbackStore
+
+/// Released migrations never change, and a store written by a release upgrades to exactly the
+/// schema a new store gets, every row kept.
+///
+/// The fixtures in `Tests/Fixtures/upgrade/` were written by a release's own postbackd
+/// (`scripts/make-upgrade-fixture.sh`): an SQLite file and a PostgreSQL dump with rows in every
+/// table a user's commands fill.
+@Suite("Schema upgrades")
+struct SchemaUpgradeTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory("upgrade")
+    }
+
+    /// The releases whose stores are kept as fixtures.
+    static let releases = ["release-2026-11-25"]
+
+    /// Each released SQLite migration's SHA-256 (of its SQL). A new migration adds a row; a
+    /// changed row means a shipped migration was edited: write a new migration instead.
+    static let sqliteMigrations: [(String, String)] = [
+        ("v1: postbacks, sightings, conflicts, quarantine, ingest runs", "9892d76d3e4e43fcb06ee23ee7c99d1a8e2cab69d0adb53f6576b875d36d9f05"),
+        ("v2: conversion models and daily aggregates", "db9b4f34bf297c00ef81d3dcdb771d752537cdec2063b926e3bd30c01c66a901"),
+        ("v3: postbacks indexed by UTC day received", "d9b39dfc3f53a2b981dee5aada044e6f847652cd78595df8ae5a9b9f53262a81"),
+        ("v4: marketplace, re-engagements and development postbacks in aggregates", "21dfaee36cfe1597ed00673a7f7b67c010a8060ec75f827cb4b4f75084683869"),
+        ("v5: dedup key digest", "00491a18614269ca12f2d345e9e27cbe0db1c5f46d82afc831bfa9b9c5a6e6cf"),
+        ("v6: HTTP client address, request id, quarantine repeats", "d274b10de0cf90be3491c85b45788326a57826871fe4c0bbff074d5715cdc408"),
+        ("v7: app bundle identifiers, conversion value devices", "b631d4370e71aec4acb79fe5d86661c9065b95a16c15dac11833fac7559a4dab"),
+        ("v8: export cursors", "dea8682226942ee5bcad055a38689fd0e21c2981ad44920af6c55bf98c1f6df4"),
+        ("v9: deliveries", "9451a3ed8d298a80195afd417a6f1f39811c96d3856ea43555c72f44a196180b"),
+        ("v10: Apple Ads tokens and attribution records", "b2e963ae1ce9222606999c9451ca4f1fe206a8d97bdf957bdbe9ea4dca524226"),
+        ("v11: install dates, crowd-anonymity tiers, campaign mappings", "9a1444b3147a91e4dd1dcbc3ea05c30a7aa7dc0b74bb5a538144d2a3c0fa3c48"),
+        ("v12: the dashboard's tables", "702eccf546fb5c306a6160819c2a147af34b14d26111f158599422032e0e5788"),
+    ]
+
+    /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
+    static let postgresMigrations: [(Int, String)] = [
+        (1, "89eb6d495901da681277488b615096d81db0b2c0656e11d4f15daeb5c1b94442"),
+        (2, "8b9fbc2d1ad8db99e2ab8d9f0c2ed64dac9795945432007ff5101573d84ec180"),
+        (3, "8f625da1ae9d4c094e3d1812e651e21a4ca4e0aa1cbffac38d8dc568e1f8766e"),
+        (4, "dbc756d0d63843922f353d69ca1364f870f816f4d43ccdf824700e18e16de5cf"),
+        (5, "3a4364b0431a166e7fdf17c7e69b303e9acee22eae1eb234e6844f8b7625e081"),
+        (6, "c6b06750f22d778eb7f8b682032a4057f16b6eb7cfac7d8db1df685f1cf2204b"),
+        (7, "4903fc7c685f36c931cc58332ee938da7d6801c8f358850e4931f68c42e976b9"),
+        (8, "e7f9713870f6c0a834cd82a008834f22c2e36b9d117a712a8822772864589e31"),
+    ]
+
+    private static func sha256(_ text: String) -> String {
+        hexString(SHA256Digest.hash(Array(text.utf8)))
+    }
+
+    @Test("every released migration is the SQL it shipped with, on both engines")
+    func migrationsArePinned() {
+        Self.expectPinned(
+            "SQLite",
+            PostbackSchema.migrations.map { ($0.identifier, Self.sha256($0.sql)) },
+            released: Self.sqliteMigrations,
+            table: "sqliteMigrations"
+        )
+        Self.expectPinned(
+            "PostgreSQL",
+            PostgresSchema.migrations.map { ("\($0.version)", Self.sha256($0.statements.joined(separator: ";\n"))) },
+            released: Self.postgresMigrations.map { ("\($0.0)", $0.1) },
+            table: "postgresMigrations"
+        )
+        // Versions count up from 1 with no gap: `postbackd_migrations` records them by number.
+        #expect(PostgresSchema.migrations.map(\.version) == Array(1...PostgresSchema.migrations.count))
+    }
+
+    /// Each of `released` (name, SHA-256) is still, in its place, among `current`; and nothing
+    /// more is, until its digest is added to the test's `table`.
+    private static func expectPinned(
+        _ engine: String,
+        _ current: [(String, String)],
+        released: [(String, String)],
+        table: String
+    ) {
+        #expect(current.count >= released.count, "a released \(engine) migration was removed")
+        for (index, (name, digest)) in released.enumerated() where index < current.count {
+            #expect(current[index].0 == name, "\(engine) migration \(index + 1) was renamed or renumbered")
+            #expect(current[index].1 == digest, "\(engine) migration \(name) was edited: add a new migration instead")
+        }
+        let added = current.dropFirst(released.count).map { "(\($0.0), \($0.1))" }
+        #expect(added.isEmpty, "a new \(engine) migration: add its SHA-256 to SchemaUpgradeTests.\(table): \(added)")
+    }
+
+    // MARK: SQLite
+
+    /// Every row of every table, each table's rows as sorted lines of its `columns`.
+    private static func sqliteRows(_ path: String, columns: [String: [String]]) throws -> [String: [String]] {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var tables: [String: [String]] = [:]
+            for (table, names) in columns {
+                let select = names.map { "\"\($0)\"" }.joined(separator: ", ")
+                tables[table] = try Row.fetchAll(db, sql: "SELECT \(select) FROM \"\(table)\"").map { row in
+                    row.databaseValues.map { value in
+                        switch value.storage {
+                        case .blob(let data): "x'" + hexString(data) + "'"
+                        default: value.description
+                        }
+                    }.joined(separator: "|")
+                }.sorted()
+            }
+            return tables
+        }
+    }
+
+    /// Each table's columns, in order.
+    private static func sqliteColumns(_ path: String) throws -> [String: [String]] {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var columns: [String: [String]] = [:]
+            let tables = try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+            for table in tables { columns[table] = try db.columns(in: table).map(\.name) }
+            return columns
+        }
+    }
+
+    /// The schema as SQLite keeps it: each table's, index's, view's and trigger's SQL, and
+    /// the migrations applied.
+    private static func sqliteSchema(_ path: String) throws -> [String] {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT type, name, tbl_name, sql FROM sqlite_master
+                    WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name
+                    """
+            ).map { "\($0["type"] as String? ?? "") \($0["name"] as String? ?? ""): \($0["sql"] as String? ?? "")" }
+                + (try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier"))
+        }
+    }
+
+    @Test("an SQLite store of each release migrates to exactly a new store's schema, every row kept", arguments: releases)
+    func sqliteUpgrade(_ release: String) throws {
+        let path = directory.path + "/\(release).sqlite"
+        try FileManager.default.copyItem(
+            atPath: Repository.path("Tests/Fixtures/upgrade/\(release).sqlite"),
+            toPath: path
+        )
+        let columns = try Self.sqliteColumns(path)
+        #expect(columns.count >= 30, "the fixture holds postbackd's tables: \(columns.keys.sorted())")
+        let before = try Self.sqliteRows(path, columns: columns)
+        let filled = before.filter { !$0.value.isEmpty }.keys
+        for table in ["postbacks", "sightings", "conflicts", "quarantine", "conversion_models", "app_bundles",
+            "aggregate_daily", "aggregate_dashboard_received", "campaign_mappings", "apple_ads_tokens",
+            "export_cursors", "deliveries", "conversion_value_devices"]
+        {
+            #expect(filled.contains(table), "the fixture has rows in \(table)")
+        }
+
+        try PostbackDatabase.open(path).close()
+
+        #expect(try Self.sqliteRows(path, columns: columns) == before)
+        let fresh = directory.path + "/new.sqlite"
+        try PostbackDatabase.open(fresh).close()
+        let upgraded = try Self.sqliteSchema(path)
+        let new = try Self.sqliteSchema(fresh)
+        #expect(upgraded == new, "\(Set(upgraded).symmetricDifference(new).sorted())")
+    }
+
+    // MARK: PostgreSQL
+
+    private static let logger = Logger(label: "postbackd.tests", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// `pg_dump --schema-only` of the store, its comment lines left out.
+    private func postgresSchema(_ store: TestStore) throws -> String {
+        let dump = try Shell.run(
+            "pg_dump --schema-only --no-owner --no-privileges \(Shell.quoted(store.argument))",
+            in: directory.path
+        )
+        #expect(dump.status == 0, "\(dump.output)")
+        return dump.output.split(separator: "\n", omittingEmptySubsequences: true)
+            // Comments, and the random key of pg_dump's `\restrict` guard, differ from dump to dump.
+            .filter { !$0.hasPrefix("--") && !$0.hasPrefix("\\restrict") && !$0.hasPrefix("\\unrestrict") }
+            .joined(separator: "\n")
+    }
+
+    private static func postgresRows(_ store: TestStore, columns: [String: [String]]) async throws -> [String: [String]] {
+        var tables: [String: [String]] = [:]
+        for (table, names) in columns {
+            tables[table] = try await store.rows(
+                "SELECT " + names.map { "\"\($0)\"" }.joined(separator: ", ") + " FROM \"\(table)\""
+            ).sorted()
+        }
+        return tables
+    }
+
+    private static func postgresColumns(_ store: TestStore) async throws -> [String: [String]] {
+        var columns: [String: [String]] = [:]
+        for line in try await store.rows(
+            """
+            SELECT table_name, column_name FROM information_schema.columns
+            WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position
+            """
+        ) {
+            // `(table,column)`, as PostgreSQL prints a row.
+            let fields = line.dropFirst().dropLast().split(separator: ",", maxSplits: 1).map(String.init)
+            guard fields.count == 2 else { continue }
+            columns[fields[0], default: []].append(fields[1])
+        }
+        return columns
+    }
+
+    @Test(
+        "a PostgreSQL dump of each release restored and opened migrates to exactly a new store's schema, every row kept",
+        .enabled(if: TestEngine.postgresURL != nil, "\(TestEngine.skipNotice)"),
+        arguments: releases
+    )
+    func postgresUpgrade(_ release: String) async throws {
+        let restored = try await TestStore.make(.postgres, in: directory, name: release)
+        let load = try Shell.run(
+            "psql -X -q -v ON_ERROR_STOP=1 -d \(Shell.quoted(restored.argument)) -f "
+                + Shell.quoted(Repository.path("Tests/Fixtures/upgrade/\(release).pgdump.sql")),
+            in: directory.path
+        )
+        try #require(load.status == 0, "psql: \(load.output)")
+        let columns = try await Self.postgresColumns(restored)
+        #expect(columns.count >= 30, "the dump holds postbackd's tables: \(columns.keys.sorted())")
+        let before = try await Self.postgresRows(restored, columns: columns)
+        for table in ["postbacks", "sightings", "conflicts", "quarantine", "conversion_models", "app_bundles",
+            "aggregate_daily", "aggregate_dashboard_received", "campaign_mappings", "apple_ads_tokens",
+            "export_cursors", "deliveries", "conversion_value_devices"]
+        {
+            #expect(before[table]?.isEmpty == false, "the dump has rows in \(table)")
+        }
+
+        guard case .postgres(let url) = restored.location else { return }
+        await (try PostgresStore.open(url, logger: Self.logger)).close()
+
+        let after = try await Self.postgresRows(restored, columns: columns)
+        #expect(after.filter { $0.key != "postbackd_migrations" } == before.filter { $0.key != "postbackd_migrations" })
+        #expect(
+            (after["postbackd_migrations"] ?? []).count == PostgresSchema.migrations.count,
+            "every migration recorded once"
+        )
+
+        let fresh = try await TestStore.make(.postgres, in: directory, name: "new")
+        guard case .postgres(let freshURL) = fresh.location else { return }
+        await (try PostgresStore.open(freshURL, logger: Self.logger)).close()
+        let upgraded = try postgresSchema(restored)
+        let new = try postgresSchema(fresh)
+        let same = upgraded == new
+        #expect(same, "the upgraded store's schema is a new store's")
+        if upgraded != new {
+            let difference = Set(upgraded.split(separator: "\n")).symmetricDifference(new.split(separator: "\n"))
+            Issue.record("schema lines that differ: \(difference.sorted())")
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A command line run through `/bin/sh -c`, for the client tools a test uses as a person would
+/// (`psql`, `pg_dump`).
+public enum Shell {
+    public struct Run: Sendable {
+        public var status: Int32
+        /// Standard output and standard error, together.
+        public var output: String
+    }
+
+    /// Runs `command` with its output into a file of its own in `folder`, read and removed
+    /// after (with `posix_spawn` and `waitpid`: Foundation's `Process.waitUntilExit` was seen
+    /// never to return here once a script had left a server running).
+    ///
+    /// - Parameter standardError: keep standard error in ``Run/output`` (else it is dropped).
+    public static func run(_ command: String, in folder: String, standardError: Bool = true) throws -> Run {
+        let outputPath = folder + "/shell-\(UUID().uuidString).out"
+        let line = "(" + command + ") >'\(outputPath)' " + (standardError ? "2>&1" : "2>/dev/null") + " </dev/null"
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(line), nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else {
+            throw TestStoreError(description: "cannot run /bin/sh -c \(command)")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: outputPath)
+        return Run(status: (status >> 8) & 0xff, output: output)
+    }
+
+    /// `text` quoted for the shell.
+    public static func quoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

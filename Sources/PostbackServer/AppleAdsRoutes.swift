@@ -19,7 +19,10 @@ extension PostbackResponder {
         do {
             body = try await request.body.collect(upTo: Self.maximumTokenBody)
         } catch is NIOTooManyBytesError {
-            return Self.json(.contentTooLarge, Self.error("the body is over \(Self.maximumTokenBody) bytes", field: nil))
+            return Self.json(
+                .contentTooLarge,
+                Self.error("the body is over \(Self.maximumTokenBody) bytes", field: nil)
+            )
         } catch {
             return Self.json(.badRequest, Self.error("the request body did not arrive whole", field: nil))
         }

@@ -1,8 +1,8 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import NIOHTTPTypes
 import NIOCore
+import NIOHTTPTypes
 import Synchronization
 
 /// Counts open connections for the metrics, and stops accepting new ones at the cap (they wait

@@ -95,7 +95,11 @@ extension PostbackResponder {
         guard let entry = models.model(for: query.app[...]) else {
             return Self.json(
                 .badRequest,
-                Self.problem(status: "error", reason: "i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)")
+                Self.problem(
+                    status: "error",
+                    reason:
+                        "i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)"
+                )
             )
         }
         let call = DeviceCall(

@@ -52,7 +52,9 @@ extension PostbackResponder {
         if let refusal = refuseReader(request, page: false) { return refusal }
         let query: ReportQuery
         do throws(ReportRequestError) {
-            query = try Dashboard.query(Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters))
+            query = try Dashboard.query(
+                Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters)
+            )
         } catch {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
         }
@@ -74,12 +76,15 @@ extension PostbackResponder {
         if let refusal = refuseReader(request, page: true) { return refusal }
         let query: ReportQuery
         do throws(ReportRequestError) {
-            query = try Dashboard.query(Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters))
+            query = try Dashboard.query(
+                Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters)
+            )
         } catch {
             return Self.page(
                 .badRequest,
                 title: "Filters not understood",
-                body: "<p>\(escapeHTML(error.option.replacingDashes)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
+                body:
+                    "<p>\(escapeHTML(error.option.replacingDashes)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
             )
         }
         do {

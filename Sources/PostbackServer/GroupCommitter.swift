@@ -111,7 +111,9 @@ final class GroupCommitter: Sendable {
     /// Waits until `submission` is durable (or the store failed) and returns what became of it.
     func submit(_ submission: Submission) async -> Receipt {
         await withCheckedContinuation { continuation in
-            let accepted = handToWriter { $0.pending.append(Waiting(submission: submission, continuation: continuation)) }
+            let accepted = handToWriter {
+                $0.pending.append(Waiting(submission: submission, continuation: continuation))
+            }
             if !accepted { continuation.resume(returning: .unavailable("the server is shutting down; retry later")) }
         }
     }
@@ -232,7 +234,11 @@ final class GroupCommitter: Sendable {
                     let reload = state.reloadModels
                     state.reloadModels = false
                     return Work(
-                        group: group, calls: calls, tokens: tokens, probes: probes, reloadModels: reload,
+                        group: group,
+                        calls: calls,
+                        tokens: tokens,
+                        probes: probes,
+                        reloadModels: reload,
                         closing: state.closing
                     )
                 }
@@ -254,7 +260,12 @@ final class GroupCommitter: Sendable {
 
     /// Logs a failed write of a group (the sentence names the store and the fault) and
     /// returns what its clients are told: the fault alone (``StoreFault/publicReason``).
-    private func unavailable(_ error: any Error, store: any PostbackStorage, _ message: Logger.Message, group: Int) -> String {
+    private func unavailable(
+        _ error: any Error,
+        store: any PostbackStorage,
+        _ message: Logger.Message,
+        group: Int
+    ) -> String {
         let fault = StoreFault.classify(error, at: store.location)
         logger.error(message, metadata: ["serve.group": "\(group)", "serve.error": "\(fault.reason)"])
         return fault.publicReason
@@ -265,7 +276,12 @@ final class GroupCommitter: Sendable {
         do {
             histories = try await store.recordDeviceCalls(waiting.map(\.call))
         } catch {
-            let reason = unavailable(error, store: store, "recording conversion value calls failed; answering 503", group: waiting.count)
+            let reason = unavailable(
+                error,
+                store: store,
+                "recording conversion value calls failed; answering 503",
+                group: waiting.count
+            )
             for call in waiting { call.continuation.resume(returning: .unavailable(reason)) }
             return
         }
@@ -278,9 +294,17 @@ final class GroupCommitter: Sendable {
         // One transaction; the time of each token's own request decides whether it expired.
         let outcomes: [AppleAdsAddOutcome]
         do {
-            outcomes = try await store.addAppleAdsTokens(waiting.map(\.token), receivedAtMs: waiting.map(\.receivedAtMs))
+            outcomes = try await store.addAppleAdsTokens(
+                waiting.map(\.token),
+                receivedAtMs: waiting.map(\.receivedAtMs)
+            )
         } catch {
-            let reason = unavailable(error, store: store, "storing Apple Ads tokens failed; answering 503", group: waiting.count)
+            let reason = unavailable(
+                error,
+                store: store,
+                "storing Apple Ads tokens failed; answering 503",
+                group: waiting.count
+            )
             for token in waiting { token.continuation.resume(returning: .unavailable(reason)) }
             return
         }
@@ -289,7 +313,12 @@ final class GroupCommitter: Sendable {
         }
     }
 
-    private func commit(_ group: [Waiting], store: any PostbackStorage, runID: Int64, summary: inout IngestSummary) async {
+    private func commit(
+        _ group: [Waiting],
+        store: any PostbackStorage,
+        runID: Int64,
+        summary: inout IngestSummary
+    ) async {
         let now = UTCInstant.now()
         var bytes: [UInt8] = []
         bytes.reserveCapacity(group.reduce(0) { $0 + $1.submission.bytes.count })

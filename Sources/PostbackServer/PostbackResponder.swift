@@ -174,7 +174,10 @@ struct PostbackResponder: HTTPResponder {
             return tooLarge()
         } catch {
             // The client went away or timed out mid-body: nothing to store, nobody to answer.
-            return Self.json(.badRequest, Self.problem(status: "incomplete", reason: "the request body did not arrive whole"))
+            return Self.json(
+                .badRequest,
+                Self.problem(status: "incomplete", reason: "the request body did not arrive whole")
+            )
         }
         let bytes = Array(body.readableBytesView)
         let (result, digest) = verifiers.withVerifier { verifier in
@@ -208,7 +211,10 @@ struct PostbackResponder: HTTPResponder {
     private func tooLarge() -> Response {
         Self.json(
             .contentTooLarge,
-            Self.problem(status: "too_large", reason: "the body is over \(maximumBody) bytes; a postback is under 1 KiB")
+            Self.problem(
+                status: "too_large",
+                reason: "the body is over \(maximumBody) bytes; a postback is under 1 KiB"
+            )
         )
     }
 
@@ -259,7 +265,10 @@ struct PostbackResponder: HTTPResponder {
     /// The client's `X-Request-Id` when it is short and plain, else a new random one.
     static func requestID(_ given: String?) -> String {
         if let given, (1...64).contains(given.utf8.count),
-            given.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) })
+            given.utf8.allSatisfy({
+                $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || ($0 >= 0x30 && $0 <= 0x39)
+                    || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+            })
         {
             return given
         }

@@ -104,7 +104,13 @@ public struct ServeJob: Sendable {
         return try await PostbackStores.with(location, access: .receive, logger: logger) { store in
             // The reading routes' store, beside the writer's.
             try await PostbackStores.with(location, logger: logger) { readerStore in
-                try await serve(store, reader: ReportReader(readerStore), scheme: scheme, tls: tlsConfiguration, ready: ready)
+                try await serve(
+                    store,
+                    reader: ReportReader(readerStore),
+                    scheme: scheme,
+                    tls: tlsConfiguration,
+                    ready: ready
+                )
             }
         }
     }
@@ -221,7 +227,9 @@ public struct ServeJob: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificate)
         } catch {
-            throw ServeError("cannot read the certificate chain in \(certificate) (--tls-cert): \(error); give a PEM file")
+            throw ServeError(
+                "cannot read the certificate chain in \(certificate) (--tls-cert): \(error); give a PEM file"
+            )
         }
         guard !chain.isEmpty else {
             throw ServeError("\(certificate) (--tls-cert) holds no certificate; give a PEM file")

@@ -133,7 +133,8 @@ extension ServerMetrics: ForwardMetrics {
     func forwardStatus(_ status: [DeliveryStatus], nowMs: Int64) {
         for destination in status {
             let counts = [
-                ("delivered", destination.delivered), ("pending", destination.pending), ("retrying", destination.retrying),
+                ("delivered", destination.delivered), ("pending", destination.pending),
+                ("retrying", destination.retrying),
                 ("rejected", destination.rejected), ("failed", destination.failed),
             ]
             for (state, count) in counts {

@@ -57,7 +57,10 @@ package protocol PostbackStorage: AnyObject {
     ///
     /// - Throws: ``BundleIDConflict`` (nothing stored) when a bundle identifier is another
     ///   app's.
-    func addModels(_ models: [(model: ConversionModel, source: String)], bundleIDs: [Int64: String]) async throws
+    func addModels(
+        _ models: [(model: ConversionModel, source: String)],
+        bundleIDs: [Int64: String]
+    ) async throws
         -> [ModelAddOutcome]
 
     /// The current model of every app, by app id.
@@ -96,7 +99,13 @@ package protocol PostbackStorage: AnyObject {
     /// Leases up to `limit` pending deliveries to `destination` that are due and not leased,
     /// earliest due first, to `holder` until `leaseUntilMs`. Concurrent claims never return one
     /// delivery twice.
-    func claimDeliveries(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) async throws
+    func claimDeliveries(
+        destination: String,
+        limit: Int,
+        nowMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    ) async throws
         -> [ClaimedDelivery]
 
     /// Records outcomes in one transaction, each only if `holder` still holds its lease (a
@@ -124,7 +133,13 @@ package protocol PostbackStorage: AnyObject {
     /// quick retries of a 404 that are due by `nowMs` (`fetch --once` passes its start as
     /// `dueByMs`, so that a pass ends). Concurrent claims never return one token twice.
     /// Returns the leased tokens and how many expired.
-    func claimAppleAdsTokens(limit: Int, nowMs: Int64, dueByMs: Int64, leaseUntilMs: Int64, holder: String)
+    func claimAppleAdsTokens(
+        limit: Int,
+        nowMs: Int64,
+        dueByMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    )
         async throws -> (claimed: [AppleAdsClaim], expired: Int)
 
     /// Records exchange outcomes in one transaction, durable when this returns, each only if

@@ -76,13 +76,20 @@ public struct StoreFault: CodedError {
     ///
     /// - Parameter whileWriting: the command was writing: the sentence adds that what was
     ///   committed is kept and the same command finishes the work.
-    public static func classify(_ error: any Error, at location: StoreLocation, whileWriting: Bool = false) -> StoreFault {
+    public static func classify(
+        _ error: any Error,
+        at location: StoreLocation,
+        whileWriting: Bool = false
+    ) -> StoreFault {
         if let fault = error as? StoreFault { return fault }  // said before anything was written
         let fault = describe(error, at: location)
         guard whileWriting else { return fault }
         switch fault.code {
         case .damaged, .diskFull, .locked, .ioError, .unreachable, .failed:
-            return StoreFault(fault.code, fault.reason + ". What was committed is kept; run the same command again to finish")
+            return StoreFault(
+                fault.code,
+                fault.reason + ". What was committed is kept; run the same command again to finish"
+            )
         default:
             return fault
         }
@@ -100,7 +107,13 @@ public struct StoreFault: CodedError {
             return sqlite(code, detail: PostbackDatabase.describe(error), store: store)
         }
         if let error = error as? PostgresStoreError {
-            return postgres(sqlState: error.sqlState, lost: error.connectionLost, detail: error.reason, store: store, action: error.action)
+            return postgres(
+                sqlState: error.sqlState,
+                lost: error.connectionLost,
+                detail: error.reason,
+                store: store,
+                action: error.action
+            )
         }
         if error is PSQLError || error is PostgresConnectionLost {
             let facts = PostgresStoreError.facts(of: error)

@@ -8,7 +8,8 @@ extension Postbackd {
     struct AppleAds: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "apple-ads",
-            abstract: "Apple Ads attribution through AdServices: collect the apps' tokens, exchange them with Apple, report.",
+            abstract:
+                "Apple Ads attribution through AdServices: collect the apps' tokens, exchange them with Apple, report.",
             discussion: """
                 The app calls AAAttribution.attributionToken() and sends {"app_id": …, "token": "…", \
                 "obtained_at": "ISO 8601"} to `serve` (POST /v1/apple-ads/token), or a batch job \
@@ -121,7 +122,8 @@ extension Postbackd.AppleAds {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Tokens by state (pending, attributed, organic, invalid, expired), the oldest pending, and undocumented values seen."
+            abstract:
+                "Tokens by state (pending, attributed, organic, invalid, expired), the oldest pending, and undocumented values seen."
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -209,10 +211,20 @@ struct AppleAdsExchangeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Apple's attribution endpoint (a local stand-in in tests).", valueName: "url"))
     var endpoint: String = AppleAdsFetchJob.appleEndpoint
 
-    @Option(help: ArgumentHelp("Seconds before retrying after a 5xx, a timeout or a connection error.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds before retrying after a 5xx, a timeout or a connection error.",
+            valueName: "seconds"
+        )
+    )
     var retryAfter: Int = 60
 
-    @Option(help: ArgumentHelp("Seconds a request may take (Apple holds one up to about a second before a 404).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request may take (Apple holds one up to about a second before a 404).",
+            valueName: "seconds"
+        )
+    )
     var timeout: Int = 10
 
     @Option(help: ArgumentHelp("Requests in flight at most.", valueName: "n"))

@@ -42,7 +42,10 @@ extension Postbackd {
         @Option(help: ArgumentHelp("The states, one JSON object per line; - for standard input.", valueName: "file|-"))
         var state: String = "-"
 
-        @Flag(help: "Add to each answer which mappings held and the condition that kept the next higher value from holding.")
+        @Flag(
+            help:
+                "Add to each answer which mappings held and the condition that kept the next higher value from holding."
+        )
         var explain = false
 
         func validate() throws {
@@ -50,7 +53,9 @@ extension Postbackd {
                 throw ValidationError("give either --model FILE, or --app APP with the models in --db")
             }
             if model == nil && app == nil {
-                throw ValidationError("which model? give --model FILE, or --app APP to use the app's current model in --db")
+                throw ValidationError(
+                    "which model? give --model FILE, or --app APP to use the app's current model in --db"
+                )
             }
         }
 
@@ -64,7 +69,9 @@ extension Postbackd {
                     throw failInput("cannot use the model:\n" + error.description)
                 }
                 guard models.count == 1, let only = models.first else {
-                    throw failInput("\(model) holds \(models.count) models; encode answers from one (use --db and --app)")
+                    throw failInput(
+                        "\(model) holds \(models.count) models; encode answers from one (use --db and --app)"
+                    )
                 }
                 chosen = only
             } else if let app {
@@ -85,7 +92,13 @@ extension Postbackd {
             let errors = TextOutput.standardError()
             let summary: EncodeJob.Summary
             do {
-                summary = try EncodeJob.run(model: chosen, input: state, explain: explain, output: output, errors: errors)
+                summary = try EncodeJob.run(
+                    model: chosen,
+                    input: state,
+                    explain: explain,
+                    output: output,
+                    errors: errors
+                )
             } catch {
                 output.flush()
                 errors.flush()

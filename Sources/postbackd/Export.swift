@@ -8,7 +8,8 @@ extension ExportTable: ExpressibleByArgument {}
 extension Postbackd {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write every stored postback, decoded through its app's model, as JSON Lines or CSV for a warehouse.",
+            abstract:
+                "Write every stored postback, decoded through its app's model, as JSON Lines or CSV for a warehouse.",
             discussion: """
                 One line (CSV: one row per decoded event) per stored postback: every stored column \
                 (raw as the postback's JSON text, hashes in hex, times in ISO 8601 UTC), and \
@@ -66,7 +67,9 @@ extension Postbackd {
         func validate() throws {
             let first = try from.map { try day($0, option: "--from") }
             let last = try to.map { try day($0, option: "--to") }
-            if let first, let last, last < first { throw ValidationError("--to \(to ?? "") is before --from \(from ?? "")") }
+            if let first, let last, last < first {
+                throw ValidationError("--to \(to ?? "") is before --from \(from ?? "")")
+            }
             if let consumer, consumer.isEmpty || consumer.utf8.count > 200 {
                 throw ValidationError("--consumer names a consumer in 1 to 200 characters")
             }
@@ -91,7 +94,9 @@ extension Postbackd {
             do {
                 summary = try await ExportJob.run(options, location: database.location)
             } catch let error as ExportOutputError {
-                throw failInput(error.description + (consumer == nil ? "" : "; the cursor of \(consumer ?? "") is unchanged"))
+                throw failInput(
+                    error.description + (consumer == nil ? "" : "; the cursor of \(consumer ?? "") is unchanged")
+                )
             } catch let error as ExportCursorError {
                 throw failInput(error.description)
             } catch {

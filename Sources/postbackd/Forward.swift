@@ -8,7 +8,8 @@ import PostbackStore
 extension Postbackd {
     struct Forward: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Push stored postbacks (raw, or decoded) to partners' and BI endpoints, with durable delivery state.",
+            abstract:
+                "Push stored postbacks (raw, or decoded) to partners' and BI endpoints, with durable delivery state.",
             discussion: """
                 The config is a JSON object {"destinations": [...]}; each destination has name, \
                 url, payload ("raw": the postback's bytes as received; "decoded": the export line \
@@ -119,7 +120,8 @@ extension Postbackd {
             var rows = [["destination", "delivered", "pending", "retrying", "rejected", "failed", "oldest_pending"]]
             for state in states {
                 rows.append([
-                    state.destination, formatCount(state.delivered), formatCount(state.pending), formatCount(state.retrying),
+                    state.destination, formatCount(state.delivered), formatCount(state.pending),
+                    formatCount(state.retrying),
                     formatCount(state.rejected), formatCount(state.failed),
                     state.oldestPendingMs.map { age(max(0, nowMs - $0)) } ?? "-",
                 ])
@@ -128,7 +130,8 @@ extension Postbackd {
             for row in rows { for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) } }
             return rows.map { row in
                 row.enumerated().map { index, cell in
-                    index == 0 ? cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                    index == 0
+                        ? cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
                         : String(repeating: " ", count: widths[index] - cell.count) + cell
                 }.joined(separator: "  ")
             }.joined(separator: "\n") + "\n"

@@ -6,7 +6,8 @@ import PostbackStore
 extension Postbackd {
     struct Ingest: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store postbacks exactly once (SQLite or PostgreSQL): accepted, counted as duplicates, or quarantined.",
+            abstract:
+                "Store postbacks exactly once (SQLite or PostgreSQL): accepted, counted as duplicates, or quarantined.",
             discussion: """
                 Reads inputs exactly as verify does, verifies on every core, and writes each valid \
                 postback once under its dedup key (ad network, transaction id, sequence index); \

@@ -25,7 +25,10 @@ struct Postbackd: AsyncParsableCommand {
             Exit status: \(ExitStatus.documentation)
             """,
         version: PostbackdVersion.current,
-        subcommands: [Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Encode.self, Aggregate.self, Report.self, Export.self, Forward.self, AppleAds.self, Check.self, Generate.self]
+        subcommands: [
+            Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Encode.self, Aggregate.self, Report.self,
+            Export.self, Forward.self, AppleAds.self, Check.self, Generate.self,
+        ]
     )
 
     /// Like ArgumentParser's `main`, but usage errors exit with status 2 (as I/O errors do),

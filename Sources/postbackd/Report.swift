@@ -83,11 +83,15 @@ extension Postbackd {
         @Flag(help: "One row per group and event name: occurrences, postbacks with the event, revenue.")
         var events = false
 
-        @Flag(help: "Add Apple Ads' SKAN installs and its AdServices installs and redownloads beside each row (--by date,app_id at most).")
+        @Flag(
+            help:
+                "Add Apple Ads' SKAN installs and its AdServices installs and redownloads beside each row (--by date,app_id at most)."
+        )
         var withAppleAds = false
 
         @Option(
-            help: "table (aligned, 100 columns), csv, json, or html (the dashboard as one self-contained page: charts of the filtered period)."
+            help:
+                "table (aligned, 100 columns), csv, json, or html (the dashboard as one self-contained page: charts of the filtered period)."
         )
         var format: OutputFormat = .table
 

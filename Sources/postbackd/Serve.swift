@@ -8,7 +8,8 @@ import PostbackStore
 extension Postbackd {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Receive postbacks over HTTP at Apple's report-attribution endpoints and store them exactly once.",
+            abstract:
+                "Receive postbacks over HTTP at Apple's report-attribution endpoints and store them exactly once.",
             discussion: """
                 Devices POST each postback to \
                 /.well-known/skadnetwork/report-attribution/ (SKAdNetwork) or \
@@ -148,14 +149,25 @@ extension Postbackd {
         var forward: String?
 
         @Flag(
-            help: "Also exchange the Apple Ads tokens received at POST /v1/apple-ads/token with Apple, as `apple-ads fetch --follow` does."
+            help:
+                "Also exchange the Apple Ads tokens received at POST /v1/apple-ads/token with Apple, as `apple-ads fetch --follow` does."
         )
         var appleAds = false
 
-        @Option(help: ArgumentHelp("With --apple-ads: Apple's attribution endpoint (a stand-in in tests).", valueName: "url"))
+        @Option(
+            help: ArgumentHelp(
+                "With --apple-ads: Apple's attribution endpoint (a stand-in in tests).",
+                valueName: "url"
+            )
+        )
         var appleAdsEndpoint: String = AppleAdsFetchJob.appleEndpoint
 
-        @Option(help: ArgumentHelp("With --apple-ads: seconds before retrying after a 5xx or a timeout.", valueName: "seconds"))
+        @Option(
+            help: ArgumentHelp(
+                "With --apple-ads: seconds before retrying after a 5xx or a timeout.",
+                valueName: "seconds"
+            )
+        )
         var appleAdsRetryAfter: Int = 60
 
         func validate() throws {
@@ -164,11 +176,15 @@ extension Postbackd {
             if (tlsCert == nil) != (tlsKey == nil) {
                 throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
             }
-            guard (0...65_535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535)") }
+            guard (0...65_535).contains(port) else {
+                throw ValidationError("--port \(port) is not a port (0 to 65535)")
+            }
             guard maxBody >= 1024 else { throw ValidationError("--max-body \(maxBody) must be at least 1024") }
             guard readTimeout >= 1 else { throw ValidationError("--read-timeout \(readTimeout) must be at least 1") }
             guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
-            guard quarantineRowsPerHour >= 0 else { throw ValidationError("--quarantine-rows-per-hour must be 0 or more") }
+            guard quarantineRowsPerHour >= 0 else {
+                throw ValidationError("--quarantine-rows-per-hour must be 0 or more")
+            }
             if let clientAddressHeader, HTTPHeaderName.isValid(clientAddressHeader) == false {
                 throw ValidationError("--client-address-header \(clientAddressHeader) is not a header name")
             }
@@ -199,8 +215,13 @@ extension Postbackd {
                 guard token == nil else {
                     throw failInput("give --dashboard-token or --dashboard-token-file, not both")
                 }
-                let bytes = try readOptionFile(dashboardTokenFile, option: "--dashboard-token-file", what: "a token file")
-                token = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first
+                let bytes = try readOptionFile(
+                    dashboardTokenFile,
+                    option: "--dashboard-token-file",
+                    what: "a token file"
+                )
+                token =
+                    String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first
                     .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             }
             if let token, token.utf8.count < 16 || token.utf8.count > 256 || token.contains(where: \.isWhitespace) {

@@ -152,7 +152,10 @@ struct AAKVerificationTests {
 
     @Test("conversion-type \"reengagement\", Apple's other spelling, verifies as re-engagement with a warning")
     func reengagementSpelling() throws {
-        let spelled = Self.payload.replacingOccurrences(of: "\"conversion-type\":\"download\"", with: "\"conversion-type\":\"reengagement\"")
+        let spelled = Self.payload.replacingOccurrences(
+            of: "\"conversion-type\":\"download\"",
+            with: "\"conversion-type\":\"reengagement\""
+        )
         #expect(spelled != Self.payload)
         let result = try check(try Self.envelope(payload: spelled))
         #expect(result.verdict == .valid, "\(result.reason ?? "")")

@@ -13,9 +13,12 @@ struct AppleAdsRulesTests {
 
     func claim(attempts: Int = 0, notFound: Int = 0, obtainedHoursAgo: Int64 = 1) -> AppleAdsClaim {
         AppleAdsClaim(
-            id: 1, appID: 9, token: "t",
+            id: 1,
+            appID: 9,
+            token: "t",
             obtainedAt: UTCInstant(milliseconds: now.milliseconds - obtainedHoursAgo * 3_600_000),
-            attempts: attempts, notFound: notFound
+            attempts: attempts,
+            notFound: notFound
         )
     }
 
@@ -36,8 +39,12 @@ struct AppleAdsRulesTests {
         #expect(!rules.outcome(claim(notFound: 3), .notReady, nowMs: now.milliseconds).awaitsQuickRetry)
         // Half a minute of validity left: due at the expiry, when the claim closes it unsent.
         let late = AppleAdsClaim(
-            id: 1, appID: 9, token: "t", obtainedAt: UTCInstant(milliseconds: now.milliseconds - 24 * 3_600_000 + 30_000),
-            attempts: 5, notFound: 5
+            id: 1,
+            appID: 9,
+            token: "t",
+            obtainedAt: UTCInstant(milliseconds: now.milliseconds - 24 * 3_600_000 + 30_000),
+            attempts: 5,
+            notFound: 5
         )
         #expect(rules.outcome(late, .notReady, nowMs: now.milliseconds).dueMs == late.expiresAt.milliseconds)
         let closed = rules.expired(late, nowMs: now.milliseconds)
@@ -51,17 +58,26 @@ struct AppleAdsRulesTests {
         #expect(rules.outcome(claim(), .record(record), nowMs: now.milliseconds).state == .organic)
         #expect(rules.outcome(claim(), .invalid, nowMs: now.milliseconds).state == .invalid)
         let retry = rules.outcome(claim(attempts: 2, notFound: 2), .unavailable("503"), nowMs: now.milliseconds)
-        #expect(retry.state == .pending && retry.dueMs == now.milliseconds + 7_000 && retry.notFound == 2 && retry.attempts == 3)
+        #expect(
+            retry.state == .pending && retry.dueMs == now.milliseconds + 7_000 && retry.notFound == 2
+                && retry.attempts == 3
+        )
     }
 
     @Test("a record's odd values are kept, its report day is the click's, else the impression's, else the token's")
     func records() throws {
         let record = try AppleAdsRecord.parse(
-            Array(#"{"attribution":true,"campaignId":"12","adGroupId":true,"conversionType":"Reinstall","impressionDate":"2026-11-01T23:30:00-02:00"}"#.utf8)
+            Array(
+                #"{"attribution":true,"campaignId":"12","adGroupId":true,"conversionType":"Reinstall","impressionDate":"2026-11-01T23:30:00-02:00"}"#
+                    .utf8
+            )
         )
         #expect(record.campaignID == 12 && record.adGroupID == nil && record.conversionType == "Reinstall")
         #expect(record.reportDay(obtainedAt: now).description == "2026-11-02")
-        #expect(try AppleAdsRecord.parse(Array(#"{"attribution":true}"#.utf8)).reportDay(obtainedAt: now).description == "2026-11-23")
+        #expect(
+            try AppleAdsRecord.parse(Array(#"{"attribution":true}"#.utf8)).reportDay(obtainedAt: now).description
+                == "2026-11-23"
+        )
         #expect(throws: AppleAdsTokenError.self) { try AppleAdsRecord.parse(Array(#"{"orgId":1}"#.utf8)) }
         #expect(throws: AppleAdsTokenError.self) { try AppleAdsRecord.parse(Array("<html>".utf8)) }
     }
@@ -79,7 +95,10 @@ struct AppleAdsRulesTests {
         let token = try AppleAdsToken.parse(json: Array(#"{"app_id":"42","token":"abc+/="}"#.utf8), now: now)
         #expect(token.appID == 42 && token.obtainedAt == now)
         #expect(field(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T12:59:00Z"}"#) == .none, "an hour of skew")
-        let fast = try AppleAdsToken.parse(json: Array(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T12:30:00Z"}"#.utf8), now: now)
+        let fast = try AppleAdsToken.parse(
+            json: Array(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T12:30:00Z"}"#.utf8),
+            now: now
+        )
         #expect(fast.obtainedAt == now && fast.obtainedAtGiven, "a fast clock never lengthens the validity")
         #expect(!token.obtainedAtGiven)
         #expect(field(#"{"app_id":42,"token":"abc","obtained_at":"2026-11-23T13:01:00Z"}"#) == .some("obtained_at"))
@@ -106,6 +125,11 @@ struct TextLinesTests {
         var read: [(Int, TextLines.Line)] = []
         while let line = try lines.next() { read.append((lines.number, line)) }
         #expect(read.map(\.0) == [1, 4, 5, 6])
-        #expect(read.map(\.1) == [.text(Array("a".utf8)), .tooLong(200_000), .text(Array("b".utf8)), .text(Array("last-without-newline".utf8))])
+        #expect(
+            read.map(\.1) == [
+                .text(Array("a".utf8)), .tooLong(200_000), .text(Array("b".utf8)),
+                .text(Array("last-without-newline".utf8)),
+            ]
+        )
     }
 }

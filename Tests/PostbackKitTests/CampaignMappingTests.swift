@@ -1,6 +1,7 @@
-@testable import PostbackKit
 import PostbackTestSupport
 import Testing
+
+@testable import PostbackKit
 
 @Suite("Campaign mapping files and lookups")
 struct CampaignMappingTests {

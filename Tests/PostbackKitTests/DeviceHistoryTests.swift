@@ -98,7 +98,9 @@ struct DeviceHistoryTests {
         #expect(DeviceHistory.recording(again, after: history) == history)
         // Only the last few are remembered.
         for index in 3...12 {
-            history = try #require(DeviceHistory.recording(call("e", at: 1.002, request: [UInt8(index)]), after: history))
+            history = try #require(
+                DeviceHistory.recording(call("e", at: 1.002, request: [UInt8(index)]), after: history)
+            )
         }
         #expect(history.recentRequests.count == DeviceHistory.recentRequestCount)
     }
@@ -120,7 +122,9 @@ struct DeviceHistoryTests {
         unnamed.recordsEvent = false
         let history = try #require(DeviceHistory.recording(unnamed, after: nil))
         #expect(history.events.isEmpty)
-        let next = try #require(DeviceHistory.recording(call("purchase", at: 2, revenue: ["USD": 3_000_000]), after: history))
+        let next = try #require(
+            DeviceHistory.recording(call("purchase", at: 2, revenue: ["USD": 3_000_000]), after: history)
+        )
         #expect(next.events.map(\.revenue) == [[.init(micros: 1_000_000, currency: "USD")]])
 
         let model = try ConversionModelParser.parse(
@@ -143,7 +147,8 @@ struct DeviceHistoryTests {
     func boundedCurrencies() throws {
         var totals: [String: Int64] = [:]
         for index in 0..<40 {
-            let code = String(UnicodeScalar(UInt8(65 + index / 26))) + String(UnicodeScalar(UInt8(65 + index % 26))) + "X"
+            let code =
+                String(UnicodeScalar(UInt8(65 + index / 26))) + String(UnicodeScalar(UInt8(65 + index % 26))) + "X"
             totals[code] = 1_000_000
         }
         let history = try #require(DeviceHistory.recording(call("purchase", at: 1, revenue: totals), after: nil))
@@ -194,7 +199,13 @@ struct DeviceHistoryTests {
                 {"lowConversionValueMapping": {"mappedEvents": [{"mappedEventName": "\#(eventName)"}]}}}]}
                 """#
             let model = try ConversionModelParser.parse(Array(text.utf8))
-            let state = history.state(for: model, at: start, currentFine: nil, currentCoarse: [nil, nil, nil], currentLocked: [false, false, false])
+            let state = history.state(
+                for: model,
+                at: start,
+                currentFine: nil,
+                currentCoarse: [nil, nil, nil],
+                currentLocked: [false, false, false]
+            )
             return model.encode(state).coarse
         }
         #expect(try answer("session") == .low)

@@ -8,7 +8,8 @@ import Testing
 struct EncodingTests {
     /// A model from the JSON of its fine mappings, postback mappings and extra fields.
     private func model(fine: String = "[]", postbacks: String = "[]") throws -> ConversionModel {
-        let text = #"{"appId": "525463029", "fineGrainedConversionValueMappings": \#(fine), "postbackMappings": \#(postbacks)}"#
+        let text =
+            #"{"appId": "525463029", "fineGrainedConversionValueMappings": \#(fine), "postbackMappings": \#(postbacks)}"#
         return try ConversionModelParser.parse(Array(text.utf8))
     }
 
@@ -16,7 +17,12 @@ struct EncodingTests {
         #"{"fineGrainedConversionValue": \#(value), "conversionValueMapping": \#(mapping)}"#
     }
 
-    private func event(_ name: String, hours: Double, revenue: Double? = nil, currency: String? = "USD")
+    private func event(
+        _ name: String,
+        hours: Double,
+        revenue: Double? = nil,
+        currency: String? = "USD"
+    )
         -> UserState.Event
     {
         UserState.Event(
@@ -31,9 +37,15 @@ struct EncodingTests {
     func timeBounds() throws {
         let model = try model(
             fine: "["
-                + fine(1, #"{"minTimePostInstallHours": "6", "maxTimePostInstallHours": "24", "mappedEvents": [{"mappedEventName": "level"}]}"#)
+                + fine(
+                    1,
+                    #"{"minTimePostInstallHours": "6", "maxTimePostInstallHours": "24", "mappedEvents": [{"mappedEventName": "level"}]}"#
+                )
                 + ","
-                + fine(2, #"{"minTimePostInstallHours": 10, "maxTimePostInstallHours": "0", "mappedEvents": [{"mappedEventName": "boss"}]}"#)
+                + fine(
+                    2,
+                    #"{"minTimePostInstallHours": 10, "maxTimePostInstallHours": "0", "mappedEvents": [{"mappedEventName": "boss"}]}"#
+                )
                 + "]"
         )
         func answer(_ events: [UserState.Event]) -> Int? {
@@ -47,14 +59,22 @@ struct EncodingTests {
         #expect(answer([event("boss", hours: 47)]) == 2)
     }
 
-    @Test("counts: eventCounter is at least n; a range is [a, b] with b unset meaning no bound; neither is at least once")
+    @Test(
+        "counts: eventCounter is at least n; a range is [a, b] with b unset meaning no bound; neither is at least once"
+    )
     func counts() throws {
         let model = try model(
             fine: "["
                 + fine(10, #"{"mappedEvents": [{"mappedEventName": "once"}]}"#) + ","
                 + fine(20, #"{"mappedEvents": [{"mappedEventName": "counter", "eventCounter": "3"}]}"#) + ","
-                + fine(30, #"{"mappedEvents": [{"mappedEventName": "range", "eventOccurrenceRange": {"minEventCount": "2", "maxEventCount": "3"}}]}"#) + ","
-                + fine(40, #"{"mappedEvents": [{"mappedEventName": "open", "eventOccurrenceRange": {"minEventCount": 5}}]}"#)
+                + fine(
+                    30,
+                    #"{"mappedEvents": [{"mappedEventName": "range", "eventOccurrenceRange": {"minEventCount": "2", "maxEventCount": "3"}}]}"#
+                ) + ","
+                + fine(
+                    40,
+                    #"{"mappedEvents": [{"mappedEventName": "open", "eventOccurrenceRange": {"minEventCount": 5}}]}"#
+                )
                 + "]"
         )
         func answer(_ name: String, times: Int) -> Int? {
@@ -80,9 +100,18 @@ struct EncodingTests {
         let model = try model(
             fine: "["
                 + fine(1, #"{"mappedEvents": [{"mappedEventName": "free"}]}"#) + ","
-                + fine(2, #"{"mappedEvents": [{"mappedEventName": "buy", "currencyCode": "USD", "eventRevenueValue": 10}]}"#) + ","
-                + fine(3, #"{"mappedEvents": [{"mappedEventName": "sub", "currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": 5, "maxEventRevenue": 20}}]}"#) + ","
-                + fine(4, #"{"mappedEvents": [{"mappedEventName": "whale", "currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": 100}}]}"#)
+                + fine(
+                    2,
+                    #"{"mappedEvents": [{"mappedEventName": "buy", "currencyCode": "USD", "eventRevenueValue": 10}]}"#
+                ) + ","
+                + fine(
+                    3,
+                    #"{"mappedEvents": [{"mappedEventName": "sub", "currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": 5, "maxEventRevenue": 20}}]}"#
+                ) + ","
+                + fine(
+                    4,
+                    #"{"mappedEvents": [{"mappedEventName": "whale", "currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": 100}}]}"#
+                )
                 + "]"
         )
         func answer(_ events: [UserState.Event]) -> Int? {
@@ -104,39 +133,61 @@ struct EncodingTests {
     @Test("currencies: only revenue in the event's currency counts")
     func currencies() throws {
         let model = try model(
-            fine: "[" + fine(5, #"{"mappedEvents": [{"mappedEventName": "buy", "currencyCode": "EUR", "eventRevenueValue": 10}]}"#) + "]"
+            fine: "["
+                + fine(
+                    5,
+                    #"{"mappedEvents": [{"mappedEventName": "buy", "currencyCode": "EUR", "eventRevenueValue": 10}]}"#
+                ) + "]"
         )
         func answer(_ events: [UserState.Event]) -> Int? {
             model.encode(UserState(elapsedHours: 1, events: events)).fine
         }
         #expect(answer([event("buy", hours: 0, revenue: 50, currency: "USD")]) == 0)
-        #expect(answer([event("buy", hours: 0, revenue: 6, currency: "EUR"), event("buy", hours: 1, revenue: 50, currency: "GBP")]) == 0)
-        #expect(answer([event("buy", hours: 0, revenue: 6, currency: "EUR"), event("buy", hours: 1, revenue: 4, currency: "EUR")]) == 5)
+        #expect(
+            answer([
+                event("buy", hours: 0, revenue: 6, currency: "EUR"),
+                event("buy", hours: 1, revenue: 50, currency: "GBP"),
+            ]) == 0
+        )
+        #expect(
+            answer([
+                event("buy", hours: 0, revenue: 6, currency: "EUR"),
+                event("buy", hours: 1, revenue: 4, currency: "EUR"),
+            ]) == 5
+        )
     }
 
     @Test("values never go down: fine in window 0, coarse in every window")
     func neverDown() throws {
         let model = try model(
             fine: "[" + fine(7, #"{"mappedEvents": [{"mappedEventName": "a"}]}"#) + "]",
-            postbacks: #"[{"postbackSequenceIndex": 1, "coarseGrainedConversionValueMappings": {"lowConversionValueMapping": {"mappedEvents": [{"mappedEventName": "a"}]}}}]"#
+            postbacks:
+                #"[{"postbackSequenceIndex": 1, "coarseGrainedConversionValueMappings": {"lowConversionValueMapping": {"mappedEvents": [{"mappedEventName": "a"}]}}}]"#
         )
         let events = [event("a", hours: 0)]
         #expect(model.encode(UserState(elapsedHours: 1, events: events, currentFine: 30)).fine == 30)
         #expect(model.encode(UserState(elapsedHours: 1, events: events, currentFine: 3)).fine == 7)
-        #expect(model.encode(UserState(elapsedHours: 1, events: [], currentFine: nil)).fine == 0, "nothing holds, nothing set: 0")
+        #expect(
+            model.encode(UserState(elapsedHours: 1, events: [], currentFine: nil)).fine == 0,
+            "nothing holds, nothing set: 0"
+        )
         let window1 = UserState(elapsedHours: 100, events: events, currentFine: 3, currentCoarse: [nil, .high, nil])
         #expect(model.encode(window1).coarse == .high)
         #expect(model.encode(window1).fine == 3, "windows 1 and 2 keep the fine value")
         #expect(model.encode(UserState(elapsedHours: 100, events: events)).coarse == .low)
         #expect(model.encode(UserState(elapsedHours: 100, events: events)).fine == nil)
-        #expect(model.encode(UserState(elapsedHours: 100, events: [])).coarse == nil, "no mapping holds, none set: null")
+        #expect(
+            model.encode(UserState(elapsedHours: 100, events: [])).coarse == nil,
+            "no mapping holds, none set: null"
+        )
     }
 
     @Test("a locked window answers its current values, unchanged, with lock true")
     func lockedWindow() throws {
         let model = try model(
             fine: "[" + fine(9, #"{"mappedEvents": []}"#) + "]",
-            postbacks: #"[{"postbackSequenceIndex": 0, "coarseGrainedConversionValueMappings": {"highConversionValueMapping": {"mappedEvents": []}}}]"#
+            postbacks:
+                #"[{"postbackSequenceIndex": 0, "coarseGrainedConversionValueMappings": {"highConversionValueMapping": {"mappedEvents": []}}}]"#
         )
         let state = UserState(
             elapsedHours: 2,
@@ -153,7 +204,11 @@ struct EncodingTests {
     @Test("each lock trigger: a coarse value reached, a fine value reached (window 0), an event over all time")
     func lockTriggers() throws {
         let model = try model(
-            fine: "[" + fine(40, #"{"mappedEvents": [{"mappedEventName": "buy", "currencyCode": "USD", "eventRevenueValue": 20}]}"#) + "]",
+            fine: "["
+                + fine(
+                    40,
+                    #"{"mappedEvents": [{"mappedEventName": "buy", "currencyCode": "USD", "eventRevenueValue": 20}]}"#
+                ) + "]",
             postbacks: #"""
                 [{"postbackSequenceIndex": 0, "lockWindowFineConversionValue": 40},
                  {"postbackSequenceIndex": 1, "lockWindowCoarseConversionValue": "MEDIUM",
@@ -167,7 +222,10 @@ struct EncodingTests {
         )
         #expect(model.encode(UserState(elapsedHours: 3, events: [event("buy", hours: 1, revenue: 19)])).lock == false)
         #expect(model.encode(UserState(elapsedHours: 3, events: [event("buy", hours: 1, revenue: 25)])).lock == true)
-        #expect(model.encode(UserState(elapsedHours: 3, currentFine: 41)).lock == true, "the answered value, kept from current")
+        #expect(
+            model.encode(UserState(elapsedHours: 3, currentFine: 41)).lock == true,
+            "the answered value, kept from current"
+        )
 
         let opens = (0..<3).map { event("open", hours: 50 + Double($0)) }
         #expect(model.encode(UserState(elapsedHours: 60, events: Array(opens.prefix(1)))).lock == false)
@@ -182,9 +240,15 @@ struct EncodingTests {
         #expect(model.encode(UserState(elapsedHours: 300, events: [event("open", hours: 200)])).lock == false)
 
         // An Event object as the trigger, with its count.
-        let counted = try self.model(postbacks: #"[{"postbackSequenceIndex": 0, "lockWindowEvent": {"mappedEventName": "open", "eventCounter": "2"}}]"#)
+        let counted = try self.model(
+            postbacks:
+                #"[{"postbackSequenceIndex": 0, "lockWindowEvent": {"mappedEventName": "open", "eventCounter": "2"}}]"#
+        )
         #expect(counted.encode(UserState(elapsedHours: 3, events: [event("open", hours: 1)])).lock == false)
-        #expect(counted.encode(UserState(elapsedHours: 3, events: [event("open", hours: 1), event("open", hours: 2)])).lock == true)
+        #expect(
+            counted.encode(UserState(elapsedHours: 3, events: [event("open", hours: 1), event("open", hours: 2)])).lock
+                == true
+        )
     }
 
     @Test("window boundaries at 48, 168 and 840 hours")
@@ -213,16 +277,28 @@ struct EncodingTests {
     @Test("a model without coarse mappings answers a null coarse value, or the current one")
     func noCoarseMappings() throws {
         let model = try model(fine: "[" + fine(3, #"{"mappedEvents": []}"#) + "]")
-        #expect(model.encode(UserState(elapsedHours: 10)) == ConversionValueAnswer(window: 0, fine: 3, coarse: nil, lock: false))
+        #expect(
+            model.encode(UserState(elapsedHours: 10))
+                == ConversionValueAnswer(window: 0, fine: 3, coarse: nil, lock: false)
+        )
         #expect(model.encode(UserState(elapsedHours: 100, currentCoarse: [nil, .medium, nil])).coarse == .medium)
     }
 
     @Test("a malformed lock trigger is refused, naming its JSON path")
     func malformedTriggers() throws {
         let cases: [(String, String)] = [
-            (#"{"postbackSequenceIndex": 0, "lockWindowCoarseConversionValue": "ENORMOUS"}"#, "$.postbackMappings[0].lockWindowCoarseConversionValue"),
-            (#"{"postbackSequenceIndex": 0, "lockWindowFineConversionValue": 64}"#, "$.postbackMappings[0].lockWindowFineConversionValue"),
-            (#"{"postbackSequenceIndex": 0, "lockWindowEvent": {"eventCounter": 2}}"#, "$.postbackMappings[0].lockWindowEvent.mappedEventName"),
+            (
+                #"{"postbackSequenceIndex": 0, "lockWindowCoarseConversionValue": "ENORMOUS"}"#,
+                "$.postbackMappings[0].lockWindowCoarseConversionValue"
+            ),
+            (
+                #"{"postbackSequenceIndex": 0, "lockWindowFineConversionValue": 64}"#,
+                "$.postbackMappings[0].lockWindowFineConversionValue"
+            ),
+            (
+                #"{"postbackSequenceIndex": 0, "lockWindowEvent": {"eventCounter": 2}}"#,
+                "$.postbackMappings[0].lockWindowEvent.mappedEventName"
+            ),
             (#"{"postbackSequenceIndex": 0, "lockWindowEvent": 7}"#, "$.postbackMappings[0].lockWindowEvent"),
         ]
         for (mapping, path) in cases {
@@ -238,7 +314,10 @@ struct EncodingTests {
             (#"{"elapsed_hours": -1}"#, "elapsed_hours"),
             (#"{"elapsed_hours": 1, "events": [{"name": "a", "hours": 1}, {"hours": 2}]}"#, "events[1].name"),
             (#"{"elapsed_hours": 1, "events": [{"name": "a", "hours": "2"}]}"#, "events[0].hours"),
-            (#"{"elapsed_hours": 1, "events": [{"name": "a", "hours": 2, "revenue": 3, "currency": "usd"}]}"#, "events[0].currency"),
+            (
+                #"{"elapsed_hours": 1, "events": [{"name": "a", "hours": 2, "revenue": 3, "currency": "usd"}]}"#,
+                "events[0].currency"
+            ),
             (#"{"elapsed_hours": 1, "current": {"fine": 64}}"#, "current.fine"),
             (#"{"elapsed_hours": 1, "current": {"coarse": ["low", "huge"]}}"#, "current.coarse[1]"),
             (#"{"elapsed_hours": 1, "current": {"locked": [false, false, false, true]}}"#, "current.locked"),
@@ -262,11 +341,15 @@ struct EncodingTests {
             var fields = [#""mappedEventName": "\#(name)""#]
             if let counter { fields.append(#""eventCounter": \#(counter)"#) }
             if let occurrences {
-                fields.append(#""eventOccurrenceRange": {"minEventCount": \#(occurrences.min), "maxEventCount": \#(occurrences.max)}"#)
+                fields.append(
+                    #""eventOccurrenceRange": {"minEventCount": \#(occurrences.min), "maxEventCount": \#(occurrences.max)}"#
+                )
             }
             if let revenueValue { fields.append(#""currencyCode": "USD", "eventRevenueValue": \#(revenueValue)"#) }
             if let revenueRange {
-                fields.append(#""currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": \#(revenueRange.min), "maxEventRevenue": \#(revenueRange.max)}"#)
+                fields.append(
+                    #""currencyCode": "USD", "eventRevenueRange": {"minEventRevenue": \#(revenueRange.min), "maxEventRevenue": \#(revenueRange.max)}"#
+                )
             }
             return "{" + fields.joined(separator: ", ") + "}"
         }
@@ -274,19 +357,27 @@ struct EncodingTests {
         func holds(_ events: [UserState.Event], before maximum: Double?) -> Bool {
             let matching = events.filter { $0.name == name && (maximum == nil || $0.hours < maximum!) }
             let count = matching.count
-            let dollars = matching.reduce(0.0) { $0 + Double($1.revenue.filter { $0.currency == "USD" }.reduce(0) { $0 + $1.micros }) / 1e6 }
+            let dollars = matching.reduce(0.0) {
+                $0 + Double($1.revenue.filter { $0.currency == "USD" }.reduce(0) { $0 + $1.micros }) / 1e6
+            }
             if let counter, count < counter { return false }
-            if let occurrences, count < occurrences.min || (occurrences.max > 0 && count > occurrences.max) { return false }
+            if let occurrences, count < occurrences.min || (occurrences.max > 0 && count > occurrences.max) {
+                return false
+            }
             if counter == nil && occurrences == nil && count < 1 { return false }
             if let revenueValue, dollars < Double(revenueValue) - 1e-9 { return false }
-            if let revenueRange, dollars < Double(revenueRange.min) - 1e-9 || dollars >= Double(revenueRange.max) - 1e-9 {
+            if let revenueRange, dollars < Double(revenueRange.min) - 1e-9 || dollars >= Double(revenueRange.max) - 1e-9
+            {
                 return false
             }
             return true
         }
     }
 
-    @Test("property: in window 0 a raised fine value's mapping holds, and no higher mapped value holds", arguments: 0..<4)
+    @Test(
+        "property: in window 0 a raised fine value's mapping holds, and no higher mapped value holds",
+        arguments: 0..<4
+    )
     func property(_ seed: Int) throws {
         var random = SeededRandom(seed: UInt64(20_261_123 + seed))
         let names = ["open", "level", "buy", "share"]
@@ -320,7 +411,11 @@ struct EncodingTests {
                 fine: "["
                     + generated.map { value, mapping in
                         let bounds = mapping.maximumHours.map { #""maxTimePostInstallHours": "\#($0)", "# } ?? ""
-                        return fine(value, "{" + bounds + #""mappedEvents": ["# + mapping.events.map(\.json).joined(separator: ", ") + "]}")
+                        return fine(
+                            value,
+                            "{" + bounds + #""mappedEvents": ["# + mapping.events.map(\.json).joined(separator: ", ")
+                                + "]}"
+                        )
                     }.joined(separator: ",") + "]"
             )
             for _ in 0..<20 {
@@ -328,7 +423,8 @@ struct EncodingTests {
                     event(
                         names.randomElement(using: &random) ?? "open",
                         hours: Double(Int.random(in: 0...470, using: &random)) / 10,
-                        revenue: Bool.random(using: &random) ? Double(Int.random(in: 1...1500, using: &random)) / 100 : nil
+                        revenue: Bool.random(using: &random)
+                            ? Double(Int.random(in: 1...1500, using: &random)) / 100 : nil
                     )
                 }
                 let current: Int? = Bool.random(using: &random) ? Int.random(in: 0...63, using: &random) : nil

@@ -1,6 +1,7 @@
-@testable import PostbackKit
 import PostbackTestSupport
 import Testing
+
+@testable import PostbackKit
 
 /// Section 9 of the spec, each rule with an expectation computed by hand.
 @Suite("Install dates, crowd-anonymity tiers and source identifier digits")
@@ -17,7 +18,12 @@ struct PostbackInferenceTests {
         sourceDomain: String? = nil,
         sourceIdentifier: String? = nil
     ) -> Postback {
-        var postback = SamplePostback.make(version, withOptional: false, conversionValue: value, sequenceIndex: sequenceIndex)
+        var postback = SamplePostback.make(
+            version,
+            withOptional: false,
+            conversionValue: value,
+            sequenceIndex: sequenceIndex
+        )
         if version >= .v3_0 { postback.didWin = didWin }
         postback.sourceAppID = sourceApp
         postback.sourceDomain = sourceDomain
@@ -65,10 +71,16 @@ struct PostbackInferenceTests {
         #expect(inference(skan(.v4_0)).estimatedInstallAt.iso8601 == "2026-11-18T00:00:00.000Z")
         #expect(inference(aak()).estimatedInstallAt.iso8601 == "2026-11-18T00:00:00.000Z")
         // 252 h = 10 d 12 h: 2026-11-11T00:00.
-        #expect(inference(skan(.v4_0, sequenceIndex: 1, value: .coarse(.low))).estimatedInstallAt.iso8601 == "2026-11-11T00:00:00.000Z")
+        #expect(
+            inference(skan(.v4_0, sequenceIndex: 1, value: .coarse(.low))).estimatedInstallAt.iso8601
+                == "2026-11-11T00:00:00.000Z"
+        )
         #expect(inference(aak(sequenceIndex: 1)).installDate.description == "2026-11-11")
         // 924 h = 38 d 12 h: 2026-10-14T00:00 (October has 31 days).
-        #expect(inference(skan(.v4_0, sequenceIndex: 2, value: nil)).estimatedInstallAt.iso8601 == "2026-10-14T00:00:00.000Z")
+        #expect(
+            inference(skan(.v4_0, sequenceIndex: 2, value: nil)).estimatedInstallAt.iso8601
+                == "2026-10-14T00:00:00.000Z"
+        )
         #expect(inference(aak(sequenceIndex: 2)).installDate.description == "2026-10-14")
         #expect(inference(skan(.v4_0, sequenceIndex: 2)).installOffsetHours == 924)
     }
@@ -102,7 +114,9 @@ struct PostbackInferenceTests {
         #expect(days.to.description == "2026-12-25")
     }
 
-    @Test("the install days a received day can hold: 39 days before it to the day before, the inverse of the received days")
+    @Test(
+        "the install days a received day can hold: 39 days before it to the day before, the inverse of the received days"
+    )
     func installDaysForReceivedDays() throws {
         let day = try #require(UTCDay("2026-12-25"))
         let days = PostbackInference.installDays(forReceivedDays: day, day)
@@ -112,11 +126,14 @@ struct PostbackInferenceTests {
         #expect(days.to.description == "2026-12-24")
         // Every postback received that day, at any hour and of any version or window, has its
         // install date within them.
-        let instants = [day.start.milliseconds, day.next.start.milliseconds - 1]
+        let instants =
+            [day.start.milliseconds, day.next.start.milliseconds - 1]
             + (0..<24).map { day.start.milliseconds + Int64($0) * 3_600_000 + 1_800_000 }
         for milliseconds in instants {
             let received = UTCInstant(milliseconds: milliseconds)
-            for postback in [skan(.v3_0), skan(.v4_0), skan(.v4_0, sequenceIndex: 1), skan(.v4_0, sequenceIndex: 2), aak()] {
+            for postback in [
+                skan(.v3_0), skan(.v4_0), skan(.v4_0, sequenceIndex: 1), skan(.v4_0, sequenceIndex: 2), aak(),
+            ] {
                 let install = inference(postback, at: received).installDate
                 #expect(days.from <= install && install <= days.to, "\(install) at \(received.iso8601)")
             }

@@ -68,8 +68,11 @@ struct AppleAdsTests {
                 log.requests.withLock {
                     $0.append(
                         Request(
-                            token: token, contentType: request.headers[.contentType], path: request.uri.path,
-                            at: Date(), status: status
+                            token: token,
+                            contentType: request.headers[.contentType],
+                            path: request.uri.path,
+                            at: Date(),
+                            status: status
                         )
                     )
                 }
@@ -96,15 +99,22 @@ struct AppleAdsTests {
             case "twice404":
                 seen < 2
                     ? (404, nil)
-                    : (200, #"{"attribution":true,"orgId":40669820,"campaignId":542370539,"adGroupId":7,"conversionType":"Redownload","countryOrRegion":"GB"}"#)
+                    : (
+                        200,
+                        #"{"attribution":true,"orgId":40669820,"campaignId":542370539,"adGroupId":7,"conversionType":"Redownload","countryOrRegion":"GB"}"#
+                    )
             case "invalid": (400, nil)
             case "organic": (200, #"{"attribution":false}"#)
             case "forever404": (404, nil)
             case "unavailable":
                 seen < 1
                     ? (500, nil)
-                    : (200, #"{"attribution":true,"orgId":40669820,"campaignId":99,"conversionType":"preorder","claimType":"Impression","impressionDate":"2026-11-19T23:59:59Z"}"#)
-            case "odd": (200, #"{"attribution":true,"campaignId":99,"conversionType":"Reinstall","claimType":"Glance"}"#)
+                    : (
+                        200,
+                        #"{"attribution":true,"orgId":40669820,"campaignId":99,"conversionType":"preorder","claimType":"Impression","impressionDate":"2026-11-19T23:59:59Z"}"#
+                    )
+            case "odd":
+                (200, #"{"attribution":true,"campaignId":99,"conversionType":"Reinstall","claimType":"Glance"}"#)
             default: (418, nil)
             }
         }
@@ -179,9 +189,14 @@ struct AppleAdsTests {
         #expect(added.standardError.contains("tokens.jsonl:10: token: missing"), "\(added.standardError)")
         #expect(added.standardError.contains("tokens.jsonl:11: not valid JSON"), "\(added.standardError)")
         #expect(added.standardError.contains("tokens.jsonl:12: obtained_at: missing"), "\(added.standardError)")
-        #expect(added.standardError.contains("7 added, 1 already stored, 1 expired on arrival, 3 refused"), "\(added.standardError)")
+        #expect(
+            added.standardError.contains("7 added, 1 already stored, 1 expired on arrival, 3 refused"),
+            "\(added.standardError)"
+        )
 
-        let fetch = ["apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--retry-after", "1"]
+        let fetch = [
+            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--retry-after", "1",
+        ]
         let run = try await Self.postbackd(fetch + ["--once"])
         #expect(run.status == 0, "\(run.standardError)")
 
@@ -199,7 +214,10 @@ struct AppleAdsTests {
         let forever = standIn.requests("forever404-1")
         #expect(forever.map(\.status) == [404, 404, 404, 404])
         #expect(Self.spacings(forever).allSatisfy { $0 >= 5.0 }, "\(Self.spacings(forever))")
-        #expect(standIn.requests("unavailable-1").map(\.status) == [500], "due again after this pass began: left for the next")
+        #expect(
+            standIn.requests("unavailable-1").map(\.status) == [500],
+            "due again after this pass began: left for the next"
+        )
 
         #expect(try await token(store, "record-1") == "attributed|1|0|0")
         #expect(try await token(store, "twice404-1") == "attributed|3|2|0")
@@ -220,7 +238,9 @@ struct AppleAdsTests {
             FROM apple_ads_attributions WHERE conversion_type = 'Download'
             """
         )
-        #expect(record == ["2026-11-20|40669820|542370539|542317095|87675432|542317136|US|Download|Click|search-results"])
+        #expect(
+            record == ["2026-11-20|40669820|542370539|542317095|87675432|542317136|US|Download|Click|search-results"]
+        )
         let raw = try await store.strings("SELECT raw FROM apple_ads_attributions WHERE conversion_type = 'Download'")
         #expect(raw == [StandIn.record], "unknown fields kept")
 
@@ -242,7 +262,9 @@ struct AppleAdsTests {
         #expect(standIn.requests.count == before, "a resolved token is never exchanged again")
 
         let status = try await Self.postbackd(["apple-ads", "status", "--db", store.argument, "--format", "json"])
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any]
+        )
         #expect(
             json["tokens"] as? [String: Int]
                 == ["pending": 1, "attributed": 4, "organic": 1, "invalid": 1, "expired": 1]
@@ -262,8 +284,12 @@ struct AppleAdsTests {
         add(obtained, "redownloads")
         add(obtained, "organic")
         add(obtained, "other_conversions")
-        let report = try await Self.postbackd(["apple-ads", "report", "--db", store.argument, "--by", "date", "--format", "json"])
-        let rows = try #require(try JSONSerialization.jsonObject(with: Data(report.standardOutput.utf8)) as? [[String: Any]])
+        let report = try await Self.postbackd([
+            "apple-ads", "report", "--db", store.argument, "--by", "date", "--format", "json",
+        ])
+        let rows = try #require(
+            try JSONSerialization.jsonObject(with: Data(report.standardOutput.utf8)) as? [[String: Any]]
+        )
         var seen: [String: [String: Int]] = [:]
         for row in rows {
             let day = try #require(row["date"] as? String)
@@ -289,7 +315,10 @@ struct AppleAdsTests {
         await standIn.stop()
     }
 
-    @Test("kill -9 of fetch --follow, then fetch --once after the leases end: every token resolved, sent again only if it was in flight", arguments: TestEngine.available)
+    @Test(
+        "kill -9 of fetch --follow, then fetch --once after the leases end: every token resolved, sent again only if it was in flight",
+        arguments: TestEngine.available
+    )
     func killed(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let standIn = try await StandIn()
@@ -298,7 +327,8 @@ struct AppleAdsTests {
         let added = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
         #expect(added.status == 0, "\(added.standardError)")
         let fetch = [
-            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--timeout", "2", "--concurrency", "2",
+            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--timeout", "2",
+            "--concurrency", "2",
         ]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Postbackd.executable)
@@ -354,7 +384,9 @@ struct AppleAdsTests {
         #expect(try await store.count("apple_ads_tokens") == 1, "stored before the answer")
         let same = try await post(#"{"app_id": 525463029, "token": "record-route"}"#)
         #expect(same.status == 202 && same.json["status"] as? String == "known")
-        let old = try await post(#"{"app_id": 525463029, "token": "record-old", "obtained_at": "2020-01-01T00:00:00Z"}"#)
+        let old = try await post(
+            #"{"app_id": 525463029, "token": "record-old", "obtained_at": "2020-01-01T00:00:00Z"}"#
+        )
         #expect(old.status == 202 && old.json["state"] as? String == "expired")
 
         for (body, field) in [
@@ -404,7 +436,10 @@ struct AppleAdsTests {
         }
         let skan = try directory.write("skan.jsonl", postbacks.joined(separator: "\n") + "\n")
         for arguments in [
-            ["ingest", "--db", store.argument, "--keys", TestKeys.directory, "--received-at", "2026-11-20T12:00:00Z", skan],
+            [
+                "ingest", "--db", store.argument, "--keys", TestKeys.directory, "--received-at", "2026-11-20T12:00:00Z",
+                skan,
+            ],
             ["aggregate", "--db", store.argument],
         ] {
             let run = try await Self.postbackd(arguments)
@@ -412,13 +447,19 @@ struct AppleAdsTests {
         }
         // AdServices: one install clicked on 2026-11-20 (record-), one redownload obtained
         // today (twice404- after its retries is too slow here: organic- instead, not counted).
-        let tokens = try directory.write("t.jsonl", [Self.line("record-a"), Self.line("organic-a")].joined(separator: "\n"))
+        let tokens = try directory.write(
+            "t.jsonl",
+            [Self.line("record-a"), Self.line("organic-a")].joined(separator: "\n")
+        )
         _ = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, tokens])
-        let fetched = try await Self.postbackd(["apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--once"])
+        let fetched = try await Self.postbackd([
+            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--once",
+        ])
         #expect(fetched.status == 0, "\(fetched.standardError)")
 
         let report = try await Self.postbackd([
-            "report", "--db", store.argument, "--by", "date,app_id", "--with-apple-ads", "--format", "csv", "--from", "2026-11-20",
+            "report", "--db", store.argument, "--by", "date,app_id", "--with-apple-ads", "--format", "csv", "--from",
+            "2026-11-20",
             "--to", "2026-11-20",
         ])
         #expect(report.status == 0, "\(report.standardError)")
@@ -433,13 +474,17 @@ struct AppleAdsTests {
         #expect(cells["apple_ads_redownloads"] == "0")
         #expect(lines.count == 2, "\(report.standardOutput)")
 
-        let refused = try await Self.postbackd(["report", "--db", store.argument, "--by", "ad_network_id", "--with-apple-ads"])
+        let refused = try await Self.postbackd([
+            "report", "--db", store.argument, "--by", "ad_network_id", "--with-apple-ads",
+        ])
         #expect(refused.status == 2 && refused.standardError.contains("date and app_id only"))
 
         let placements = try await Self.postbackd([
             "report", "--db", store.argument, "--by", "ad_network_id,placement", "--format", "csv",
         ])
-        let placementRows = placements.standardOutput.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).prefix(4).joined(separator: ",") }
+        let placementRows = placements.standardOutput.split(separator: "\n").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).prefix(4).joined(separator: ",")
+        }
         #expect(
             placementRows == [
                 "ad_network_id,placement,postbacks,installs",

@@ -30,10 +30,18 @@ struct ConversionValueServeTests {
         return store
     }
 
-    private func start(_ store: TestStore, _ arguments: [String] = [], environment: [String: String] = [:]) throws
+    private func start(
+        _ store: TestStore,
+        _ arguments: [String] = [],
+        environment: [String: String] = [:]
+    ) throws
         -> ServerProcess
     {
-        try ServerProcess.start(["--db", store.argument] + arguments, directory: directory.path, environment: environment)
+        try ServerProcess.start(
+            ["--db", store.argument] + arguments,
+            directory: directory.path,
+            environment: environment
+        )
     }
 
     // MARK: The stateless route
@@ -54,7 +62,8 @@ struct ConversionValueServeTests {
         let client = try HTTPClient.forTests()
         for explain in [false, true] {
             let encoded = try Postbackd.run(
-                ["encode", "--db", store.argument, "--app", Self.bundle, "--state", file] + (explain ? ["--explain"] : [])
+                ["encode", "--db", store.argument, "--app", Self.bundle, "--state", file]
+                    + (explain ? ["--explain"] : [])
             )
             #expect(encoded.status == 0, "\(encoded.standardError)")
             let lines = encoded.standardOutput.split(separator: "\n").map(String.init)
@@ -79,11 +88,20 @@ struct ConversionValueServeTests {
     func errors() async throws {
         let store = try await store(.sqlite)
         let keys = try directory.write("keys", "# the partners' keys\nsecret-key-1\n\n  secret-key-2  \n")
-        let server = try start(store, ["--api-key-file", keys, "--access-log"], environment: ["POSTBACKD_LOG_LEVEL": "trace"])
+        let server = try start(
+            store,
+            ["--api-key-file", keys, "--access-log"],
+            environment: ["POSTBACKD_LOG_LEVEL": "trace"]
+        )
         let client = try HTTPClient.forTests()
         let base = server.base + Self.snippetRoute + "?i=com.example.game&n=__SESSION__&idfv=D3V1CE-1D-7F3A"
 
-        func snippet(_ query: String, _ status: Int, _ reason: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        func snippet(
+            _ query: String,
+            _ status: Int,
+            _ reason: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) async throws {
             let answer = try await client.send(.GET, base + query)
             #expect(answer.status == status, "\(query): \(answer.body)", sourceLocation: sourceLocation)
             #expect(answer.jsonStatus == "error", sourceLocation: sourceLocation)
@@ -93,9 +111,15 @@ struct ConversionValueServeTests {
         try await snippet("", 401, "a: missing API key")
         try await snippet("&a=secret-key-3", 401, "a: unknown API key")
         try await snippet("&a=secret-key-2&i=1", 400, "i: given twice")
-        let noApp = try await client.send(.GET, server.base + Self.snippetRoute + "?a=secret-key-1&i=com.other&n=x&idfv=A")
+        let noApp = try await client.send(
+            .GET,
+            server.base + Self.snippetRoute + "?a=secret-key-1&i=com.other&n=x&idfv=A"
+        )
         #expect(noApp.status == 400 && (noApp.json["reason"] as? String ?? "").contains("unknown app com.other"))
-        let noIDFV = try await client.send(.GET, server.base + Self.snippetRoute + "?a=secret-key-1&i=com.example.game&n=x")
+        let noIDFV = try await client.send(
+            .GET,
+            server.base + Self.snippetRoute + "?a=secret-key-1&i=com.example.game&n=x"
+        )
         #expect(noIDFV.status == 400 && (noIDFV.json["reason"] as? String ?? "").contains("idfv: missing"))
         try await snippet("&a=secret-key-1&p0_coarse=3", 400, "p0_coarse: expected 0 (low), 1 (medium) or 2 (high)")
         try await snippet("&a=secret-key-1&skan_current_conversion_value=64", 400, "skan_current_conversion_value")
@@ -113,8 +137,15 @@ struct ConversionValueServeTests {
         let post = server.base + Self.postRoute
         let state = Array(#"{"app_id": 1254734734, "elapsed_hours": 1}"#.utf8)
         #expect(try await client.send(.POST, post, body: state).status == 401)
-        #expect(try await client.send(.POST, post, body: state, headers: [("Authorization", "Bearer nope")]).status == 401)
-        let authorized = try await client.send(.POST, post, body: state, headers: [("Authorization", "Bearer secret-key-1")])
+        #expect(
+            try await client.send(.POST, post, body: state, headers: [("Authorization", "Bearer nope")]).status == 401
+        )
+        let authorized = try await client.send(
+            .POST,
+            post,
+            body: state,
+            headers: [("Authorization", "Bearer secret-key-1")]
+        )
         #expect(authorized.status == 200, "\(authorized.body)")
         #expect(try await client.send(.POST, post + "?a=secret-key-2", body: state).status == 200)
         let badField = try await client.send(
@@ -123,7 +154,11 @@ struct ConversionValueServeTests {
             body: Array(#"{"app_id": 1254734734, "elapsed_hours": 1, "events": [{"name": "x", "hours": "1"}]}"#.utf8)
         )
         #expect(badField.status == 400 && badField.json["field"] as? String == "events[0].hours", "\(badField.body)")
-        let noModel = try await client.send(.POST, post + "?a=secret-key-1", body: Array(#"{"app_id": 1, "elapsed_hours": 1}"#.utf8))
+        let noModel = try await client.send(
+            .POST,
+            post + "?a=secret-key-1",
+            body: Array(#"{"app_id": 1, "elapsed_hours": 1}"#.utf8)
+        )
         #expect(noModel.status == 400 && (noModel.json["reason"] as? String ?? "").contains("unknown app"))
         #expect(try await client.send(.GET, post).status == 405)
         #expect(try await client.send(.POST, server.base + Self.snippetRoute, body: state).status == 405)
@@ -165,13 +200,18 @@ struct ConversionValueServeTests {
             ]
             if let fine { items.append(URLQueryItem(name: "skan_current_conversion_value", value: String(fine))) }
             for window in 0..<3 {
-                if let value = coarse[window] { items.append(URLQueryItem(name: "p\(window)_coarse", value: String(value))) }
+                if let value = coarse[window] {
+                    items.append(URLQueryItem(name: "p\(window)_coarse", value: String(value)))
+                }
                 if locked[window] {
-                    items.append(URLQueryItem(name: "p\(window)_window_lock", value: String(Int(now.timeIntervalSince1970))))
+                    items.append(
+                        URLQueryItem(name: "p\(window)_window_lock", value: String(Int(now.timeIntervalSince1970)))
+                    )
                 }
             }
             if !revenue.isEmpty {
-                let json = "{" + revenue.keys.sorted().map { "\"\($0)\":\(revenue[$0] ?? 0)" }.joined(separator: ",") + "}"
+                let json =
+                    "{" + revenue.keys.sorted().map { "\"\($0)\":\(revenue[$0] ?? 0)" }.joined(separator: ",") + "}"
                 items.append(URLQueryItem(name: "skan_total_revenue_by_currency", value: json))
             }
             var components = URLComponents()
@@ -262,7 +302,10 @@ struct ConversionValueServeTests {
         let again = try await client.send(.GET, url)
         #expect(first.status == 200 && first.json["conversion_value"] as? Int == 1, "\(first.body)")
         #expect(again.body == first.body)
-        let next = try await client.send(.GET, server.base + Self.snippetRoute + "?" + device.query("level_complete", hours: 1.1, now: now))
+        let next = try await client.send(
+            .GET,
+            server.base + Self.snippetRoute + "?" + device.query("level_complete", hours: 1.1, now: now)
+        )
         #expect(next.json["conversion_value"] as? Int == 2, "\(next.body)")
         #expect(server.stop() == 0)
         let history = try await store.strings("SELECT history FROM conversion_value_devices")
@@ -306,7 +349,8 @@ struct ConversionValueServeTests {
                 for (index, device) in devices.enumerated() {
                     let server = servers[(call + index) % 2]
                     // `p` is ignored by the protocol but makes each call a different request.
-                    let url = server.base + Self.snippetRoute
+                    let url =
+                        server.base + Self.snippetRoute
                         + "?i=com.example.game&n=level_complete&idfv=\(device)&p=\(call)&skan_first_call_to_skadnetwork_timestamp=\(first)"
                     group.addTask { try await client.send(.GET, url).status }
                 }
@@ -349,7 +393,10 @@ struct ConversionValueServeTests {
         let other = Repository.path("SamplePostbacks/models/app-525463029-apple-examples.json")
         let conflict = try Postbackd.run(["models", "add", "--db", store.argument, "--bundle-id", Self.bundle, other])
         #expect(conflict.status == 2)
-        #expect(conflict.standardError.contains("bundle identifier com.example.game belongs to app 1254734734"), "\(conflict.standardError)")
+        #expect(
+            conflict.standardError.contains("bundle identifier com.example.game belongs to app 1254734734"),
+            "\(conflict.standardError)"
+        )
         let listed = try Postbackd.run(["models", "list", "--db", store.argument])
         #expect(listed.standardOutput.contains("app 1254734734 (com.example.game):"), "\(listed.standardOutput)")
     }

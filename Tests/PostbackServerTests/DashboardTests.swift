@@ -24,12 +24,17 @@ struct DashboardTests {
     /// The README's sample: the generated postbacks and Apple's, the models, aggregated.
     private func sampleStore(_ engine: TestEngine) async throws -> TestStore {
         let store = try await TestStore.make(engine, in: directory)
-        let generated = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/generated"))
-            .filter { $0.hasSuffix(".jsonl") }.sorted().map { Repository.path("SamplePostbacks/generated/" + $0) }
+        let generated = try FileManager.default.contentsOfDirectory(
+            atPath: Repository.path("SamplePostbacks/generated")
+        )
+        .filter { $0.hasSuffix(".jsonl") }.sorted().map { Repository.path("SamplePostbacks/generated/" + $0) }
         let models = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/models"))
             .filter { $0.hasSuffix(".json") }.sorted().map { Repository.path("SamplePostbacks/models/" + $0) }
         for arguments in [
-            ["ingest", "--db", store.argument, "--keys", Repository.path("Keys/test"), "--keys", Repository.path("Keys/apple")]
+            [
+                "ingest", "--db", store.argument, "--keys", Repository.path("Keys/test"), "--keys",
+                Repository.path("Keys/apple"),
+            ]
                 + generated + [Repository.path("SamplePostbacks/apple")],
             ["models", "add", "--db", store.argument] + models,
             ["aggregate", "--db", store.argument],
@@ -51,14 +56,28 @@ struct DashboardTests {
         // (query, the same options on the command line)
         let cases: [(String, [String])] = [
             ("", []),
-            ("by=app_id,ad_network_id&from=2026-11-15&to=2026-11-18", ["--by", "app_id,ad_network_id", "--from", "2026-11-15", "--to", "2026-11-18"]),
+            (
+                "by=app_id,ad_network_id&from=2026-11-15&to=2026-11-18",
+                ["--by", "app_id,ad_network_id", "--from", "2026-11-15", "--to", "2026-11-18"]
+            ),
             ("by=date&events=true", ["--by", "date", "--events"]),
-            ("date_basis=install&by=install_date,crowd_anonymity_tier", ["--date-basis", "install", "--by", "install_date,crowd_anonymity_tier"]),
+            (
+                "date_basis=install&by=install_date,crowd_anonymity_tier",
+                ["--date-basis", "install", "--by", "install_date,crowd_anonymity_tier"]
+            ),
             ("by=date,app_id&with_apple_ads=1", ["--by", "date,app_id", "--with-apple-ads"]),
-            ("by=date&app_id=1254734734&ad_network_id=fzbddbi26k.skadnetwork&ad_network_id=vdsbuozq6b.skadnetwork",
-             ["--by", "date", "--app-id", "1254734734", "--ad-network-id", "fzbddbi26k.skadnetwork,vdsbuozq6b.skadnetwork"]),
+            (
+                "by=date&app_id=1254734734&ad_network_id=fzbddbi26k.skadnetwork&ad_network_id=vdsbuozq6b.skadnetwork",
+                [
+                    "--by", "date", "--app-id", "1254734734", "--ad-network-id",
+                    "fzbddbi26k.skadnetwork,vdsbuozq6b.skadnetwork",
+                ]
+            ),
             ("by=", ["--by", ""]),
-            ("by=campaign,source_identifier_digits&from=2026-11-16", ["--by", "campaign,source_identifier_digits", "--from", "2026-11-16"]),
+            (
+                "by=campaign,source_identifier_digits&from=2026-11-16",
+                ["--by", "campaign,source_identifier_digits", "--from", "2026-11-16"]
+            ),
         ]
         for (query, arguments) in cases {
             let cli = try Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
@@ -72,11 +91,12 @@ struct DashboardTests {
         // The filtered report holds only the app and networks asked for.
         let filtered = try await client.send(
             .GET,
-            server.base + "/api/v1/report?by=app_id,ad_network_id&app_id=1254734734&ad_network_id=fzbddbi26k.skadnetwork"
+            server.base
+                + "/api/v1/report?by=app_id,ad_network_id&app_id=1254734734&ad_network_id=fzbddbi26k.skadnetwork"
         )
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(filtered.body.utf8)) as? [[String: Any]])
         #expect(rows.count == 1)
-        #expect(rows.first?["app_id"] as? Int == 1254734734)
+        #expect(rows.first?["app_id"] as? Int == 1_254_734_734)
         #expect(rows.first?["ad_network_id"] as? String == "fzbddbi26k.skadnetwork")
     }
 
@@ -127,7 +147,10 @@ struct DashboardTests {
 
     // MARK: The summary
 
-    @Test("GET /api/v1/summary: the totals report's numbers and the intake of the same days", arguments: TestEngine.available)
+    @Test(
+        "GET /api/v1/summary: the totals report's numbers and the intake of the same days",
+        arguments: TestEngine.available
+    )
     func summary(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
         let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
@@ -146,12 +169,19 @@ struct DashboardTests {
         let first = try #require(UTCDay(from))
         let end = try #require(UTCDay(to))
         #expect(end.daysSinceEpoch - first.daysSinceEpoch == 29)
-        let totals = try Postbackd.run(["report", "--db", store.argument, "--by", "", "--from", from, "--to", to, "--format", "json"])
-        let row = try #require((try JSONSerialization.jsonObject(with: Data(totals.standardOutput.utf8)) as? [[String: Any]])?.first)
+        let totals = try Postbackd.run([
+            "report", "--db", store.argument, "--by", "", "--from", from, "--to", to, "--format", "json",
+        ])
+        let row = try #require(
+            (try JSONSerialization.jsonObject(with: Data(totals.standardOutput.utf8)) as? [[String: Any]])?.first
+        )
         for metric in ["postbacks", "installs", "redownloads", "null_conversion_values", "unmodelled"] {
             #expect(answer.json[metric] as? Int == row[metric] as? Int, "\(metric)")
         }
-        #expect((answer.json["revenue"] as? [String: Any])?.keys.sorted() == (row["revenue"] as? [String: Any])?.keys.sorted())
+        #expect(
+            (answer.json["revenue"] as? [String: Any])?.keys.sorted()
+                == (row["revenue"] as? [String: Any])?.keys.sorted()
+        )
         // The intake: every quarantined body and duplicate copy received in the period.
         func number(_ sql: String) async throws -> Int? {
             // PostgreSQL's rows come as a record's text: "(30)".
@@ -175,7 +205,9 @@ struct DashboardTests {
 
     // MARK: Access control
 
-    @Test("--dashboard-token: the API takes the bearer token, the page a login cookie; postbacks stay open; the token is never shown")
+    @Test(
+        "--dashboard-token: the API takes the bearer token, the page a login cookie; postbacks stay open; the token is never shown"
+    )
     func token() async throws {
         let store = try await sampleStore(.sqlite)
         let token = "dashboard-secret-\(UInt64.random(in: 1...UInt64.max))"
@@ -193,9 +225,17 @@ struct DashboardTests {
             let refused = try await client.send(.GET, server.base + path)
             #expect(refused.status == 401, "\(path)")
             #expect(refused.header("WWW-Authenticate") == "Bearer")
-            let wrong = try await client.send(.GET, server.base + path, headers: [("Authorization", "Bearer " + token + "x")])
+            let wrong = try await client.send(
+                .GET,
+                server.base + path,
+                headers: [("Authorization", "Bearer " + token + "x")]
+            )
             #expect(wrong.status == 401, "\(path)")
-            let allowed = try await client.send(.GET, server.base + path, headers: [("Authorization", "Bearer " + token)])
+            let allowed = try await client.send(
+                .GET,
+                server.base + path,
+                headers: [("Authorization", "Bearer " + token)]
+            )
             #expect(allowed.status == 200, "\(path)")
         }
         let page = try await client.send(.GET, server.base + "/dashboard")
@@ -206,11 +246,21 @@ struct DashboardTests {
         #expect(form.body.contains("type=\"password\""))
 
         let form2 = [("Content-Type", "application/x-www-form-urlencoded")]
-        let refused = try await client.send(.POST, server.base + "/login", body: Array("token=guess".utf8), headers: form2)
+        let refused = try await client.send(
+            .POST,
+            server.base + "/login",
+            body: Array("token=guess".utf8),
+            headers: form2
+        )
         #expect(refused.status == 401)
         #expect(refused.header("Set-Cookie") == nil)
         let encoded = token.replacingOccurrences(of: "-", with: "%2D")
-        let accepted = try await client.send(.POST, server.base + "/login", body: Array("token=\(encoded)".utf8), headers: form2)
+        let accepted = try await client.send(
+            .POST,
+            server.base + "/login",
+            body: Array("token=\(encoded)".utf8),
+            headers: form2
+        )
         #expect(accepted.status == 303)
         #expect(accepted.header("Location") == "/dashboard")
         let cookie = try #require(accepted.header("Set-Cookie"))
@@ -218,10 +268,18 @@ struct DashboardTests {
         #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
         #expect(!cookie.contains(token))
         let session = String(cookie.prefix { $0 != ";" })
-        let signedIn = try await client.send(.GET, server.base + "/dashboard", headers: [("Cookie", "theme=dark; " + session)])
+        let signedIn = try await client.send(
+            .GET,
+            server.base + "/dashboard",
+            headers: [("Cookie", "theme=dark; " + session)]
+        )
         #expect(signedIn.status == 200)
         #expect(signedIn.body.contains("<figure"))
-        let forged = try await client.send(.GET, server.base + "/dashboard", headers: [("Cookie", "postbackd_session=00")])
+        let forged = try await client.send(
+            .GET,
+            server.base + "/dashboard",
+            headers: [("Cookie", "postbackd_session=00")]
+        )
         #expect(forged.status == 303)
 
         // Devices carry no token: the postback routes and health stay open.
@@ -236,12 +294,16 @@ struct DashboardTests {
 
         #expect(server.stop() == 0)
         #expect(!server.standardOutput.contains(token) && !server.standardError.contains(token))
-        #expect(!server.standardError.contains(String(cookie.prefix { $0 != ";" }.dropFirst("postbackd_session=".count))))
+        #expect(
+            !server.standardError.contains(String(cookie.prefix { $0 != ";" }.dropFirst("postbackd_session=".count)))
+        )
     }
 
     // MARK: In a browser
 
-    @Test("the dashboard in headless Chromium: every chart drawn, the numbers in its tables, nothing fetched from elsewhere")
+    @Test(
+        "the dashboard in headless Chromium: every chart drawn, the numbers in its tables, nothing fetched from elsewhere"
+    )
     func dashboardInBrowser() async throws {
         let store = try await sampleStore(.sqlite)
         let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
@@ -280,8 +342,12 @@ struct DashboardTests {
         #expect(!html.contains("<script"))
         #expect(!html.contains("<form"))
         #expect(!html.contains("src="))
-        let totals = try Postbackd.run(["report", "--db", store.argument, "--format", "json", "--by", ""] + Self.period(html))
-        let row = try #require((try JSONSerialization.jsonObject(with: Data(totals.standardOutput.utf8)) as? [[String: Any]])?.first)
+        let totals = try Postbackd.run(
+            ["report", "--db", store.argument, "--format", "json", "--by", ""] + Self.period(html)
+        )
+        let row = try #require(
+            (try JSONSerialization.jsonObject(with: Data(totals.standardOutput.utf8)) as? [[String: Any]])?.first
+        )
         let installs = try #require(row["installs"] as? Int)
 
         let browser = try Chromium(directory: directory)
@@ -301,7 +367,9 @@ struct DashboardTests {
 
     /// `--from A --to B` from the page's period line.
     private static func period(_ html: String) -> [String] {
-        guard let range = html.range(of: #"\d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}"#, options: .regularExpression) else { return [] }
+        guard let range = html.range(of: #"\d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}"#, options: .regularExpression) else {
+            return []
+        }
         let parts = html[range].components(separatedBy: " to ")
         return ["--from", parts[0], "--to", parts[1]]
     }
@@ -311,7 +379,11 @@ struct DashboardTests {
     /// and in the installs table's total.
     private static func checkCharts(_ dom: String, installs: Int, sourceLocation: SourceLocation = #_sourceLocation) {
         for id in ["installs", "redownloads", "revenue-0", "fine-values", "null-rate", "tiers", "intake"] {
-            #expect(dom.contains("<figure id=\"\(id)\" class=\"chart\">"), "figure \(id)", sourceLocation: sourceLocation)
+            #expect(
+                dom.contains("<figure id=\"\(id)\" class=\"chart\">"),
+                "figure \(id)",
+                sourceLocation: sourceLocation
+            )
             #expect(dom.contains("aria-labelledby=\"\(id)-t \(id)-d\""), "svg \(id)", sourceLocation: sourceLocation)
         }
         #expect(dom.components(separatedBy: "role=\"img\"").count - 1 >= 7, sourceLocation: sourceLocation)
@@ -340,10 +412,13 @@ struct Chromium {
     static let artifacts = Repository.path(".build/test-artifacts")
 
     init(directory: TemporaryDirectory) throws {
-        guard let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        guard
+            let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+                .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
         else {
-            throw ServerError(description: "headless Chromium is needed: apt-get install chromium (.ci/run installs it)")
+            throw ServerError(
+                description: "headless Chromium is needed: apt-get install chromium (.ci/run installs it)"
+            )
         }
         executable = found
         profile = directory.path + "/chromium-\(UInt32.random(in: 0...UInt32.max))"
@@ -354,15 +429,16 @@ struct Chromium {
     private func run(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            // Autofill asks Google about pages with forms: a browser feature, not the page.
-            "--disable-features=AutofillServerCommunication",
-            "--user-data-dir=" + profile,
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            "--log-net-log=" + netLog,
-        ] + arguments
+        process.arguments =
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                // Autofill asks Google about pages with forms: a browser feature, not the page.
+                "--disable-features=AutofillServerCommunication",
+                "--user-data-dir=" + profile,
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                "--log-net-log=" + netLog,
+            ] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -13,12 +13,17 @@ struct ForwardConfigTests {
 
     @Test("defaults: production postbacks only, 10 s, 8 at once, retry 1 s to 1 h, give up after 72 h")
     func defaults() throws {
-        let config = try parse(#"{"destinations": [{"name": "network", "url": "http://127.0.0.1:9/in", "payload": "raw"}]}"#)
+        let config = try parse(
+            #"{"destinations": [{"name": "network", "url": "http://127.0.0.1:9/in", "payload": "raw"}]}"#
+        )
         let destination = try #require(config.destinations.first)
         #expect(destination.payload == .raw)
         #expect(destination.filter.keySpaces == ["production"])
         #expect(destination.timeoutSeconds == 10 && destination.concurrency == 8)
-        #expect(destination.retry.baseSeconds == 1 && destination.retry.maxSeconds == 3600 && destination.retry.giveUpHours == 72)
+        #expect(
+            destination.retry.baseSeconds == 1 && destination.retry.maxSeconds == 3600
+                && destination.retry.giveUpHours == 72
+        )
         #expect(destination.filter.admits(appID: 1, adNetworkID: "a", kind: "skan", keySpace: "production"))
         #expect(!destination.filter.admits(appID: 1, adNetworkID: "a", kind: "skan", keySpace: "test"))
     }
@@ -39,24 +44,68 @@ struct ForwardConfigTests {
         #expect(destination.headers.map(\.name) == ["Authorization"])
         #expect(destination.hmacSecretEnvironment == "BI_SECRET")
         #expect(destination.timeoutSeconds == 2.5 && destination.concurrency == 32)
-        #expect(destination.filter.admits(appID: 525_463_029, adNetworkID: "example123.skadnetwork", kind: "skan", keySpace: "test"))
-        #expect(!destination.filter.admits(appID: 7, adNetworkID: "example123.skadnetwork", kind: "skan", keySpace: "production"))
-        #expect(!destination.filter.admits(appID: 525_463_029, adNetworkID: "other", kind: "skan", keySpace: "production"))
-        #expect(!destination.filter.admits(appID: 525_463_029, adNetworkID: "example123.skadnetwork", kind: "aak", keySpace: "production"))
+        #expect(
+            destination.filter.admits(
+                appID: 525_463_029,
+                adNetworkID: "example123.skadnetwork",
+                kind: "skan",
+                keySpace: "test"
+            )
+        )
+        #expect(
+            !destination.filter.admits(
+                appID: 7,
+                adNetworkID: "example123.skadnetwork",
+                kind: "skan",
+                keySpace: "production"
+            )
+        )
+        #expect(
+            !destination.filter.admits(appID: 525_463_029, adNetworkID: "other", kind: "skan", keySpace: "production")
+        )
+        #expect(
+            !destination.filter.admits(
+                appID: 525_463_029,
+                adNetworkID: "example123.skadnetwork",
+                kind: "aak",
+                keySpace: "production"
+            )
+        )
     }
 
-    @Test("a bad config names the JSON path", arguments: [
-        (#"{}"#, "$.destinations"),
-        (#"{"destinations": [{"url": "http://x", "payload": "raw"}]}"#, "$.destinations[0].name"),
-        (#"{"destinations": [{"name": "a", "url": "ftp://x", "payload": "raw"}]}"#, "$.destinations[0].url"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "both"}]}"#, "$.destinations[0].payload"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "filter": {"kinds": ["x"]}}]}"#, "$.destinations[0].filter.kinds[0]"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "headers": {"Host": "y"}}]}"#, "$.destinations[0].headers.Host"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "hmac_secret_env": "s3cr3t value"}]}"#, "$.destinations[0].hmac_secret_env"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "concurrency": 0}]}"#, "$.destinations[0].concurrency"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "retry": {"base_seconds": 10, "max_seconds": 1}}]}"#, "$.destinations[0].retry.max_seconds"),
-        (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw"}, {"name": "a", "url": "http://y", "payload": "raw"}]}"#, "$.destinations[1].name"),
-    ])
+    @Test(
+        "a bad config names the JSON path",
+        arguments: [
+            (#"{}"#, "$.destinations"),
+            (#"{"destinations": [{"url": "http://x", "payload": "raw"}]}"#, "$.destinations[0].name"),
+            (#"{"destinations": [{"name": "a", "url": "ftp://x", "payload": "raw"}]}"#, "$.destinations[0].url"),
+            (#"{"destinations": [{"name": "a", "url": "http://x", "payload": "both"}]}"#, "$.destinations[0].payload"),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "filter": {"kinds": ["x"]}}]}"#,
+                "$.destinations[0].filter.kinds[0]"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "headers": {"Host": "y"}}]}"#,
+                "$.destinations[0].headers.Host"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "hmac_secret_env": "s3cr3t value"}]}"#,
+                "$.destinations[0].hmac_secret_env"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "concurrency": 0}]}"#,
+                "$.destinations[0].concurrency"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "retry": {"base_seconds": 10, "max_seconds": 1}}]}"#,
+                "$.destinations[0].retry.max_seconds"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw"}, {"name": "a", "url": "http://y", "payload": "raw"}]}"#,
+                "$.destinations[1].name"
+            ),
+        ]
+    )
     func problems(_ text: String, _ path: String) {
         do {
             _ = try parse(text)
@@ -94,15 +143,29 @@ struct ForwardConfigTests {
         #expect(id != ForwardConfig.Destination.deliveryID(dedupKey: [1, 2, 4], destination: "bi"))
     }
 
-    @Test("answers: 2xx delivered; 408, 429, 5xx and no answer retried (not before Retry-After, capped) until give_up_hours, then failed; other statuses rejected")
+    @Test(
+        "answers: 2xx delivered; 408, 429, 5xx and no answer retried (not before Retry-After, capped) until give_up_hours, then failed; other statuses rejected"
+    )
     func outcomes() {
         let retry = ForwardConfig.Destination.Retry(baseSeconds: 1, maxSeconds: 60, giveUpHours: 1)
-        func outcome(_ answer: DeliveryAnswer, attempts: Int = 1, firstMs: Int64 = 1_000_000, nowMs: Int64 = 1_000_000)
+        func outcome(
+            _ answer: DeliveryAnswer,
+            attempts: Int = 1,
+            firstMs: Int64 = 1_000_000,
+            nowMs: Int64 = 1_000_000
+        )
             -> DeliveryOutcome
         {
             var outcome = DeliveryOutcome(
-                destination: "d", postbackID: 1, state: .pending, attempts: attempts, firstAttemptMs: firstMs,
-                lastAttemptMs: nowMs, nextAttemptMs: nowMs, status: nil, answer: nil
+                destination: "d",
+                postbackID: 1,
+                state: .pending,
+                attempts: attempts,
+                firstAttemptMs: firstMs,
+                lastAttemptMs: nowMs,
+                nextAttemptMs: nowMs,
+                status: nil,
+                answer: nil
             )
             outcome.apply(answer, retry: retry, nowMs: nowMs, unit: 0)
             return outcome
@@ -117,13 +180,18 @@ struct ForwardConfigTests {
             #expect(retried.state == .pending && retried.nextAttemptMs == 1_000_000 + 2_000, "\(code)")
         }
         let timedOut = outcome(.failure("postbackd: no answer within 10 s"))
-        #expect(timedOut.state == .pending && timedOut.status == nil && timedOut.answer == "postbackd: no answer within 10 s")
+        #expect(
+            timedOut.state == .pending && timedOut.status == nil
+                && timedOut.answer == "postbackd: no answer within 10 s"
+        )
         // Retry-After delays further, up to max_seconds.
         #expect(outcome(.status(503, "", retryAfter: 30)).nextAttemptMs == 1_000_000 + 30_000)
         #expect(outcome(.status(429, "", retryAfter: 7_200)).nextAttemptMs == 1_000_000 + 60_000)
         // give_up_hours after the first attempt, a failure is final.
         let late = outcome(.status(500, "", retryAfter: nil), attempts: 20, firstMs: 0, nowMs: 3_600_000)
         #expect(late.state == .failed && late.status == 500)
-        #expect(outcome(.status(200, "", retryAfter: nil), attempts: 20, firstMs: 0, nowMs: 3_600_000).state == .delivered)
+        #expect(
+            outcome(.status(200, "", retryAfter: nil), attempts: 20, firstMs: 0, nowMs: 3_600_000).state == .delivered
+        )
     }
 }

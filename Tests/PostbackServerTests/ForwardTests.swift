@@ -78,14 +78,20 @@ struct ForwardTests {
                     state.inFlight[key, default: 1] -= 1
                     state.received.append(
                         Received(
-                            destination: destination, deliveryID: id, attempt: attempt,
-                            body: Array(body.readableBytesView), signature: signature, status: status
+                            destination: destination,
+                            deliveryID: id,
+                            attempt: attempt,
+                            body: Array(body.readableBytesView),
+                            signature: signature,
+                            status: status
                         )
                     )
                 }
                 return Response(
                     status: HTTPResponse.Status(code: status),
-                    body: ResponseBody(byteBuffer: ByteBuffer(string: status == 410 ? "gone: this postback is not ours" : "ok"))
+                    body: ResponseBody(
+                        byteBuffer: ByteBuffer(string: status == 410 ? "gone: this postback is not ours" : "ok")
+                    )
                 )
             }
             (port, task) = await runOnLoopback(router, label: "receiver")
@@ -101,7 +107,10 @@ struct ForwardTests {
 
         /// The 2xx answers by destination and delivery id.
         func delivered(_ destination: String) -> [String: [Received]] {
-            Dictionary(grouping: received.filter { $0.destination == destination && (200..<300).contains($0.status) }, by: \.deliveryID)
+            Dictionary(
+                grouping: received.filter { $0.destination == destination && (200..<300).contains($0.status) },
+                by: \.deliveryID
+            )
         }
     }
 
@@ -110,11 +119,17 @@ struct ForwardTests {
     /// 300 generated postbacks (about 1% in test mode) stored, and a model for one app.
     private func store(_ engine: TestEngine) async throws -> TestStore {
         let store = try await TestStore.make(engine, in: directory)
-        let file = try directory.write("generated.jsonl", try Postbackd.generated(count: 300, seed: 7, duplicates: 0, invalid: 0))
+        let file = try directory.write(
+            "generated.jsonl",
+            try Postbackd.generated(count: 300, seed: 7, duplicates: 0, invalid: 0)
+        )
         let ingest = try await Self.forward(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file])
         #expect(ingest.status == 0, "\(ingest.standardError)")
-        let model = try String(contentsOfFile: Repository.path("SamplePostbacks/models/app-525463029-apple-examples.json"), encoding: .utf8)
-            .replacingOccurrences(of: "\"525463029\"", with: "\"\(Self.modelApp)\"")
+        let model = try String(
+            contentsOfFile: Repository.path("SamplePostbacks/models/app-525463029-apple-examples.json"),
+            encoding: .utf8
+        )
+        .replacingOccurrences(of: "\"525463029\"", with: "\"\(Self.modelApp)\"")
         let modelFile = try directory.write("model.json", model)
         let added = try await Self.forward(["models", "add", "--db", store.argument, modelFile])
         #expect(added.status == 0, "\(added.standardError)")
@@ -155,7 +170,10 @@ struct ForwardTests {
 
     /// Runs `postbackd arguments…` on a thread of its own: waiting for it on the cooperative
     /// pool would take a thread from the receiver, which answers in this process.
-    private static func forward(_ arguments: [String], environment: [String: String] = [:]) async throws -> Postbackd.Run {
+    private static func forward(
+        _ arguments: [String],
+        environment: [String: String] = [:]
+    ) async throws -> Postbackd.Run {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result { try Postbackd.run(arguments, environment: environment) })
@@ -164,7 +182,12 @@ struct ForwardTests {
     }
 
     /// Starts `forward --follow` and returns once the receiver has 20 deliveries to the network.
-    private func following(_ store: TestStore, _ config: String, until receiver: Receiver, errors: Any) async throws
+    private func following(
+        _ store: TestStore,
+        _ config: String,
+        until receiver: Receiver,
+        errors: Any
+    ) async throws
         -> Process
     {
         let process = Process()
@@ -188,7 +211,10 @@ struct ForwardTests {
 
     // MARK: Tests
 
-    @Test("--drain delivers every matching postback: raw byte for byte and signed, decoded with its events; 500s and timeouts retried, a 410 rejected once, filtered ones never sent", arguments: TestEngine.available)
+    @Test(
+        "--drain delivers every matching postback: raw byte for byte and signed, decoded with its events; 500s and timeouts retried, a 410 rejected once, filtered ones never sent",
+        arguments: TestEngine.available
+    )
     func drain(_ engine: TestEngine) async throws {
         let store = try await store(engine)
         let rows = try await exported(store, destination: "network")
@@ -255,16 +281,24 @@ struct ForwardTests {
 
         // A second run sends nothing: everything delivered stays delivered.
         let before = receiver.received.count
-        let again = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"], environment: environment)
+        let again = try await Self.forward(
+            ["forward", "--db", store.argument, "--config", config, "--drain"],
+            environment: environment
+        )
         #expect(again.status == 0, "\(again.standardError)")
         #expect(receiver.received.count == before)
         #expect(again.standardError.contains("forwarded: 0 delivered, 0 rejected"))
     }
 
-    @Test("kill -9 during delivery, then --drain: everything delivered, repeats only for deliveries in flight", arguments: TestEngine.available)
+    @Test(
+        "kill -9 during delivery, then --drain: everything delivered, repeats only for deliveries in flight",
+        arguments: TestEngine.available
+    )
     func killed(_ engine: TestEngine) async throws {
         let store = try await store(engine)
-        let production = try await exported(store, destination: "network").filter { $0.value["key_space"] as? String == "production" }
+        let production = try await exported(store, destination: "network").filter {
+            $0.value["key_space"] as? String == "production"
+        }
         let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
         let config = try config(receiver.port, concurrency: 4, timeout: 1)
 
@@ -274,7 +308,10 @@ struct ForwardTests {
         let atKill = receiver.delivered("network").count
         #expect(atKill >= 20 && atKill < production.count, "killed mid-way (\(atKill) of \(production.count))")
 
-        let run = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"], environment: environment)
+        let run = try await Self.forward(
+            ["forward", "--db", store.argument, "--config", config, "--drain"],
+            environment: environment
+        )
         await receiver.stop()
         #expect(run.status == 0, "\(run.standardError)")
         let network = receiver.delivered("network")
@@ -292,7 +329,10 @@ struct ForwardTests {
         #expect(receiver.mostAtOnce == 1)
     }
 
-    @Test("SIGTERM stops --follow at once: the requests in flight finish and every outcome is recorded", arguments: TestEngine.available)
+    @Test(
+        "SIGTERM stops --follow at once: the requests in flight finish and every outcome is recorded",
+        arguments: TestEngine.available
+    )
     func terminated(_ engine: TestEngine) async throws {
         let store = try await store(engine)
         let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
@@ -311,18 +351,28 @@ struct ForwardTests {
         #expect(!stderr.contains("cannot record"), "\(stderr)")
         // Every answer received was recorded: a --drain now sends only what was never sent.
         let sent = Set(receiver.delivered("network").keys)
-        let run = try await Self.forward(["forward", "--db", store.argument, "--config", config, "--drain"], environment: environment)
+        let run = try await Self.forward(
+            ["forward", "--db", store.argument, "--config", config, "--drain"],
+            environment: environment
+        )
         await receiver.stop()
         #expect(run.status == 0, "\(run.standardError)")
         let again = receiver.received.filter { $0.destination == "network" && $0.attempt > 0 }
-        let repeated = Dictionary(grouping: again, by: \.deliveryID).filter { sent.contains($0.key) && $0.value.count > 1 }
+        let repeated = Dictionary(grouping: again, by: \.deliveryID).filter {
+            sent.contains($0.key) && $0.value.count > 1
+        }
         #expect(repeated.isEmpty, "\(repeated.count) deliveries sent again after a graceful stop")
     }
 
-    @Test("two forward processes on one database share the work: no delivery sent twice", arguments: TestEngine.available)
+    @Test(
+        "two forward processes on one database share the work: no delivery sent twice",
+        arguments: TestEngine.available
+    )
     func shared(_ engine: TestEngine) async throws {
         let store = try await store(engine)
-        let production = try await exported(store, destination: "network").filter { $0.value["key_space"] as? String == "production" }
+        let production = try await exported(store, destination: "network").filter {
+            $0.value["key_space"] as? String == "production"
+        }
         let receiver = try await Receiver { _, _ in (200, .milliseconds(5)) }
         let config = try config(receiver.port, concurrency: 8, timeout: 5)
         let arguments = ["forward", "--db", store.argument, "--config", config, "--drain"]
@@ -350,7 +400,11 @@ struct ForwardTests {
         )
         let client = try HTTPClient.forTests()
         let body = try SamplePostback.signedJSON(.v4_0, transactionID: "00000000-0000-4000-8000-000000000099")
-        let response = try await client.send(.POST, server.base + "/.well-known/skadnetwork/report-attribution/", body: Array(body.utf8))
+        let response = try await client.send(
+            .POST,
+            server.base + "/.well-known/skadnetwork/report-attribution/",
+            body: Array(body.utf8)
+        )
         #expect(response.status == 200)
         let deadline = Date().addingTimeInterval(10)
         while receiver.delivered("network").isEmpty && Date() < deadline {
@@ -397,7 +451,10 @@ final class ReceiverExecutor: TaskExecutor, @unchecked Sendable {
 /// cooperative pool: other suites' tests block its threads while they wait for processes, and
 /// a server starved of threads would time out at random). Returns the port and the server's
 /// task (cancel it to stop).
-func runOnLoopback(_ router: Router<BasicRequestContext>, label: String) async -> (port: Int, task: Task<Void, any Error>) {
+func runOnLoopback(
+    _ router: Router<BasicRequestContext>,
+    label: String
+) async -> (port: Int, task: Task<Void, any Error>) {
     let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
     let app = Application(
         router: router,

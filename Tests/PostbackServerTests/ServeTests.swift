@@ -28,7 +28,11 @@ struct ServeTests {
         try ServerProcess.start(["--db", store.argument] + Self.keyArguments + arguments, directory: directory.path)
     }
 
-    private static func signed(_ transactionID: String, _ version: SKANVersion = .v4_0, fine: Int = 20) throws -> [UInt8] {
+    private static func signed(
+        _ transactionID: String,
+        _ version: SKANVersion = .v4_0,
+        fine: Int = 20
+    ) throws -> [UInt8] {
         Array(
             try SamplePostback.signedJSON(version, transactionID: transactionID, conversionValue: .fine(fine)).utf8
         )
@@ -137,7 +141,8 @@ struct ServeTests {
     @Test("the vectors give verify's verdicts")
     func vectorsAsVerify() async throws {
         let folder = Repository.sharedVectors ?? Repository.vectors
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }
+            .sorted()
         #expect(files.count >= 9)
         let store = try await TestStore.make(.sqlite, in: directory)
         let server = try start(store)
@@ -168,23 +173,37 @@ struct ServeTests {
         let second = try Self.signed("22222222-0000-4000-8000-000000000002")
 
         // Forged before the genuine one.
-        let early = try await client.send(.POST, server.base + Self.skan, body: try Self.forged(first, signatureOf: donor))
+        let early = try await client.send(
+            .POST,
+            server.base + Self.skan,
+            body: try Self.forged(first, signatureOf: donor)
+        )
         #expect(early.jsonStatus == "quarantined" && early.verdict == "invalid")
         #expect(try await client.send(.POST, server.base + Self.skan, body: first).jsonStatus == "stored")
         // Forged after it.
         #expect(try await client.send(.POST, server.base + Self.skan, body: second).jsonStatus == "stored")
-        let late = try await client.send(.POST, server.base + Self.skan, body: try Self.forged(second, signatureOf: donor))
+        let late = try await client.send(
+            .POST,
+            server.base + Self.skan,
+            body: try Self.forged(second, signatureOf: donor)
+        )
         #expect(late.jsonStatus == "quarantined")
         // A genuine copy with other unsigned values is a duplicate and a conflict, not a new postback.
         var changed = try #require(try JSONSerialization.jsonObject(with: Data(second)) as? [String: Any])
         changed["country-code"] = "FR"
-        let copy = try await client.send(.POST, server.base + Self.skan, body: Array(try JSONSerialization.data(withJSONObject: changed)))
+        let copy = try await client.send(
+            .POST,
+            server.base + Self.skan,
+            body: Array(try JSONSerialization.data(withJSONObject: changed))
+        )
         #expect(copy.jsonStatus == "duplicate" && copy.json["conflict"] as? Bool == true, "\(copy.body)")
         #expect(server.stop() == 0)
 
-        #expect(try await store.strings("SELECT transaction_id FROM postbacks ORDER BY transaction_id") == [
-            "22222222-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002",
-        ])
+        #expect(
+            try await store.strings("SELECT transaction_id FROM postbacks ORDER BY transaction_id") == [
+                "22222222-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002",
+            ]
+        )
         #expect(try await store.strings("SELECT count(*) FROM conflicts") == ["1"])
         #expect(try await store.strings("SELECT count(*) FROM quarantine WHERE verdict = 'invalid'") == ["2"])
     }
@@ -195,7 +214,9 @@ struct ServeTests {
         let lines = corpus.split(separator: "\n").map { Array($0.utf8) }
         let file = try directory.write("corpus.jsonl", corpus)
         let viaFile = try await TestStore.make(engine, in: directory, name: "file")
-        let ingest = try Postbackd.run(["ingest", "--format", "json", "--db", viaFile.argument] + Self.keyArguments + [file])
+        let ingest = try Postbackd.run(
+            ["ingest", "--format", "json", "--db", viaFile.argument] + Self.keyArguments + [file]
+        )
         #expect(ingest.status == 0, "\(ingest.standardError)")
 
         let viaHTTP = try await TestStore.make(engine, in: directory, name: "http")
@@ -227,15 +248,28 @@ struct ServeTests {
         let fileSummary = try #require(
             try JSONSerialization.jsonObject(with: Data(ingest.standardOutput.utf8)) as? [String: Any]
         )
-        let counts = [fileSummary["read"], fileSummary["accepted"], fileSummary["duplicates"], fileSummary["quarantined"]]
-            .map { "\($0 ?? "-")" }
-        #expect(server.standardOutput.contains("stopped: \(counts[0]) received, \(counts[1]) stored, \(counts[2]) duplicates, \(counts[3]) quarantined"), "\(server.standardOutput) vs \(counts)")
+        let counts = [
+            fileSummary["read"], fileSummary["accepted"], fileSummary["duplicates"], fileSummary["quarantined"],
+        ]
+        .map { "\($0 ?? "-")" }
+        #expect(
+            server.standardOutput.contains(
+                "stopped: \(counts[0]) received, \(counts[1]) stored, \(counts[2]) duplicates, \(counts[3]) quarantined"
+            ),
+            "\(server.standardOutput) vs \(counts)"
+        )
         let conflicts = "SELECT count(*) FROM conflicts"
         #expect(try await viaHTTP.strings(conflicts) == (try await viaFile.strings(conflicts)))
         // A repeated junk body is one quarantine row with a count; from a file, one row per line.
-        let quarantined = try await viaFile.strings("SELECT verdict || ' ' || count(*) FROM quarantine GROUP BY verdict ORDER BY verdict")
+        let quarantined = try await viaFile.strings(
+            "SELECT verdict || ' ' || count(*) FROM quarantine GROUP BY verdict ORDER BY verdict"
+        )
         #expect(!quarantined.isEmpty)
-        #expect(try await viaHTTP.strings("SELECT verdict || ' ' || sum(received_count) FROM quarantine GROUP BY verdict ORDER BY verdict") == quarantined)
+        #expect(
+            try await viaHTTP.strings(
+                "SELECT verdict || ' ' || sum(received_count) FROM quarantine GROUP BY verdict ORDER BY verdict"
+            ) == quarantined
+        )
     }
 
     // MARK: Durability
@@ -258,7 +292,9 @@ struct ServeTests {
                     while true {
                         let index = next.value.add(1, ordering: .relaxed).oldValue
                         guard index < bodies.count else { break }
-                        guard let answer = try? await client.send(.POST, base + skan, body: bodies[index]) else { break }
+                        guard let answer = try? await client.send(.POST, base + skan, body: bodies[index]) else {
+                            break
+                        }
                         mine.append((bodies[index], answer))
                         onAnswer(answered.value.add(1, ordering: .relaxed).newValue)
                     }
@@ -273,7 +309,12 @@ struct ServeTests {
 
     /// Starts a server on a new store, loads it with `corpus` from 16 clients, sends it `signal`
     /// once `after` requests were answered, and waits for it to end.
-    private func signalUnderLoad(_ engine: TestEngine, _ signal: Int32, after: Int, corpus: String) async throws -> (
+    private func signalUnderLoad(
+        _ engine: TestEngine,
+        _ signal: Int32,
+        after: Int,
+        corpus: String
+    ) async throws -> (
         store: TestStore, server: ServerProcess, bodies: [[UInt8]], answers: [(body: [UInt8], answer: Answer)]
     ) {
         let bodies = corpus.split(separator: "\n").map { Array($0.utf8) }
@@ -313,7 +354,8 @@ struct ServeTests {
         #expect(restarted.stop() == 0)
         let stored = Int(try #require(try await store.strings("SELECT count(*) FROM postbacks").first ?? nil)) ?? -1
         #expect(stored >= storedBefore)
-        let quarantined = Int(try #require(try await store.strings("SELECT count(*) FROM quarantine").first ?? nil)) ?? -1
+        let quarantined =
+            Int(try #require(try await store.strings("SELECT count(*) FROM quarantine").first ?? nil)) ?? -1
         #expect(quarantined >= quarantinedBefore)
     }
 
@@ -325,7 +367,10 @@ struct ServeTests {
             after: 400,
             corpus: try Postbackd.generated(count: 2000, seed: 31, duplicates: 0, invalid: 0)
         )
-        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0, "\(server.standardError)")
+        #expect(
+            server.process.terminationReason == .exit && server.process.terminationStatus == 0,
+            "\(server.standardError)"
+        )
         let stored = answers.filter { $0.answer.jsonStatus == "stored" }
         #expect(stored.count >= 400 && stored.count < bodies.count, "\(stored.count) of \(bodies.count)")
         #expect(answers.allSatisfy { $0.answer.status == 200 || $0.answer.status == 503 })
@@ -346,7 +391,13 @@ struct ServeTests {
         let database = small + "/serve.sqlite"
         let server = try ServerProcess.start(["--db", database] + Self.keyArguments, directory: directory.path)
         let client = try HTTPClient.forTests()
-        #expect(try await client.send(.POST, server.base + Self.skan, body: try Self.signed("22222222-0000-4000-8000-000000000f00")).jsonStatus == "stored")
+        #expect(
+            try await client.send(
+                .POST,
+                server.base + Self.skan,
+                body: try Self.signed("22222222-0000-4000-8000-000000000f00")
+            ).jsonStatus == "stored"
+        )
 
         SmallDisk.fill(small)
         // The log already holds room for a commit or two: a few more fill it.
@@ -372,7 +423,9 @@ struct ServeTests {
         // Room again: the refused postback is stored when it is sent again.
         try FileManager.default.removeItem(atPath: small + "/pad")
         for id in sent {
-            #expect(try await client.send(.POST, server.base + Self.skan, body: try Self.signed(id)).jsonStatus == "stored")
+            #expect(
+                try await client.send(.POST, server.base + Self.skan, body: try Self.signed(id)).jsonStatus == "stored"
+            )
         }
         #expect(server.stop() == 0)
         #expect(server.standardError.contains("\(database) cannot grow: the disk is full"), "\(server.standardError)")
@@ -412,7 +465,10 @@ struct ServeTests {
         #expect(status == 2)
         #expect(server.standardError.contains("record the end of the run"), "\(server.standardError)")
         // The log names the store (without a password) and says what is wrong in words.
-        #expect(server.standardError.contains("\(url) could not store received postbacks: the server cannot be reached"), "\(server.standardError)")
+        #expect(
+            server.standardError.contains("\(url) could not store received postbacks: the server cannot be reached"),
+            "\(server.standardError)"
+        )
 
         // Back up: the refused postback is stored when the device sends it again.
         #expect(try database.start() == url, "resumed on the same port")
@@ -452,7 +508,9 @@ struct ServeTests {
             _ = try await client.send(.POST, repeats.base + Self.skan, body: Array("junk 0".utf8))
         }
         #expect(repeats.stop() == 0)
-        #expect(try await store.strings("SELECT received_count FROM quarantine WHERE raw = CAST('junk 0' AS BLOB)") == ["4"])
+        #expect(
+            try await store.strings("SELECT received_count FROM quarantine WHERE raw = CAST('junk 0' AS BLOB)") == ["4"]
+        )
     }
 
     @Test("a client that stops sending mid-request is disconnected after --read-timeout")
@@ -495,7 +553,9 @@ struct ServeTests {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         #expect(connected == 0)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -517,13 +577,19 @@ struct ServeTests {
 
     @Test("HTTPS with its own certificate")
     func tls() async throws {
-        let certificate = try #require(Bundle.module.path(forResource: "localhost-cert", ofType: "pem", inDirectory: "Fixtures"))
+        let certificate = try #require(
+            Bundle.module.path(forResource: "localhost-cert", ofType: "pem", inDirectory: "Fixtures")
+        )
         let key = try #require(Bundle.module.path(forResource: "localhost-key", ofType: "pem", inDirectory: "Fixtures"))
         let store = try await TestStore.make(.sqlite, in: directory)
         let server = try start(store, ["--tls-cert", certificate, "--tls-key", key])
         #expect(server.base.hasPrefix("https://127.0.0.1:"))
         let client = try HTTPClient.forTests(trusting: certificate)
-        let answer = try await client.send(.POST, server.base + Self.skan + "/", body: try Self.signed("44444444-0000-4000-8000-000000000001"))
+        let answer = try await client.send(
+            .POST,
+            server.base + Self.skan + "/",
+            body: try Self.signed("44444444-0000-4000-8000-000000000001")
+        )
         #expect(answer.status == 200 && answer.jsonStatus == "stored")
         // Plain HTTP to the TLS port gets no answer.
         let plain = try HTTPClient.forTests()
@@ -536,7 +602,10 @@ struct ServeTests {
     @Test("what cannot start says why and exits 2")
     func startFailures() throws {
         let missing = try Postbackd.run(
-            ["serve", "--port", "0", "--tls-cert", directory.path + "/none.pem", "--tls-key", directory.path + "/none.pem"],
+            [
+                "serve", "--port", "0", "--tls-cert", directory.path + "/none.pem", "--tls-key",
+                directory.path + "/none.pem",
+            ],
             directory: directory.path
         )
         #expect(missing.status == 2)
@@ -549,12 +618,18 @@ struct ServeTests {
         )
         #expect(unreachable.status == 2)
         #expect(unreachable.standardError.contains("127.0.0.1"))
-        #expect(!unreachable.standardError.contains("hunter2secret") && !unreachable.standardOutput.contains("hunter2secret"))
+        #expect(
+            !unreachable.standardError.contains("hunter2secret")
+                && !unreachable.standardOutput.contains("hunter2secret")
+        )
 
         // A port in use.
         let first = try ServerProcess.start(["--db", directory.path + "/a.sqlite"], directory: directory.path)
         let port = String(first.base.split(separator: ":").last ?? "")
-        let second = try Postbackd.run(["serve", "--port", port, "--db", directory.path + "/b.sqlite"], directory: directory.path)
+        let second = try Postbackd.run(
+            ["serve", "--port", port, "--db", directory.path + "/b.sqlite"],
+            directory: directory.path
+        )
         #expect(second.status == 2)
         #expect(second.standardError.contains("cannot listen on 127.0.0.1:\(port)"), "\(second.standardError)")
         #expect(first.stop() == 0)

@@ -34,7 +34,11 @@ final class ServerProcess: Sendable {
     }
 
     /// Starts `postbackd serve --port 0 arguments…` and waits until it listens.
-    static func start(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws -> ServerProcess {
+    static func start(
+        _ arguments: [String],
+        directory: String,
+        environment: [String: String] = [:]
+    ) throws -> ServerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Postbackd.executable)
         process.arguments = ["serve", "--port", "0"] + arguments

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
 import PostbackKit
-@testable import PostbackStore
 import PostbackTestSupport
 import Synchronization
 import Testing
+
+@testable import PostbackStore
 
 /// A model and postbacks whose aggregates were computed by hand (see each expectation).
 ///
@@ -165,7 +166,10 @@ struct AggregateTests {
         arguments: TestEngine.available,
         [(RevenueEstimatePolicy.midpoint, 65.0, 11.0), (.lower, 60, 10), (.upper, 70, 12)]
     )
-    func policies(_ engine: TestEngine, _ expected: (policy: RevenueEstimatePolicy, usd: Double, eur: Double)) async throws {
+    func policies(
+        _ engine: TestEngine,
+        _ expected: (policy: RevenueEstimatePolicy, usd: Double, eur: Double)
+    ) async throws {
         let (policy, usd, eur) = expected
         let database = try await AggregateFixture.database(in: directory, engine: engine, policy: policy)
         let app = try row(try await report(database, by: "app_id", to: "2026-11-20"), .integer(111))
@@ -192,7 +196,10 @@ struct AggregateTests {
         #expect(bySequence.rows.map(\.dimensions).contains([.integer(1), .integer(1)]))
     }
 
-    @Test("the fine-value histogram counts winning production postbacks without a coarse value", arguments: TestEngine.available)
+    @Test(
+        "the fine-value histogram counts winning production postbacks without a coarse value",
+        arguments: TestEngine.available
+    )
     func histogram(_ engine: TestEngine) async throws {
         let database = try await AggregateFixture.database(in: directory, engine: engine)
         let rows = try await TestStore(engine: engine, location: database).strings(
@@ -202,7 +209,10 @@ struct AggregateTests {
         #expect(rows == ["-1:1", "1:1", "20:3", "30:1", "44:1"])
     }
 
-    @Test("aggregate is idempotent, and a changed model plus a re-run corrects history", arguments: TestEngine.available)
+    @Test(
+        "aggregate is idempotent, and a changed model plus a re-run corrects history",
+        arguments: TestEngine.available
+    )
     func idempotentAndCorrectable(_ engine: TestEngine) async throws {
         let database = try await AggregateFixture.database(in: directory, engine: engine)
         let tables = [

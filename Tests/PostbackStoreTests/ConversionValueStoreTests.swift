@@ -16,7 +16,13 @@ struct ConversionValueStoreTests {
         directory = try TemporaryDirectory("conversion-value-store")
     }
 
-    private func call(_ device: UInt8, _ event: String, hours: Double, revenue: [String: Int64]? = nil, request: UInt8 = 0)
+    private func call(
+        _ device: UInt8,
+        _ event: String,
+        hours: Double,
+        revenue: [String: Int64]? = nil,
+        request: UInt8 = 0
+    )
         -> DeviceCall
     {
         DeviceCall(
@@ -31,7 +37,10 @@ struct ConversionValueStoreTests {
         )
     }
 
-    @Test("device calls: recorded in order, a device twice in one group, retries, kept across opens", arguments: TestEngine.available)
+    @Test(
+        "device calls: recorded in order, a device twice in one group, retries, kept across opens",
+        arguments: TestEngine.available
+    )
     func deviceCalls(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let calls = [
@@ -63,7 +72,9 @@ struct ConversionValueStoreTests {
         #expect(history.events.last?.revenue == [.init(micros: 1_000_000, currency: "USD")])
         #expect(try await store.count("conversion_value_devices") == 2)
         // Only the digest of the device is stored.
-        #expect(try await store.strings("SELECT count(*) FROM conversion_value_devices WHERE length(device) = 32") == ["2"])
+        #expect(
+            try await store.strings("SELECT count(*) FROM conversion_value_devices WHERE length(device) = 32") == ["2"]
+        )
     }
 
     @Test("device histories 35 days past their first call are deleted", arguments: TestEngine.available)
@@ -85,7 +96,10 @@ struct ConversionValueStoreTests {
         #expect(try await store.count("conversion_value_devices") == 1)
     }
 
-    @Test("bundle identifiers: recorded with a model, listed, and never shared by two apps", arguments: TestEngine.available)
+    @Test(
+        "bundle identifiers: recorded with a model, listed, and never shared by two apps",
+        arguments: TestEngine.available
+    )
     func bundleIDs(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let models = Repository.path("SamplePostbacks/models")
@@ -95,7 +109,9 @@ struct ConversionValueStoreTests {
         _ = try await ModelsJob.add(files: [examples], location: store.location)
         var listed = try await ModelsJob.list(location: store.location)
         #expect(listed.map(\.bundleID) == [nil, "com.example.game"])  // by app id
-        #expect(try await ModelsJob.show(app: "com.example.game", location: store.location)?.model.appID == 1_254_734_734)
+        #expect(
+            try await ModelsJob.show(app: "com.example.game", location: store.location)?.model.appID == 1_254_734_734
+        )
 
         await #expect(throws: BundleIDConflict.self) {
             _ = try await ModelsJob.add(files: [examples], bundleID: "com.example.game", location: store.location)
@@ -110,7 +126,11 @@ struct ConversionValueStoreTests {
             _ = try await ModelsJob.add(files: [game], bundleID: "com example", location: store.location)
         }
         await #expect(throws: ModelFilesError.self) {
-            _ = try await ModelsJob.add(files: [game, examples], bundleID: "com.example.both", location: store.location)
+            _ = try await ModelsJob.add(
+                files: [game, examples],
+                bundleID: "com.example.both",
+                location: store.location
+            )
         }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import PostbackKit
-@testable import PostbackStore
 import PostbackTestSupport
 import Testing
+
+@testable import PostbackStore
 
 /// What the dashboard reads: the totals tables (`aggregate_daily_totals`, the dashboard's
 /// tables by either date, and their revenue), which reports by their dimensions read instead
@@ -37,23 +38,49 @@ struct DashboardStoreTests {
             ReportQuery(from: nil, to: nil, by: [.date, .adNetworkID], events: false),
             ReportQuery(from: nil, to: nil, by: [], events: false),
             ReportQuery(from: from, to: to, by: [.appID], events: false),
-            ReportQuery(from: from, to: to, by: [.installDate, .crowdAnonymityTier], events: false, dateBasis: .install),
+            ReportQuery(
+                from: from,
+                to: to,
+                by: [.installDate, .crowdAnonymityTier],
+                events: false,
+                dateBasis: .install
+            ),
             ReportQuery(from: nil, to: nil, by: [.crowdAnonymityTier], events: false),
             ReportQuery(
                 from: from,
                 to: nil,
                 by: [.date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier],
                 events: false,
-                appIDs: [1254734734],
+                appIDs: [1_254_734_734],
                 adNetworkIDs: ["fzbddbi26k.skadnetwork", "vdsbuozq6b.skadnetwork"]
             ),
             // The dashboard's reports, by either date.
             ReportQuery(from: nil, to: nil, by: [.date, .adNetworkID, .crowdAnonymityTier, .appID], events: false),
-            ReportQuery(from: from, to: to, by: [.installDate, .adNetworkID, .crowdAnonymityTier], events: false, dateBasis: .install),
+            ReportQuery(
+                from: from,
+                to: to,
+                by: [.installDate, .adNetworkID, .crowdAnonymityTier],
+                events: false,
+                dateBasis: .install
+            ),
             ReportQuery(from: nil, to: nil, by: [.installDate, .appID], events: false, dateBasis: .install),
-            ReportQuery(from: nil, to: to, by: [], events: false, dateBasis: .install, adNetworkIDs: ["fzbddbi26k.skadnetwork"]),
-            ReportQuery(from: from, to: nil, by: [.date, .adNetworkID], events: false, appIDs: [1254734734]),
-            ReportQuery(from: nil, to: nil, by: [.crowdAnonymityTier], events: false, dateBasis: .install, appIDs: [1254734734]),
+            ReportQuery(
+                from: nil,
+                to: to,
+                by: [],
+                events: false,
+                dateBasis: .install,
+                adNetworkIDs: ["fzbddbi26k.skadnetwork"]
+            ),
+            ReportQuery(from: from, to: nil, by: [.date, .adNetworkID], events: false, appIDs: [1_254_734_734]),
+            ReportQuery(
+                from: nil,
+                to: nil,
+                by: [.crowdAnonymityTier],
+                events: false,
+                dateBasis: .install,
+                appIDs: [1_254_734_734]
+            ),
             // The totals with the other date.
             ReportQuery(from: from, to: to, by: [.date, .installDate], events: false, dateBasis: .install),
         ]
@@ -70,21 +97,35 @@ struct DashboardStoreTests {
             let fromTotals = try await Report.read(store.location, query).report
             let fromDetails = try await Report.read(store.location, detailed).report
             #expect(!fromTotals.rows.isEmpty, "\(query.dimensions)")
-            #expect(fromTotals.formatted(.json) == fromDetails.formatted(.json), "\(query.dimensions) \(query.dateBasis)")
+            #expect(
+                fromTotals.formatted(.json) == fromDetails.formatted(.json),
+                "\(query.dimensions) \(query.dateBasis)"
+            )
             #expect(fromTotals.formatted(.csv) == fromDetails.formatted(.csv), "\(query.dimensions) \(query.dateBasis)")
         }
     }
 
-    @Test("reports by the totals' dimensions read the totals and equal the detailed rows exactly", arguments: TestEngine.available)
+    @Test(
+        "reports by the totals' dimensions read the totals and equal the detailed rows exactly",
+        arguments: TestEngine.available
+    )
     func totalsEqualDetailedRows(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
         try await expectSameAsDetailedRows(store)
         // The smallest tables that hold a report: by a day with app, network and tier, the
         // dashboard's table of that date; with both dates, the totals.
-        func source(_ dimensions: [AggregateDimension], _ basis: DateBasis = .received, apps: [Int64] = []) -> ReportSQL.Source {
-            ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: dimensions, events: false, dateBasis: basis, appIDs: apps)).source
+        func source(
+            _ dimensions: [AggregateDimension],
+            _ basis: DateBasis = .received,
+            apps: [Int64] = []
+        ) -> ReportSQL.Source {
+            ReportSQL.sqlite(
+                ReportQuery(from: nil, to: nil, by: dimensions, events: false, dateBasis: basis, appIDs: apps)
+            ).source
         }
-        #expect(source([.date, .adNetworkID, .crowdAnonymityTier]) == .dashboard(DashboardTable(.received, byApp: false)))
+        #expect(
+            source([.date, .adNetworkID, .crowdAnonymityTier]) == .dashboard(DashboardTable(.received, byApp: false))
+        )
         #expect(source([.date], apps: [1]) == .dashboard(DashboardTable(.received, byApp: true)))
         #expect(source([.date, .appID]) == .dashboard(DashboardTable(.received, byApp: true)))
         #expect(source([.installDate, .appID], .install) == .dashboard(DashboardTable(.install, byApp: true)))
@@ -107,7 +148,10 @@ struct DashboardStoreTests {
         #expect(try await store.count("aggregate_daily_totals_revenue") > 0)
     }
 
-    @Test("after a run over one day, the sums' tables still equal the detailed rows, by either date", arguments: TestEngine.available)
+    @Test(
+        "after a run over one day, the sums' tables still equal the detailed rows, by either date",
+        arguments: TestEngine.available
+    )
     func rerunOverOneDay(_ engine: TestEngine) async throws {
         // Aggregated without models (no revenue), then one day again with them: by install date,
         // a day's sums then mix rows of both runs.
@@ -116,7 +160,9 @@ struct DashboardStoreTests {
         _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
         #expect(try await store.count("aggregate_dashboard_install_revenue") == 0)
         _ = try await ModelsJob.add(files: Self.modelFiles(), location: store.location)
-        let days = try await store.rows("SELECT DISTINCT date FROM aggregate_daily").map { $0.filter { !"\"()".contains($0) } }.sorted()
+        let days = try await store.rows("SELECT DISTINCT date FROM aggregate_daily").map {
+            $0.filter { !"\"()".contains($0) }
+        }.sorted()
         #expect(days.count >= 3)
         let day = try #require(UTCDay(days[days.count / 2]))
         _ = try await DailyAggregator.run(store.location, .range(from: day, to: day), policy: .midpoint)
@@ -138,10 +184,15 @@ struct DashboardStoreTests {
         #expect(whole.allSatisfy { !$0.isEmpty })
     }
 
-    @Test("the fine-value histogram from its totals equals the one from the rows by app and network", arguments: TestEngine.available)
+    @Test(
+        "the fine-value histogram from its totals equals the one from the rows by app and network",
+        arguments: TestEngine.available
+    )
     func fineValueTotalsEqualDetailedRows(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
-        let days = try await store.rows("SELECT DISTINCT date FROM aggregate_fine_values").map { $0.filter { !"\"()".contains($0) } }.sorted()
+        let days = try await store.rows("SELECT DISTINCT date FROM aggregate_fine_values").map {
+            $0.filter { !"\"()".contains($0) }
+        }.sorted()
         let first = try #require(days.first.flatMap(UTCDay.init))
         let last = try #require(days.last.flatMap(UTCDay.init))
         func day(_ day: UTCDay, _ offset: Int64) -> UTCDay { UTCDay(daysSinceEpoch: day.daysSinceEpoch + offset) }
@@ -154,24 +205,35 @@ struct DashboardStoreTests {
             var detailed = query
             detailed.detailedRowsOnly = true
             #expect(!ReportSQL.sqlite(detailed).fineValues.contains("aggregate_fine_value_totals"))
-            let fromTotals = try await PostbackStores.with(store.location) { try await $0.dashboardSeries(query, fineValues: true) }
-            let fromRows = try await PostbackStores.with(store.location) { try await $0.dashboardSeries(detailed, fineValues: true) }
-            #expect(fromTotals.fineValues == fromRows.fineValues, "\(String(describing: from))…\(String(describing: to))")
+            let fromTotals = try await PostbackStores.with(store.location) {
+                try await $0.dashboardSeries(query, fineValues: true)
+            }
+            let fromRows = try await PostbackStores.with(store.location) {
+                try await $0.dashboardSeries(detailed, fineValues: true)
+            }
+            #expect(
+                fromTotals.fineValues == fromRows.fineValues,
+                "\(String(describing: from))…\(String(describing: to))"
+            )
             #expect(fromTotals.fineValues.isEmpty == (from == day(last, 1)))
         }
         // A filter reads the rows by app and network.
-        let filtered = ReportQuery(from: nil, to: nil, by: [], events: false, appIDs: [1254734734])
+        let filtered = ReportQuery(from: nil, to: nil, by: [], events: false, appIDs: [1_254_734_734])
         #expect(!ReportSQL.sqlite(filtered).fineValues.contains("aggregate_fine_value_totals"))
         #expect(try await store.count("aggregate_fine_value_totals") < store.count("aggregate_fine_values"))
     }
 
-    @Test("a store aggregated before the totals gets them from its rows when it is opened", arguments: TestEngine.available)
+    @Test(
+        "a store aggregated before the totals gets them from its rows when it is opened",
+        arguments: TestEngine.available
+    )
     func migrationFillsTotals(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
-        let dump = [
-            "SELECT * FROM aggregate_daily_totals", "SELECT * FROM aggregate_daily_totals_revenue",
-            "SELECT * FROM aggregate_fine_value_totals",
-        ] + DashboardTable.all.flatMap { ["SELECT * FROM \($0.name)", "SELECT * FROM \($0.name)_revenue"] }
+        let dump =
+            [
+                "SELECT * FROM aggregate_daily_totals", "SELECT * FROM aggregate_daily_totals_revenue",
+                "SELECT * FROM aggregate_fine_value_totals",
+            ] + DashboardTable.all.flatMap { ["SELECT * FROM \($0.name)", "SELECT * FROM \($0.name)_revenue"] }
         let dashboardTables = DashboardTable.all.flatMap { [$0.name, $0.name + "_revenue"] }
         var written: [[String]] = []
         for sql in dump { written.append(try await store.rows(sql).sorted()) }
@@ -181,8 +243,10 @@ struct DashboardStoreTests {
         case .sqlite:
             for table in dashboardTables { try await store.execute("DROP TABLE \(table)") }
             try await store.execute(
-                "DROP TABLE aggregate_daily_intake", "DROP TABLE aggregate_daily_totals",
-                "DROP TABLE aggregate_daily_totals_revenue", "DROP TABLE aggregate_fine_value_totals",
+                "DROP TABLE aggregate_daily_intake",
+                "DROP TABLE aggregate_daily_totals",
+                "DROP TABLE aggregate_daily_totals_revenue",
+                "DROP TABLE aggregate_fine_value_totals",
                 "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%'"
             )
         case .postgres:

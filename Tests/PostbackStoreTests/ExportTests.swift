@@ -16,7 +16,12 @@ struct ExportTests {
         directory = try TemporaryDirectory("export")
     }
 
-    private func signed(_ id: Int, _ version: SKANVersion = .v4_0, value: ConversionValue?, sequence: Int = 0) throws -> String {
+    private func signed(
+        _ id: Int,
+        _ version: SKANVersion = .v4_0,
+        value: ConversionValue?,
+        sequence: Int = 0
+    ) throws -> String {
         try SamplePostback.signedJSON(
             version,
             transactionID: String(format: "00000000-0000-4000-8000-%012d", id),
@@ -26,7 +31,11 @@ struct ExportTests {
     }
 
     /// Exports with `options` into a file and returns its lines.
-    private func export(_ location: StoreLocation, _ options: ExportJob.Options, name: String = "out") async throws
+    private func export(
+        _ location: StoreLocation,
+        _ options: ExportJob.Options,
+        name: String = "out"
+    ) async throws
         -> (lines: [String], summary: ExportJob.Summary)
     {
         var options = options
@@ -48,7 +57,10 @@ struct ExportTests {
         return byTransaction
     }
 
-    @Test("every stored column, and the decoding of fine, coarse, null, unmapped and unmodelled postbacks", arguments: TestEngine.available)
+    @Test(
+        "every stored column, and the decoding of fine, coarse, null, unmapped and unmodelled postbacks",
+        arguments: TestEngine.available
+    )
     func decoded(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let lines = [
@@ -100,21 +112,35 @@ struct ExportTests {
         // CSV: one row per event, a postback without events on one row.
         let csv = try await export(store.location, ExportJob.Options(format: .csv), name: "csv").lines
         #expect(csv.first?.hasPrefix("id,kind,key_space,") == true)
-        #expect(csv.first?.hasSuffix(",conversion,event,occurrences_min,occurrences_max,currency,revenue_min,revenue_max,revenue_estimate") == true)
+        #expect(
+            csv.first?.hasSuffix(
+                ",conversion,event,occurrences_min,occurrences_max,currency,revenue_min,revenue_max,revenue_estimate"
+            ) == true
+        )
     }
 
     @Test("a consumer exports each postback once across runs, with ingests in between", arguments: TestEngine.available)
     func consumer(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
-        let first = try directory.write("first.jsonl", try (1...3).map { try signed($0, value: .fine(20)) }.joined(separator: "\n"))
-        let second = try directory.write("second.jsonl", try (4...5).map { try signed($0, value: .fine(20)) }.joined(separator: "\n"))
+        let first = try directory.write(
+            "first.jsonl",
+            try (1...3).map { try signed($0, value: .fine(20)) }.joined(separator: "\n")
+        )
+        let second = try directory.write(
+            "second.jsonl",
+            try (4...5).map { try signed($0, value: .fine(20)) }.joined(separator: "\n")
+        )
         try await ingest([first], into: store.location)
         let warehouse = ExportJob.Options(consumer: "warehouse")
         #expect(try await export(store.location, warehouse, name: "a").summary.rows == 3)
         #expect(try await export(store.location, warehouse, name: "b").summary.rows == 0)
         try await ingest([second], into: store.location)
         let third = try await export(store.location, warehouse, name: "c")
-        #expect(try Set(objects(third.lines).keys) == ["00000000-0000-4000-8000-000000000004/0", "00000000-0000-4000-8000-000000000005/0"])
+        #expect(
+            try Set(objects(third.lines).keys) == [
+                "00000000-0000-4000-8000-000000000004/0", "00000000-0000-4000-8000-000000000005/0",
+            ]
+        )
         // Another consumer has its own cursor; an export without one moves none.
         #expect(try await export(store.location, ExportJob.Options(consumer: "partner"), name: "d").summary.rows == 5)
         #expect(try await export(store.location, ExportJob.Options(), name: "e").summary.rows == 5)
@@ -133,7 +159,10 @@ struct ExportTests {
     func outOfOrderCommits() async throws {
         let store = try await TestStore.make(.postgres, in: directory)
         let early = try directory.write("early.jsonl", try signed(1, value: .fine(20)))
-        let late = try directory.write("late.jsonl", try (2...3).map { try signed($0, value: .fine(20)) }.joined(separator: "\n"))
+        let late = try directory.write(
+            "late.jsonl",
+            try (2...3).map { try signed($0, value: .fine(20)) }.joined(separator: "\n")
+        )
         try await ingest([early], into: store.location)
         let options = ExportJob.Options(consumer: "warehouse")
         // An older transaction draws a row id and writes a row, and commits only after a later

@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import PostbackKit
-@testable import PostbackStore
 import PostbackTestSupport
 import Testing
+
+@testable import PostbackStore
 
 /// Section 9 in the store: the inferences stored with each postback (and filled in by the
 /// migration), campaign mappings, and reports by the new dimensions, each compared with counts
@@ -96,7 +97,13 @@ struct InstallDateReportTests {
         return result
     }
 
-    private func report(_ store: TestStore, _ dimensions: [AggregateDimension], basis: DateBasis = .received, from: String? = nil, to: String? = nil)
+    private func report(
+        _ store: TestStore,
+        _ dimensions: [AggregateDimension],
+        basis: DateBasis = .received,
+        from: String? = nil,
+        to: String? = nil
+    )
         async throws -> Report
     {
         try await Report.read(
@@ -117,7 +124,10 @@ struct InstallDateReportTests {
         return store
     }
 
-    @Test("reports by each new dimension equal counts taken straight from the stored postbacks", arguments: TestEngine.available)
+    @Test(
+        "reports by each new dimension equal counts taken straight from the stored postbacks",
+        arguments: TestEngine.available
+    )
     func reportsEqualStoredCounts(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
         let file = try directory.write("mapping.csv", Self.mapping)
@@ -143,17 +153,19 @@ struct InstallDateReportTests {
         #expect(counts(try await report(store, [.crowdAnonymityTier])) == expected { $0.tier })
         #expect(counts(try await report(store, [.sourceIdentifierDigits])) == expected { $0.digits })
         #expect(
-            counts(try await report(store, [.adNetworkID, .crowdAnonymityTier])) == expected { "\($0.network)|\($0.tier)" }
+            counts(try await report(store, [.adNetworkID, .crowdAnonymityTier]))
+                == expected { "\($0.network)|\($0.tier)" }
         )
         let campaigns = expected { expectedMapping($0, rows)?.campaign ?? "" }
         #expect(Set(campaigns.keys) == ["", "Winter, early", "Winter late", "Twelve", "Fives", "Fifty-two", "Nines"])
         #expect(counts(try await report(store, [.campaign])) == campaigns)
         #expect(counts(try await report(store, [.adGroup])) == expected { expectedMapping($0, rows)?.adGroup ?? "" })
         #expect(
-            counts(try await report(store, [.campaign, .adGroup, .creative])) == expected {
-                let row = expectedMapping($0, rows)
-                return "\(row?.campaign ?? "")|\(row?.adGroup ?? "")|\(row?.creative ?? "")"
-            }
+            counts(try await report(store, [.campaign, .adGroup, .creative]))
+                == expected {
+                    let row = expectedMapping($0, rows)
+                    return "\(row?.campaign ?? "")|\(row?.adGroup ?? "")|\(row?.creative ?? "")"
+                }
         )
 
         // --date-basis install: the postbacks whose install dates fall in the period.
@@ -163,7 +175,10 @@ struct InstallDateReportTests {
         let inWindow = postbacks.filter { $0.installDate >= from && $0.installDate <= to }
         #expect(window.rows.first?.counts[.postbacks] == inWindow.count)
         #expect(window.rows.first?.counts[.installs] == inWindow.count { $0.install })
-        #expect(counts(try await report(store, [.installDate], basis: .install, from: from, to: to)) == expected { $0.installDate }.filter { $0.key >= from && $0.key <= to })
+        #expect(
+            counts(try await report(store, [.installDate], basis: .install, from: from, to: to))
+                == expected { $0.installDate }.filter { $0.key >= from && $0.key <= to }
+        )
 
         // The tier distribution: each tier's share of the production postbacks with a tier.
         let tiers = try await report(store, [.crowdAnonymityTier])
@@ -183,7 +198,10 @@ struct InstallDateReportTests {
         #expect(abs((whole.nullRate ?? -1) - Double(winning.count { !$0.hasValue }) / Double(winning.count)) < 1e-9)
     }
 
-    @Test("the migration's SQL fills in what ingest computes, for every stored postback", arguments: TestEngine.available)
+    @Test(
+        "the migration's SQL fills in what ingest computes, for every stored postback",
+        arguments: TestEngine.available
+    )
     func backfillMatchesIngest(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
         let columns =
@@ -197,7 +215,9 @@ struct InstallDateReportTests {
             engine == .sqlite
             ? PostbackSchema.migrations.first { $0.identifier.hasPrefix("v11:") }?.sql.components(separatedBy: ";\n")
                 .first { $0.hasPrefix("UPDATE postbacks SET") }
-            : PostgresSchema.migrations.first { $0.version == 7 }?.statements.first { $0.hasPrefix("UPDATE postbacks SET") }
+            : PostgresSchema.migrations.first { $0.version == 7 }?.statements.first {
+                $0.hasPrefix("UPDATE postbacks SET")
+            }
         try await store.execute(try #require(backfill))
         let filled = try await store.strings("SELECT \(columns) FROM postbacks ORDER BY id")
         #expect(computed.count > 1_000)
@@ -229,13 +249,20 @@ struct InstallDateReportTests {
         #expect(try await upgraded.strings(columns) == expected)
     }
 
-    @Test("campaigns add replaces the rows of the networks a file names and keeps the others", arguments: TestEngine.available)
+    @Test(
+        "campaigns add replaces the rows of the networks a file names and keeps the others",
+        arguments: TestEngine.available
+    )
     func replaceByNetwork(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
         _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
         let first = try directory.write("first.csv", Self.mapping)
         let change = try await CampaignsJob.add(store.location, files: [first])
-        #expect(change.networks.map(\.adNetworkID) == ["3rpoyewmr9.skadnetwork", "fzbddbi26k.adattributionkit", "fzbddbi26k.skadnetwork"])
+        #expect(
+            change.networks.map(\.adNetworkID) == [
+                "3rpoyewmr9.skadnetwork", "fzbddbi26k.adattributionkit", "fzbddbi26k.skadnetwork",
+            ]
+        )
         #expect(change.networks.map(\.added) == [1, 2, 3])
         #expect(change.networks.map(\.removed) == [0, 0, 0])
         func warning() async throws -> String? {
@@ -250,7 +277,9 @@ struct InstallDateReportTests {
         #expect(try await warning() == nil)
         // Rows from before the section 9 columns are found, whatever the last run was.
         try await store.execute("UPDATE aggregate_daily SET install_date = NULL WHERE date = '2026-11-17'")
-        try await store.execute("UPDATE aggregate_runs SET dimensions = NULL WHERE id = (SELECT MIN(id) FROM aggregate_runs)")
+        try await store.execute(
+            "UPDATE aggregate_runs SET dimensions = NULL WHERE id = (SELECT MIN(id) FROM aggregate_runs)"
+        )
         #expect(try await warning()?.contains("computed before install dates") == true)
 
         let second = try directory.write(
@@ -258,13 +287,22 @@ struct InstallDateReportTests {
             CampaignMapping.header + "\nfzbddbi26k.skadnetwork,7,2026-11-01,,Sevens,,\n"
         )
         let replaced = try await CampaignsJob.add(store.location, files: [second])
-        #expect(replaced.networks.map { [$0.adNetworkID, String($0.removed), String($0.added)] } == [["fzbddbi26k.skadnetwork", "3", "1"]])
+        #expect(
+            replaced.networks.map { [$0.adNetworkID, String($0.removed), String($0.added)] } == [
+                ["fzbddbi26k.skadnetwork", "3", "1"]
+            ]
+        )
         let listed = try await CampaignsJob.list(store.location, network: nil)
-        #expect(listed.map { "\($0.mapping.adNetworkID) \($0.mapping.prefix) \($0.mapping.campaign)" } == [
-            "3rpoyewmr9.skadnetwork 9 Nines", "fzbddbi26k.adattributionkit 5 Fives",
-            "fzbddbi26k.adattributionkit 52 Fifty-two", "fzbddbi26k.skadnetwork 7 Sevens",
-        ])
-        #expect(listed[2].mapping.validFrom?.description == "2026-10-01" && listed[2].mapping.validTo?.description == "2026-10-10")
+        #expect(
+            listed.map { "\($0.mapping.adNetworkID) \($0.mapping.prefix) \($0.mapping.campaign)" } == [
+                "3rpoyewmr9.skadnetwork 9 Nines", "fzbddbi26k.adattributionkit 5 Fives",
+                "fzbddbi26k.adattributionkit 52 Fifty-two", "fzbddbi26k.skadnetwork 7 Sevens",
+            ]
+        )
+        #expect(
+            listed[2].mapping.validFrom?.description == "2026-10-01"
+                && listed[2].mapping.validTo?.description == "2026-10-10"
+        )
         #expect(try await CampaignsJob.list(store.location, network: "3rpoyewmr9.skadnetwork").count == 1)
         // The list as CSV is a mapping file again.
         let again = try directory.write("again.csv", CampaignsJob.csv(listed))

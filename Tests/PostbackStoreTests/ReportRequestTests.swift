@@ -1,7 +1,8 @@
 import PostbackKit
-@testable import PostbackStore
 import PostbackTestSupport
 import Testing
+
+@testable import PostbackStore
 
 /// A report asked for by options (`postbackd report`, and the report API): parsing, refusals,
 /// and the app and network filters on both engines.
@@ -50,16 +51,22 @@ struct ReportRequestTests {
             ("app-id", options { $0.appIDs = ["0"] }),
             ("ad-network-id", options { $0.adNetworkIDs = [" , "] }),
             ("from", options { $0.from = "2026-13-01" }),
-            ("from", options {
-                $0.from = "2026-11-20"
-                $0.to = "2026-11-01"
-            }),
+            (
+                "from",
+                options {
+                    $0.from = "2026-11-20"
+                    $0.to = "2026-11-01"
+                }
+            ),
             ("by", options { $0.by = "date,nope" }),
             ("date-basis", options { $0.dateBasis = "sent" }),
-            ("with-apple-ads", options {
-                $0.withAppleAds = true
-                $0.appIDs = ["12"]
-            }),
+            (
+                "with-apple-ads",
+                options {
+                    $0.withAppleAds = true
+                    $0.appIDs = ["12"]
+                }
+            ),
         ]
     )
     func refusals(_ option: String, _ options: ReportRequest.Options) {
@@ -71,7 +78,10 @@ struct ReportRequestTests {
         }
     }
 
-    @Test("the app and network filters keep exactly the rows of those apps and networks", arguments: TestEngine.available)
+    @Test(
+        "the app and network filters keep exactly the rows of those apps and networks",
+        arguments: TestEngine.available
+    )
     func filters(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory, name: "filters")
         try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
@@ -94,20 +104,30 @@ struct ReportRequestTests {
         }
         let byApp = try await filtered { $0.appIDs = [String(app)] }
         #expect(byApp.map(\.dimensions) == all.rows.filter { $0.dimensions[0] == .integer(app) }.map(\.dimensions))
-        #expect(byApp.map { $0.counts[.installs] } == all.rows.filter { $0.dimensions[0] == .integer(app) }.map { $0.counts[.installs] })
+        #expect(
+            byApp.map { $0.counts[.installs] }
+                == all.rows.filter { $0.dimensions[0] == .integer(app) }.map { $0.counts[.installs] }
+        )
         let byNetwork = try await filtered { $0.adNetworkIDs = [network] }
         #expect(byNetwork.map(\.dimensions) == all.rows.filter { $0.dimensions[1] == .text(network) }.map(\.dimensions))
         let both = try await filtered {
             $0.appIDs = [String(app)]
             $0.adNetworkIDs = [network]
         }
-        #expect(both.map(\.dimensions) == expected.filter { $0.dimensions[0] == .integer(app) && $0.dimensions[1] == .text(network) }.map(\.dimensions))
+        #expect(
+            both.map(\.dimensions)
+                == expected.filter { $0.dimensions[0] == .integer(app) && $0.dimensions[1] == .text(network) }.map(
+                    \.dimensions
+                )
+        )
         // Revenue is filtered with the counts.
         let total = try await filtered {
             $0.by = ""
             $0.appIDs = [String(app)]
         }
-        let appRevenue = all.rows.filter { $0.dimensions[0] == .integer(app) }.compactMap { $0.revenue["USD"]?.estimate }.reduce(0, +)
+        let appRevenue = all.rows.filter { $0.dimensions[0] == .integer(app) }.compactMap {
+            $0.revenue["USD"]?.estimate
+        }.reduce(0, +)
         #expect(abs((total.first?.revenue["USD"]?.estimate ?? 0) - appRevenue) < 0.01)
         #expect(try await filtered { $0.appIDs = ["999999999"] }.isEmpty)
     }

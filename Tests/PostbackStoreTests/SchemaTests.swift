@@ -3,9 +3,8 @@ import GRDB
 import PostbackTestSupport
 import Testing
 
-@testable import PostbackStore
-
 @testable import PostbackKit
+@testable import PostbackStore
 
 @Suite("Schema")
 struct SchemaTests {

@@ -27,17 +27,41 @@ struct SchemaUpgradeTests {
     /// Each released SQLite migration's SHA-256 (of its SQL). A new migration adds a row; a
     /// changed row means a shipped migration was edited: write a new migration instead.
     static let sqliteMigrations: [(String, String)] = [
-        ("v1: postbacks, sightings, conflicts, quarantine, ingest runs", "9892d76d3e4e43fcb06ee23ee7c99d1a8e2cab69d0adb53f6576b875d36d9f05"),
-        ("v2: conversion models and daily aggregates", "db9b4f34bf297c00ef81d3dcdb771d752537cdec2063b926e3bd30c01c66a901"),
-        ("v3: postbacks indexed by UTC day received", "d9b39dfc3f53a2b981dee5aada044e6f847652cd78595df8ae5a9b9f53262a81"),
-        ("v4: marketplace, re-engagements and development postbacks in aggregates", "21dfaee36cfe1597ed00673a7f7b67c010a8060ec75f827cb4b4f75084683869"),
+        (
+            "v1: postbacks, sightings, conflicts, quarantine, ingest runs",
+            "9892d76d3e4e43fcb06ee23ee7c99d1a8e2cab69d0adb53f6576b875d36d9f05"
+        ),
+        (
+            "v2: conversion models and daily aggregates",
+            "db9b4f34bf297c00ef81d3dcdb771d752537cdec2063b926e3bd30c01c66a901"
+        ),
+        (
+            "v3: postbacks indexed by UTC day received",
+            "d9b39dfc3f53a2b981dee5aada044e6f847652cd78595df8ae5a9b9f53262a81"
+        ),
+        (
+            "v4: marketplace, re-engagements and development postbacks in aggregates",
+            "21dfaee36cfe1597ed00673a7f7b67c010a8060ec75f827cb4b4f75084683869"
+        ),
         ("v5: dedup key digest", "00491a18614269ca12f2d345e9e27cbe0db1c5f46d82afc831bfa9b9c5a6e6cf"),
-        ("v6: HTTP client address, request id, quarantine repeats", "d274b10de0cf90be3491c85b45788326a57826871fe4c0bbff074d5715cdc408"),
-        ("v7: app bundle identifiers, conversion value devices", "b631d4370e71aec4acb79fe5d86661c9065b95a16c15dac11833fac7559a4dab"),
+        (
+            "v6: HTTP client address, request id, quarantine repeats",
+            "d274b10de0cf90be3491c85b45788326a57826871fe4c0bbff074d5715cdc408"
+        ),
+        (
+            "v7: app bundle identifiers, conversion value devices",
+            "b631d4370e71aec4acb79fe5d86661c9065b95a16c15dac11833fac7559a4dab"
+        ),
         ("v8: export cursors", "dea8682226942ee5bcad055a38689fd0e21c2981ad44920af6c55bf98c1f6df4"),
         ("v9: deliveries", "9451a3ed8d298a80195afd417a6f1f39811c96d3856ea43555c72f44a196180b"),
-        ("v10: Apple Ads tokens and attribution records", "b2e963ae1ce9222606999c9451ca4f1fe206a8d97bdf957bdbe9ea4dca524226"),
-        ("v11: install dates, crowd-anonymity tiers, campaign mappings", "9a1444b3147a91e4dd1dcbc3ea05c30a7aa7dc0b74bb5a538144d2a3c0fa3c48"),
+        (
+            "v10: Apple Ads tokens and attribution records",
+            "b2e963ae1ce9222606999c9451ca4f1fe206a8d97bdf957bdbe9ea4dca524226"
+        ),
+        (
+            "v11: install dates, crowd-anonymity tiers, campaign mappings",
+            "9a1444b3147a91e4dd1dcbc3ea05c30a7aa7dc0b74bb5a538144d2a3c0fa3c48"
+        ),
         ("v12: the dashboard's tables", "702eccf546fb5c306a6160819c2a147af34b14d26111f158599422032e0e5788"),
     ]
 
@@ -147,7 +171,10 @@ struct SchemaUpgradeTests {
         }
     }
 
-    @Test("an SQLite store of each release migrates to exactly a new store's schema, every row kept", arguments: releases)
+    @Test(
+        "an SQLite store of each release migrates to exactly a new store's schema, every row kept",
+        arguments: releases
+    )
     func sqliteUpgrade(_ release: String) throws {
         let path = directory.path + "/\(release).sqlite"
         try FileManager.default.copyItem(
@@ -158,10 +185,11 @@ struct SchemaUpgradeTests {
         #expect(columns.count >= 30, "the fixture holds postbackd's tables: \(columns.keys.sorted())")
         let before = try Self.sqliteRows(path, columns: columns)
         let filled = before.filter { !$0.value.isEmpty }.keys
-        for table in ["postbacks", "sightings", "conflicts", "quarantine", "conversion_models", "app_bundles",
+        for table in [
+            "postbacks", "sightings", "conflicts", "quarantine", "conversion_models", "app_bundles",
             "aggregate_daily", "aggregate_dashboard_received", "campaign_mappings", "apple_ads_tokens",
-            "export_cursors", "deliveries", "conversion_value_devices"]
-        {
+            "export_cursors", "deliveries", "conversion_value_devices",
+        ] {
             #expect(filled.contains(table), "the fixture has rows in \(table)")
         }
 
@@ -192,7 +220,8 @@ struct SchemaUpgradeTests {
             .joined(separator: "\n")
     }
 
-    private static func postgresRows(_ store: TestStore, columns: [String: [String]]) async throws -> [String: [String]] {
+    private static func postgresRows(_ store: TestStore, columns: [String: [String]]) async throws -> [String: [String]]
+    {
         var tables: [String: [String]] = [:]
         for (table, names) in columns {
             tables[table] = try await store.rows(
@@ -234,10 +263,11 @@ struct SchemaUpgradeTests {
         let columns = try await Self.postgresColumns(restored)
         #expect(columns.count >= 30, "the dump holds postbackd's tables: \(columns.keys.sorted())")
         let before = try await Self.postgresRows(restored, columns: columns)
-        for table in ["postbacks", "sightings", "conflicts", "quarantine", "conversion_models", "app_bundles",
+        for table in [
+            "postbacks", "sightings", "conflicts", "quarantine", "conversion_models", "app_bundles",
             "aggregate_daily", "aggregate_dashboard_received", "campaign_mappings", "apple_ads_tokens",
-            "export_cursors", "deliveries", "conversion_value_devices"]
-        {
+            "export_cursors", "deliveries", "conversion_value_devices",
+        ] {
             #expect(before[table]?.isEmpty == false, "the dump has rows in \(table)")
         }
 

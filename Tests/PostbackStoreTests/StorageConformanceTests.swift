@@ -35,7 +35,10 @@ struct StorageConformanceTests {
         )
     }
 
-    @Test("a valid postback whose dedup digest another key already holds is quarantined, never a duplicate", arguments: TestEngine.available)
+    @Test(
+        "a valid postback whose dedup digest another key already holds is quarantined, never a duplicate",
+        arguments: TestEngine.available
+    )
     func dedupDigestCollision(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let database = store.location
@@ -65,7 +68,10 @@ struct StorageConformanceTests {
         #expect(try await store.count("sightings") == 0)
     }
 
-    @Test("duplicates within one file: the first copy is stored, every other copy is a sighting", arguments: TestEngine.available)
+    @Test(
+        "duplicates within one file: the first copy is stored, every other copy is a sighting",
+        arguments: TestEngine.available
+    )
     func dedupWithinFile(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let database = store.location
@@ -137,7 +143,10 @@ struct StorageConformanceTests {
         )
     }
 
-    @Test("a forged copy of a stored transaction is quarantined and the genuine row is untouched", arguments: TestEngine.available)
+    @Test(
+        "a forged copy of a stored transaction is quarantined and the genuine row is untouched",
+        arguments: TestEngine.available
+    )
     func forgedCopyAfter(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let database = store.location
@@ -189,7 +198,10 @@ struct StorageConformanceTests {
         )
     }
 
-    @Test("a copy whose unsigned values differ is a conflict, recorded with both values", arguments: TestEngine.available)
+    @Test(
+        "a copy whose unsigned values differ is a conflict, recorded with both values",
+        arguments: TestEngine.available
+    )
     func conflicts(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let database = store.location
@@ -223,7 +235,10 @@ struct StorageConformanceTests {
         #expect(try await store.count("conflicts") == 2, "re-reading records nothing new")
     }
 
-    @Test("every bad entry is quarantined with its verdict, reason, bytes and place; re-ingesting does not grow it", arguments: TestEngine.available)
+    @Test(
+        "every bad entry is quarantined with its verdict, reason, bytes and place; re-ingesting does not grow it",
+        arguments: TestEngine.available
+    )
     func quarantine(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let database = store.location
@@ -269,8 +284,10 @@ struct StorageConformanceTests {
         #expect(try await store.count("quarantine") == 6)
     }
 
-    @Test("several ingests into one store at once on overlapping inputs: nothing counted twice, summaries add up",
-        arguments: TestEngine.available)
+    @Test(
+        "several ingests into one store at once on overlapping inputs: nothing counted twice, summaries add up",
+        arguments: TestEngine.available
+    )
     func concurrentWorkers(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory, name: "shared")
         let reference = try await TestStore.make(engine, in: directory, name: "reference")
@@ -293,7 +310,10 @@ struct StorageConformanceTests {
             for try await summary in group { all.append(summary) }
             return all
         }
-        let single = try await ingest([try directory.write("all.jsonl", lines.joined(separator: "\n"))], into: reference.location)
+        let single = try await ingest(
+            [try directory.write("all.jsonl", lines.joined(separator: "\n"))],
+            into: reference.location
+        )
         #expect(single.accepted == 1200)
         #expect(summaries.map(\.accepted).reduce(0, +) == single.accepted, "accepted adds up to one run of the union")
         #expect(summaries.map(\.duplicates).reduce(0, +) == 2400 - single.accepted)

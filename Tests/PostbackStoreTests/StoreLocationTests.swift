@@ -38,7 +38,10 @@ struct StoreLocationTests {
     func redacted() throws {
         #expect(try PostgresURL("postgres://u:hunter2@h/d").description == "postgres://u:***@h:5432/d")
         #expect(try PostgresURL("postgres://u@h:1/d").description == "postgres://u@h:1/d")
-        #expect(try PostgresURL("postgres://u:x@[::1]/d?sslmode=require").description == "postgres://u:***@[::1]:5432/d?sslmode=require")
+        #expect(
+            try PostgresURL("postgres://u:x@[::1]/d?sslmode=require").description
+                == "postgres://u:***@[::1]:5432/d?sslmode=require"
+        )
         #expect(try StoreLocation("postgres://u:hunter2@h/d").description == "postgres://u:***@h:5432/d")
     }
 

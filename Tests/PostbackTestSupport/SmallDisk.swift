@@ -33,7 +33,9 @@ public enum SmallDisk {
     /// Fills the disk holding `folder` with a file named `pad` until a write fails.
     public static func fill(_ folder: String) {
         let path = folder + "/pad"
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+        }
         guard let pad = FileHandle(forWritingAtPath: path) else { return }
         _ = try? pad.seekToEnd()
         let chunk = Data(repeating: 0, count: 4096)

@@ -38,7 +38,11 @@ public struct TestStore: Sendable {
     }
 
     /// A new SQLite file in `directory`, or a new PostgreSQL database on the test server.
-    public static func make(_ engine: TestEngine, in directory: TemporaryDirectory, name: String = "store") async throws
+    public static func make(
+        _ engine: TestEngine,
+        in directory: TemporaryDirectory,
+        name: String = "store"
+    ) async throws
         -> TestStore
     {
         switch engine {

@@ -23,18 +23,24 @@ struct CampaignsCommandTests {
         #expect(ingest.status == 0, "\(ingest.standardError)")
         let bad = try directory.write(
             "bad.csv",
-            CampaignMapping.header + "\nfzbddbi26k.skadnetwork,1,,,A,,\nfzbddbi26k.skadnetwork,1,2026-11-01,,B,,\nx,12345,,,C,,\n"
+            CampaignMapping.header
+                + "\nfzbddbi26k.skadnetwork,1,,,A,,\nfzbddbi26k.skadnetwork,1,2026-11-01,,B,,\nx,12345,,,C,,\n"
         )
         let refused = try run(["campaigns", "add", bad])
         #expect(refused.status == 2)
         #expect(refused.standardError.contains("no mapping was stored"))
         #expect(refused.standardError.contains("bad.csv:4: source_identifier: expected a prefix of 1 to 4 digits"))
-        #expect(refused.standardError.contains("bad.csv:3: network fzbddbi26k.skadnetwork, prefix 1: valid from 2026-11-01, which overlaps \(bad):2"))
+        #expect(
+            refused.standardError.contains(
+                "bad.csv:3: network fzbddbi26k.skadnetwork, prefix 1: valid from 2026-11-01, which overlaps \(bad):2"
+            )
+        )
         #expect(try run(["campaigns", "list"]).standardOutput.hasPrefix("no campaign mappings"))
 
         let good = try directory.write(
             "good.csv",
-            CampaignMapping.header + "\nfzbddbi26k.skadnetwork,1,,,\"Ones, all\",Group,\nvdsbuozq6b.skadnetwork,4,,,Fours,,\n"
+            CampaignMapping.header
+                + "\nfzbddbi26k.skadnetwork,1,,,\"Ones, all\",Group,\nvdsbuozq6b.skadnetwork,4,,,Fours,,\n"
         )
         let added = try run(["campaigns", "add", good])
         #expect(added.status == 0, "\(added.standardError)")
@@ -50,7 +56,9 @@ struct CampaignsCommandTests {
         #expect(header.contains("null_rate") && header.contains("tier_share"))
         #expect(CSV.records(report.standardOutput).contains { $0["campaign"] == "Ones, all" })
         // The install basis changes the default grouping.
-        let install = try run(["report", "--date-basis", "install", "--from", "2026-11-10", "--to", "2026-11-12", "--format", "csv"])
+        let install = try run([
+            "report", "--date-basis", "install", "--from", "2026-11-10", "--to", "2026-11-12", "--format", "csv",
+        ])
         #expect(CSV.parse(install.standardOutput).first?.prefix(2) == ["install_date", "ad_network_id"])
         let days = Set(CSV.records(install.standardOutput).compactMap { $0["install_date"] })
         #expect(days == ["2026-11-10", "2026-11-11", "2026-11-12"])
@@ -59,16 +67,22 @@ struct CampaignsCommandTests {
     @Test("verify --format json and --explain show the estimated install time, tier and digits")
     func verifyShowsInferences() throws {
         let file = try directory.write("four.json", try SamplePostback.signedJSON(.v4_0, conversionValue: .fine(20)))
-        let json = try run(["verify", "--keys", TestKeys.directory, "--format", "json", "--received-at", "2026-11-21T12:00:00Z", file])
+        let json = try run([
+            "verify", "--keys", TestKeys.directory, "--format", "json", "--received-at", "2026-11-21T12:00:00Z", file,
+        ])
         #expect(json.status == 0, "\(json.standardError)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        )
         #expect(object["received_at"] as? String == "2026-11-21T12:00:00.000Z")
         #expect(object["received_at_source"] as? String == "option")
         #expect(object["estimated_install_at"] as? String == "2026-11-18T00:00:00.000Z")
         #expect(object["install_date"] as? String == "2026-11-18")
         #expect(object["crowd_anonymity_tier"] as? Int == 3)  // fine value, source domain
         #expect(object["source_identifier_digits"] as? Int == 4)
-        let explain = try run(["verify", "--keys", TestKeys.directory, "--explain", "--received-at", "2026-11-21T12:00:00Z", file])
+        let explain = try run([
+            "verify", "--keys", TestKeys.directory, "--explain", "--received-at", "2026-11-21T12:00:00Z", file,
+        ])
         #expect(explain.standardOutput.contains("estimated install: 2026-11-18T00:00:00.000Z, install date 2026-11-18"))
         #expect(explain.standardOutput.contains("crowd-anonymity tier: 3 (fine value with a source domain)"))
     }

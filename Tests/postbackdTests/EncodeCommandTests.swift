@@ -53,7 +53,10 @@ struct EncodeCommandTests {
         #expect(fromStore.status == 0, "\(fromStore.standardError)")
         #expect(fromStore.standardOutput == fromFile.standardOutput)
         let explained = try run(["encode", "--model", model, "--explain"], input: good)
-        #expect(explained.outputLines.first?.contains(#""failed":"purchase: revenue 4.99 USD, needs at least 5""#) == true, "\(explained.standardOutput)")
+        #expect(
+            explained.outputLines.first?.contains(#""failed":"purchase: revenue 4.99 USD, needs at least 5""#) == true,
+            "\(explained.standardOutput)"
+        )
     }
 
     @Test("no model, two models, or an app without one: exit 2 with a message")

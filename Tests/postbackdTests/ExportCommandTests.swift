@@ -18,7 +18,9 @@ struct ExportCommandTests {
         // Standard output on a full device: the write fails, the cursor stays.
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", "'\(Postbackd.executable)' export --db '\(database)' --consumer warehouse > /dev/full"]
+        shell.arguments = [
+            "-c", "'\(Postbackd.executable)' export --db '\(database)' --consumer warehouse > /dev/full",
+        ]
         let errors = Pipe()
         shell.standardError = errors
         try shell.run()

@@ -222,7 +222,9 @@ struct IngestCommandTests {
             nonisolated(unsafe) var statuses: [Int32] = [-1, -1, -1]
             nonisolated(unsafe) var messages: [String] = ["", "", ""]
             DispatchQueue.concurrentPerform(iterations: 3) { index in
-                let run = try? Postbackd.run(["ingest", "--db", store.argument, "--keys", TestKeys.directory, inputs[index]])
+                let run = try? Postbackd.run([
+                    "ingest", "--db", store.argument, "--keys", TestKeys.directory, inputs[index],
+                ])
                 statuses[index] = run?.status ?? -1
                 messages[index] = run?.standardError ?? ""
             }
@@ -266,7 +268,8 @@ struct IngestCommandTests {
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(
-            process.terminationStatus == 0 || (process.terminationStatus == 2 && message.contains("run the same command again")),
+            process.terminationStatus == 0
+                || (process.terminationStatus == 2 && message.contains("run the same command again")),
             "status \(process.terminationStatus): \(message)"
         )
         let rerun = try Postbackd.run(arguments(url))

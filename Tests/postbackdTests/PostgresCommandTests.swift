@@ -232,7 +232,10 @@ struct PostgresCommandTests {
     func malformed() throws {
         let password = "pw-malformed-5Tn1"
         let cases: [(url: String, says: String)] = [
-            ("postgres://u:\(password)@127.0.0.1/x?sslmode=verify-full", "sslmode verify-full is not disable, prefer or require"),
+            (
+                "postgres://u:\(password)@127.0.0.1/x?sslmode=verify-full",
+                "sslmode verify-full is not disable, prefer or require"
+            ),
             ("postgres://u:\(password)@127.0.0.1/x?connect_timeout=3", "unknown parameter connect_timeout"),
             ("postgres://u:\(password)@127.0.0.1:99999/x", "the port is not a number from 1 to 65535"),
             ("postgres://u:\(password)@127.0.0.1", "no database name after the host"),

@@ -37,7 +37,9 @@ struct PostgresFaultCommandTests {
         return store
     }
 
-    @Test("a role with only SELECT: report, models and check work; ingest, aggregate and models add are refused in words")
+    @Test(
+        "a role with only SELECT: report, models and check work; ingest, aggregate and models add are refused in words"
+    )
     func selectOnlyRole() async throws {
         let store = try await makeStore("readonly")
         guard case .postgres(let url) = store.location else { return }
@@ -54,7 +56,8 @@ struct PostgresFaultCommandTests {
         let reader = "postgres://\(role):\(password)@\(url.host):\(url.port)/\(url.database)"
         let before = try await store.dump()
         for arguments in [
-            ["report", "--format", "csv"], ["report", "--by", "app_id", "--events", "--format", "json"], ["models", "list"],
+            ["report", "--format", "csv"], ["report", "--by", "app_id", "--events", "--format", "json"],
+            ["models", "list"],
             ["models", "show", "1254734734"],
         ] {
             let owner = try run(arguments + ["--db", store.argument])
@@ -75,13 +78,18 @@ struct PostgresFaultCommandTests {
             let result = try run(arguments + ["--db", reader])
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(result.standardError.contains("postgres://\(role):***@"), "\(result.standardError)")
-            #expect(result.standardError.contains("its user lacks a privilege this command needs"), "\(arguments): \(result.standardError)")
+            #expect(
+                result.standardError.contains("its user lacks a privilege this command needs"),
+                "\(arguments): \(result.standardError)"
+            )
             #expect(!(result.standardOutput + result.standardError).contains(password))
         }
         #expect(try await store.dump() == before, "a refused command wrote")
     }
 
-    @Test("a server that accepts no writes (read-only transactions, as on a standby): writers exit 2 saying so, readers work")
+    @Test(
+        "a server that accepts no writes (read-only transactions, as on a standby): writers exit 2 saying so, readers work"
+    )
     func readOnlyServer() async throws {
         let store = try await makeStore("standby")
         guard case .postgres(let url) = store.location else { return }
@@ -93,7 +101,10 @@ struct PostgresFaultCommandTests {
         for arguments in [["aggregate"], ["models", "add", Self.model]] {
             let result = try run(arguments + ["--db", store.argument])
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
-            #expect(result.standardError.contains("the server accepts no writes"), "\(arguments): \(result.standardError)")
+            #expect(
+                result.standardError.contains("the server accepts no writes"),
+                "\(arguments): \(result.standardError)"
+            )
         }
         #expect(try await store.dump() == before)
     }
@@ -103,10 +114,15 @@ struct PostgresFaultCommandTests {
         let store = try await makeStore("edited")
         let sound = try run(["check", "--db", store.argument])
         #expect(sound.status == 0, "\(sound.standardOutput)\(sound.standardError)")
-        let postback = try #require(try await store.strings("SELECT MIN(id) FROM postbacks WHERE id NOT IN (SELECT postback_id FROM sightings)").first??.description)
+        let postback = try #require(
+            try await store.strings("SELECT MIN(id) FROM postbacks WHERE id NOT IN (SELECT postback_id FROM sightings)")
+                .first??.description
+        )
         let quarantined = try #require(try await store.strings("SELECT MIN(id) FROM quarantine").first??.description)
         let sighting = try #require(try await store.strings("SELECT MIN(id) FROM sightings").first??.description)
-        let gone = try #require(try await store.strings("SELECT postback_id FROM sightings WHERE id = \(sighting)").first??.description)
+        let gone = try #require(
+            try await store.strings("SELECT postback_id FROM sightings WHERE id = \(sighting)").first??.description
+        )
         try await store.execute(
             "UPDATE postbacks SET transaction_id = 'edited-by-hand' WHERE id = \(postback)",
             "UPDATE quarantine SET raw = convert_to('edited', 'UTF8') WHERE id = \(quarantined)",
@@ -119,21 +135,32 @@ struct PostgresFaultCommandTests {
         let lines = edited.outputLines
         #expect(lines.contains { $0.hasPrefix("finding: postbacks row \(postback): dedup_key ") }, "\(lines)")
         #expect(lines.contains { $0.hasPrefix("finding: quarantine row \(quarantined): raw_sha256 ") }, "\(lines)")
-        #expect(lines.contains { $0 == "finding: sightings row \(sighting): postback_id \(gone) is not a stored postback" }, "\(lines)")
-        #expect(lines.contains { $0.hasPrefix("finding: aggregate_daily: date ") && $0.contains("the store holds") }, "\(lines)")
+        #expect(
+            lines.contains { $0 == "finding: sightings row \(sighting): postback_id \(gone) is not a stored postback" },
+            "\(lines)"
+        )
+        #expect(
+            lines.contains { $0.hasPrefix("finding: aggregate_daily: date ") && $0.contains("the store holds") },
+            "\(lines)"
+        )
     }
 
     @Test("a newer postbackd's schema: every command exits 2 saying so")
     func newerSchema() async throws {
         let store = try await makeStore("newer")
-        try await store.execute("INSERT INTO postbackd_migrations (version, name) VALUES (999, 'from a later postbackd')")
+        try await store.execute(
+            "INSERT INTO postbackd_migrations (version, name) VALUES (999, 'from a later postbackd')"
+        )
         let input = try directory.write("newer-more.jsonl", try Postbackd.generated(count: 10, seed: 78, invalid: 0))
         for arguments in [
             ["report"], ["models", "list"], ["check"], ["aggregate"], ["ingest", "--keys", TestKeys.directory, input],
         ] {
             let result = try run(arguments + ["--db", store.argument])
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
-            #expect(result.standardError.contains("was written by a newer postbackd (schema 999"), "\(arguments): \(result.standardError)")
+            #expect(
+                result.standardError.contains("was written by a newer postbackd (schema 999"),
+                "\(arguments): \(result.standardError)"
+            )
         }
     }
 }

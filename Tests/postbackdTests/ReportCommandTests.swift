@@ -118,7 +118,10 @@ struct ReportCommandTests {
             )
         )
         let noStore = try run(["models", "list"])
-        #expect(noStore.status == 2 && noStore.standardError.contains("no store at postbackd.sqlite"), "\(noStore.standardError)")
+        #expect(
+            noStore.status == 2 && noStore.standardError.contains("no store at postbackd.sqlite"),
+            "\(noStore.standardError)"
+        )
         #expect(try run(["models", "add", good]).standardOutput.contains("app 525463029: added"))
         #expect(try run(["models", "add", good]).standardOutput.contains("app 525463029: unchanged"))
         let list = try run(["models", "list", "--format", "json"])

@@ -21,7 +21,11 @@ struct StoreFaultCommandTests {
         chmod(directory.path, 0o755)
     }
 
-    private func run(_ arguments: [String], in folder: String? = nil, asUnprivilegedUser: Bool = false) throws
+    private func run(
+        _ arguments: [String],
+        in folder: String? = nil,
+        asUnprivilegedUser: Bool = false
+    ) throws
         -> Postbackd.Run
     {
         try Postbackd.run(arguments, directory: folder ?? directory.path, asUnprivilegedUser: asUnprivilegedUser)
@@ -32,7 +36,10 @@ struct StoreFaultCommandTests {
     /// A store with postbacks, duplicates (sightings), quarantine, a model and aggregates.
     private func makeStore(_ name: String, count: Int = 300, in folder: String? = nil) throws -> String {
         let folder = folder ?? directory.path
-        let input = try directory.write("\(name)-input.jsonl", try Postbackd.generated(count: count, seed: 11, duplicates: 0.1))
+        let input = try directory.write(
+            "\(name)-input.jsonl",
+            try Postbackd.generated(count: count, seed: 11, duplicates: 0.1)
+        )
         let path = folder + "/" + name
         for arguments in [
             ["ingest", "--db", path, "--keys", TestKeys.directory, input],
@@ -60,7 +67,9 @@ struct StoreFaultCommandTests {
         let (pageSize, roots) = try DatabaseQueue(path: path).read { db in
             (
                 try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096,
-                try tables.map { try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [$0]) ?? 0 }
+                try tables.map {
+                    try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [$0]) ?? 0
+                }
             )
         }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
@@ -76,7 +85,8 @@ struct StoreFaultCommandTests {
         let input = try directory.write("more.jsonl", try Postbackd.generated(count: 20, seed: 5, invalid: 0))
         return (
             [
-                ["report", "--db", path], ["models", "list", "--db", path], ["models", "show", "--db", path, "1254734734"],
+                ["report", "--db", path], ["models", "list", "--db", path],
+                ["models", "show", "--db", path, "1254734734"],
                 ["check", "--db", path],
             ],
             [
@@ -92,7 +102,8 @@ struct StoreFaultCommandTests {
         let tables = try DatabaseQueue(path: path).read { db in
             try String.fetchAll(
                 db,
-                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND (name IN ('postbacks', 'conversion_models') OR name LIKE 'aggregate_%')"
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND (name IN ('postbacks', 'conversion_models') OR name LIKE 'aggregate_%')"
             )
         }
         try damage(path, tables: tables)
@@ -101,7 +112,10 @@ struct StoreFaultCommandTests {
         for arguments in commands.reading where arguments[0] != "check" {
             let result = try run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
-            #expect(result.standardError.contains("postbackd: \(path) is damaged ("), "\(arguments): \(result.standardError)")
+            #expect(
+                result.standardError.contains("postbackd: \(path) is damaged ("),
+                "\(arguments): \(result.standardError)"
+            )
             #expect(result.standardError.contains("restore it from a backup, or run `postbackd check --db \(path)`"))
             #expect(result.standardOutput.isEmpty)
         }
@@ -117,7 +131,9 @@ struct StoreFaultCommandTests {
         #expect(check.standardOutput.contains("integrity_check: "))
         #expect(check.standardOutput.contains("NOT SOUND"))
         let json = try run(["check", "--db", path, "--format", "json"])
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        )
         #expect(object["sound"] as? Bool == false)
         #expect((object["engine"] as? [String: Any])?["outcome"] as? String == "problems")
     }
@@ -140,7 +156,9 @@ struct StoreFaultCommandTests {
         #expect(try state(folder)[path.split(separator: "/").last.map(String.init) ?? ""] == before["truncated.sqlite"])
     }
 
-    @Test("a text file, another program's SQLite file, a newer postbackd's store: every command exits 2 and touches nothing")
+    @Test(
+        "a text file, another program's SQLite file, a newer postbackd's store: every command exits 2 and touches nothing"
+    )
     func notThisStore() throws {
         let folder = directory.path + "/foreign"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -148,7 +166,9 @@ struct StoreFaultCommandTests {
         try "these are notes, not postbacks\n".write(toFile: text, atomically: true, encoding: .utf8)
         let other = folder + "/crm.sqlite"
         try DatabaseQueue(path: other).write { db in
-            try db.execute(sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a')")
+            try db.execute(
+                sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a')"
+            )
         }
         let newer = try makeStore("newer.sqlite", count: 30, in: folder)
         try DatabaseQueue(path: newer).write { db in
@@ -184,12 +204,18 @@ struct StoreFaultCommandTests {
         for arguments in try everyCommand(path).reading {
             let result = try run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
-            #expect(result.standardError.contains("\(path) was written by an older postbackd and this command does not migrate it"))
+            #expect(
+                result.standardError.contains(
+                    "\(path) was written by an older postbackd and this command does not migrate it"
+                )
+            )
         }
         #expect(try state(folder) == before)
     }
 
-    @Test("read-only: report, models and check as a user who may not write the file or its folder, in WAL mode, leave no file")
+    @Test(
+        "read-only: report, models and check as a user who may not write the file or its folder, in WAL mode, leave no file"
+    )
     func readOnlyFileAndFolder() throws {
         let folder = directory.path + "/shared"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -225,13 +251,19 @@ struct StoreFaultCommandTests {
                 || aggregate.standardError.contains("cannot open the database \(path)"),
             "\(aggregate.standardError)"
         )
-        #expect(!aggregate.standardError.contains("SQLite error"), "the driver's text alone: \(aggregate.standardError)")
+        #expect(
+            !aggregate.standardError.contains("SQLite error"),
+            "the driver's text alone: \(aggregate.standardError)"
+        )
         #expect(try state(folder) == before)
 
         // A file the user may not write, in a folder they may: still nothing left beside it.
         chmod(folder, 0o777)
         let writableFolder = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
-        #expect(writableFolder.status == 0 && writableFolder.standardOutput == expected, "\(writableFolder.standardError)")
+        #expect(
+            writableFolder.status == 0 && writableFolder.standardOutput == expected,
+            "\(writableFolder.standardError)"
+        )
         #expect(try state(folder) == before)
     }
 
@@ -242,7 +274,12 @@ struct StoreFaultCommandTests {
         // A writer's connection, as ingest or serve holds one: the log and shared memory exist.
         let writer = try DatabaseQueue(path: path)
         try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
-        try writer.write { db in try db.execute(sql: "INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')") }
+        try writer.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')"
+            )
+        }
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
         chmod(path, 0o444)
         let report = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
@@ -264,7 +301,10 @@ struct StoreFaultCommandTests {
         configuration.allowsUnsafeTransactions = true
         let holder = try DatabaseQueue(path: path, configuration: configuration)
         try holder.writeWithoutTransaction { db in
-            try db.execute(sql: "BEGIN IMMEDIATE; INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')")
+            try db.execute(
+                sql:
+                    "BEGIN IMMEDIATE; INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')"
+            )
         }
         defer { try? holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") } }
         let started = Date()
@@ -292,7 +332,10 @@ struct StoreFaultCommandTests {
         let input = try directory.write("big.jsonl", try Postbackd.generated(count: 3_000, seed: 21))
         let ingest = try run(["ingest", "--db", path, "--keys", TestKeys.directory, input])
         #expect(ingest.status == 2, "\(ingest.standardError.suffix(400))")
-        #expect(ingest.standardError.contains("\(path) cannot grow: the disk is full"), "\(ingest.standardError.suffix(400))")
+        #expect(
+            ingest.standardError.contains("\(path) cannot grow: the disk is full"),
+            "\(ingest.standardError.suffix(400))"
+        )
         #expect(ingest.standardError.contains("What was committed is kept; run the same command again to finish"))
         #expect(!ingest.standardError.contains("SQLite error"))
         let check = try run(["check", "--db", path])
@@ -308,7 +351,6 @@ struct StoreFaultCommandTests {
         #expect(aggregate.standardError.contains("\(path) cannot grow: the disk is full"), "\(aggregate.standardError)")
     }
 
-
     @Test("check: a sound store exits 0; rows edited by hand are findings naming the table, the row and what is wrong")
     func checkFindsEdits() throws {
         let path = try makeStore("edited.sqlite")
@@ -319,42 +361,74 @@ struct StoreFaultCommandTests {
         let quick = try run(["check", "--db", path, "--quick"])
         #expect(quick.status == 0 && quick.standardOutput.contains("quick_check: ok"))
 
-        let (postback, quarantined, sighting, sightingPostback, day) = try DatabaseQueue(path: path).writeWithoutTransaction { db in
-            // As someone editing by hand would: without the foreign keys GRDB turns on.
-            try db.execute(sql: "PRAGMA foreign_keys = OFF")
-            let postback = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM postbacks WHERE id NOT IN (SELECT postback_id FROM sightings)") ?? 0
-            let quarantined = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM quarantine") ?? 0
-            let sighting = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM sightings") ?? 0
-            let sightingPostback = try Int64.fetchOne(db, sql: "SELECT postback_id FROM sightings WHERE id = ?", arguments: [sighting]) ?? 0
-            let day = try String.fetchOne(db, sql: "SELECT MIN(date) FROM aggregate_daily") ?? ""
-            try db.execute(sql: "UPDATE postbacks SET transaction_id = 'edited-by-hand' WHERE id = ?", arguments: [postback])
-            try db.execute(sql: "UPDATE quarantine SET raw = CAST('edited' AS BLOB) WHERE id = ?", arguments: [quarantined])
-            try db.execute(sql: "DELETE FROM conflicts WHERE postback_id = ?", arguments: [sightingPostback])
-            try db.execute(sql: "DELETE FROM deliveries WHERE postback_id = ?", arguments: [sightingPostback])
-            try db.execute(sql: "DELETE FROM postbacks WHERE id = ?", arguments: [sightingPostback])
-            try db.execute(sql: "UPDATE aggregate_daily_totals SET postbacks = postbacks + 5 WHERE rowid = (SELECT MIN(rowid) FROM aggregate_daily_totals WHERE date = ?)", arguments: [day])
-            return (postback, quarantined, sighting, sightingPostback, day)
-        }
+        let (postback, quarantined, sighting, sightingPostback, day) = try DatabaseQueue(path: path)
+            .writeWithoutTransaction { db in
+                // As someone editing by hand would: without the foreign keys GRDB turns on.
+                try db.execute(sql: "PRAGMA foreign_keys = OFF")
+                let postback =
+                    try Int64.fetchOne(
+                        db,
+                        sql: "SELECT MIN(id) FROM postbacks WHERE id NOT IN (SELECT postback_id FROM sightings)"
+                    ) ?? 0
+                let quarantined = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM quarantine") ?? 0
+                let sighting = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM sightings") ?? 0
+                let sightingPostback =
+                    try Int64.fetchOne(db, sql: "SELECT postback_id FROM sightings WHERE id = ?", arguments: [sighting])
+                    ?? 0
+                let day = try String.fetchOne(db, sql: "SELECT MIN(date) FROM aggregate_daily") ?? ""
+                try db.execute(
+                    sql: "UPDATE postbacks SET transaction_id = 'edited-by-hand' WHERE id = ?",
+                    arguments: [postback]
+                )
+                try db.execute(
+                    sql: "UPDATE quarantine SET raw = CAST('edited' AS BLOB) WHERE id = ?",
+                    arguments: [quarantined]
+                )
+                try db.execute(sql: "DELETE FROM conflicts WHERE postback_id = ?", arguments: [sightingPostback])
+                try db.execute(sql: "DELETE FROM deliveries WHERE postback_id = ?", arguments: [sightingPostback])
+                try db.execute(sql: "DELETE FROM postbacks WHERE id = ?", arguments: [sightingPostback])
+                try db.execute(
+                    sql:
+                        "UPDATE aggregate_daily_totals SET postbacks = postbacks + 5 WHERE rowid = (SELECT MIN(rowid) FROM aggregate_daily_totals WHERE date = ?)",
+                    arguments: [day]
+                )
+                return (postback, quarantined, sighting, sightingPostback, day)
+            }
         #expect(postback > 0 && quarantined > 0 && sighting > 0)
         let edited = try run(["check", "--db", path])
         #expect(edited.status == 1, "\(edited.standardOutput)\(edited.standardError)")
         let lines = edited.outputLines
-        #expect(lines.contains { $0.hasPrefix("finding: postbacks row \(postback): dedup_key ") && $0.contains("edited-by-hand") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("finding: postbacks row \(postback): dedup_key ") && $0.contains("edited-by-hand")
+            }
+        )
         #expect(lines.contains { $0.hasPrefix("finding: quarantine row \(quarantined): raw_sha256 ") })
-        #expect(lines.contains { $0 == "finding: sightings row \(sighting): postback_id \(sightingPostback) is not a stored postback" })
+        #expect(
+            lines.contains {
+                $0 == "finding: sightings row \(sighting): postback_id \(sightingPostback) is not a stored postback"
+            }
+        )
         #expect(lines.contains { $0.hasPrefix("finding: aggregate_daily_totals: date \(day): its rows count ") })
         #expect(lines.contains { $0.hasPrefix("finding: aggregate_daily: date ") && $0.contains("the store holds") })
         #expect(lines.last?.hasPrefix("NOT SOUND") == true)
 
         let json = try run(["check", "--db", path, "--format", "json"])
         #expect(json.status == 1)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        )
         let findings = try #require(object["findings"] as? [[String: Any]])
-        let rows = Set(findings.compactMap { finding -> String? in
-            guard let table = finding["table"] as? String else { return nil }
-            return "\(table):\((finding["row_id"] as? Int).map(String.init) ?? "-")"
-        })
-        #expect(rows.isSuperset(of: ["postbacks:\(postback)", "quarantine:\(quarantined)", "sightings:\(sighting)"]), "\(rows)")
+        let rows = Set(
+            findings.compactMap { finding -> String? in
+                guard let table = finding["table"] as? String else { return nil }
+                return "\(table):\((finding["row_id"] as? Int).map(String.init) ?? "-")"
+            }
+        )
+        #expect(
+            rows.isSuperset(of: ["postbacks:\(postback)", "quarantine:\(quarantined)", "sightings:\(sighting)"]),
+            "\(rows)"
+        )
         #expect(object["sound"] as? Bool == false)
     }
 

@@ -83,8 +83,15 @@ public struct AppleAdsExchangeRules: Sendable, Hashable {
     /// A token found past its 24 hours just before its request: closed unsent.
     public func expired(_ claim: AppleAdsClaim, nowMs: Int64) -> AppleAdsOutcome {
         AppleAdsOutcome(
-            id: claim.id, state: .expired, attempts: claim.attempts, notFound: claim.notFound, dueMs: nowMs,
-            lastStatus: "expired", lastAttemptMs: nowMs, record: nil, reportDay: nil
+            id: claim.id,
+            state: .expired,
+            attempts: claim.attempts,
+            notFound: claim.notFound,
+            dueMs: nowMs,
+            lastStatus: "expired",
+            lastAttemptMs: nowMs,
+            record: nil,
+            reportDay: nil
         )
     }
 

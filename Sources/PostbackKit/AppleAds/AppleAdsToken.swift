@@ -60,7 +60,10 @@ public struct AppleAdsToken: Sendable, Hashable {
         switch value["app_id"] {
         case .number(let text)?, .string(let text)?:
             guard let id = Int64(text), id > 0 else {
-                throw AppleAdsTokenError(field: "app_id", reason: "expected an App Store id (a positive integer), found \(clip(text))")
+                throw AppleAdsTokenError(
+                    field: "app_id",
+                    reason: "expected an App Store id (a positive integer), found \(clip(text))"
+                )
             }
             appID = id
         case nil, .null?:
@@ -73,7 +76,10 @@ public struct AppleAdsToken: Sendable, Hashable {
         case .string(let text)?:
             token = text
         case nil, .null?:
-            throw AppleAdsTokenError(field: "token", reason: "missing: give the token AAAttribution.attributionToken() returned")
+            throw AppleAdsTokenError(
+                field: "token",
+                reason: "missing: give the token AAAttribution.attributionToken() returned"
+            )
         case let other?:
             throw AppleAdsTokenError(field: "token", reason: "expected a string, found \(other.kindName)")
         }
@@ -88,12 +94,18 @@ public struct AppleAdsToken: Sendable, Hashable {
                 throw AppleAdsTokenError(field: "obtained_at", reason: "expected an ISO 8601 time, found \(clip(text))")
             }
             guard instant.milliseconds <= now.milliseconds + clockSkewMs else {
-                throw AppleAdsTokenError(field: "obtained_at", reason: "\(clip(text)) is more than an hour in the future")
+                throw AppleAdsTokenError(
+                    field: "obtained_at",
+                    reason: "\(clip(text)) is more than an hour in the future"
+                )
             }
             obtainedAt = min(instant, now)
             given = true
         case let other?:
-            throw AppleAdsTokenError(field: "obtained_at", reason: "expected an ISO 8601 string, found \(other.kindName)")
+            throw AppleAdsTokenError(
+                field: "obtained_at",
+                reason: "expected an ISO 8601 string, found \(other.kindName)"
+            )
         }
         return AppleAdsToken(appID: appID, token: token, obtainedAt: obtainedAt, obtainedAtGiven: given)
     }

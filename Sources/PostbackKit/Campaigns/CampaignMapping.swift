@@ -131,7 +131,9 @@ public enum CampaignMappingFile {
             let cells = record.fields
             var rowProblems: [String] = []
             let network = cells[0]
-            if network.isEmpty || network.utf8.count > 255 || network.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value > 0x7E }) {
+            if network.isEmpty || network.utf8.count > 255
+                || network.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value > 0x7E })
+            {
                 rowProblems.append("ad_network_id: expected the network's id, e.g. example123.skadnetwork")
             }
             let prefix = cells[1]
@@ -194,7 +196,9 @@ public enum CampaignMappingFile {
                         "\(row.place): network \(row.adNetworkID), prefix \(row.prefix): valid \(row.period), which overlaps \(earlier.place) (valid \(earlier.period))"
                     )
                 }
-                if furthest.map({ ($0.validTo?.daysSinceEpoch ?? .max) < (row.validTo?.daysSinceEpoch ?? .max) }) ?? true {
+                if furthest.map({ ($0.validTo?.daysSinceEpoch ?? .max) < (row.validTo?.daysSinceEpoch ?? .max) })
+                    ?? true
+                {
                     furthest = row
                 }
             }
@@ -336,7 +340,9 @@ struct CSVRecords {
             default:
                 if wasQuoted {
                     // After a closing quote only spaces may come before the comma or line end.
-                    if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") { continue }
+                    if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") {
+                        continue
+                    }
                     if problem == nil { problem = "text after a closing quote (quote the whole field)" }
                 } else {
                     field.append(byte)

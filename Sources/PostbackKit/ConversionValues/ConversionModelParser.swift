@@ -156,7 +156,10 @@ private struct ModelReader {
                 let lock = integer(fine, elementPath + ".lockWindowFineConversionValue", minimum: 0)
             {
                 if lock > 63 {
-                    fail(elementPath + ".lockWindowFineConversionValue", "\(lock) is not a fine conversion value (0–63)")
+                    fail(
+                        elementPath + ".lockWindowFineConversionValue",
+                        "\(lock) is not a fine conversion value (0–63)"
+                    )
                 } else {
                     trigger = .fine(Int(lock))
                 }
@@ -179,7 +182,10 @@ private struct ModelReader {
                 case .object:
                     if let locking = self.event(event, eventPath) { trigger = .event(locking.condition) }
                 default:
-                    fail(eventPath, "expected an event name (or an Event object), found \(event.kindName == "a string" ? "an empty string" : event.kindName)")
+                    fail(
+                        eventPath,
+                        "expected an event name (or an Event object), found \(event.kindName == "a string" ? "an empty string" : event.kindName)"
+                    )
                 }
             }
             var byCoarse: [CoarseConversionValue: ConversionValueMapping] = [:]

@@ -31,7 +31,8 @@ public struct UserState: Sendable, Hashable {
             self.init(
                 name: name,
                 hours: hours,
-                revenue: revenueMicros.flatMap { micros in currency.map { [Revenue(micros: micros, currency: $0)] } } ?? []
+                revenue: revenueMicros.flatMap { micros in currency.map { [Revenue(micros: micros, currency: $0)] } }
+                    ?? []
             )
         }
     }
@@ -258,7 +259,9 @@ extension EventCondition {
                 revenue = overflow ? Int64.max : sum
             }
         }
-        let within = to.map { "in hours [\(formatHours(from)), \(formatHours($0)))" } ?? (from > 0 ? "from hour \(formatHours(from))" : "")
+        let within =
+            to.map { "in hours [\(formatHours(from)), \(formatHours($0)))" }
+            ?? (from > 0 ? "from hour \(formatHours(from))" : "")
         let subject = within.isEmpty ? name : "\(name) \(within)"
         switch self.count {
         case .atLeast(let minimum):

@@ -159,7 +159,11 @@ public struct DeviceHistory: Sendable, Hashable {
         return history
     }
 
-    private static func add(_ totals: [String: Int64], since last: inout [String: Int64], into increase: inout [String: Int64]) {
+    private static func add(
+        _ totals: [String: Int64],
+        since last: inout [String: Int64],
+        into increase: inout [String: Int64]
+    ) {
         for (currency, total) in totals.sorted(by: { $0.key < $1.key }) {
             guard last[currency] != nil || last.count < maximumCurrencies else { continue }
             let before = last[currency] ?? 0
@@ -230,13 +234,17 @@ extension DeviceHistory {
             if index > 0 { text += "," }
             text += "[" + jsonQuoted(event.name) + "," + String(event.hours)
             if !event.revenue.isEmpty {
-                text += ",[" + event.revenue.map { "[" + jsonQuoted($0.currency) + "," + String($0.micros) + "]" }
+                text +=
+                    ",["
+                    + event.revenue.map { "[" + jsonQuoted($0.currency) + "," + String($0.micros) + "]" }
                     .joined(separator: ",") + "]"
             }
             text += "]"
         }
         text += "],\"r\":" + Self.totalsJSON(revenueTotals) + ",\"a\":" + Self.totalsJSON(adRevenueTotals)
-        text += ",\"q\":[" + recentRequests.map { "[\"" + hexString($0.digest) + "\"," + String($0.at.milliseconds) + "]" }
+        text +=
+            ",\"q\":["
+            + recentRequests.map { "[\"" + hexString($0.digest) + "\"," + String($0.at.milliseconds) + "]" }
             .joined(separator: ",") + "]}"
         return text
     }

@@ -49,7 +49,10 @@ public enum UserStateParser {
             }
             if let fine = current["fine"], fine != .null {
                 guard case .number(let text) = fine, let parsed = Int(text), (0...63).contains(parsed) else {
-                    throw UserStateError(field: "current.fine", message: "expected a fine conversion value 0–63, found \(fine.text)")
+                    throw UserStateError(
+                        field: "current.fine",
+                        message: "expected a fine conversion value 0–63, found \(fine.text)"
+                    )
                 }
                 state.currentFine = parsed
             }
@@ -88,14 +91,20 @@ public enum UserStateParser {
             throw UserStateError(field: path, message: "expected an object, found \(value.kindName)")
         }
         guard case .string(let name)? = value["name"], !name.isEmpty else {
-            throw UserStateError(field: path + ".name", message: value["name"] == nil ? "missing" : "expected a non-empty string")
+            throw UserStateError(
+                field: path + ".name",
+                message: value["name"] == nil ? "missing" : "expected a non-empty string"
+            )
         }
         let hours = try number(value["hours"], path + ".hours", required: true) ?? 0
         var micros: Int64? = nil
         var currencyCode: String? = nil
         if let revenue = try number(value["revenue"], path + ".revenue", required: false) {
             guard revenue < 9e12 else {
-                throw UserStateError(field: path + ".revenue", message: "\(formatJSONNumber(revenue)) is implausibly large")
+                throw UserStateError(
+                    field: path + ".revenue",
+                    message: "\(formatJSONNumber(revenue)) is implausibly large"
+                )
             }
             micros = Int64((revenue * 1_000_000).rounded())
         }
@@ -130,7 +139,10 @@ public enum UserStateParser {
     /// An array of at most three values, one per window, padded with null.
     private static func triple(_ value: JSONValue, _ path: String) throws(UserStateError) -> [JSONValue] {
         guard case .array(let elements) = value else {
-            throw UserStateError(field: path, message: "expected an array of three (one per window), found \(value.kindName)")
+            throw UserStateError(
+                field: path,
+                message: "expected an array of three (one per window), found \(value.kindName)"
+            )
         }
         guard elements.count <= 3 else {
             throw UserStateError(field: path, message: "\(elements.count) entries; there are three windows")
@@ -154,7 +166,10 @@ extension ConversionValueAnswer {
                 explain.add("unchanged", unchanged)
             } else {
                 if window == 0 {
-                    explain.addRaw("fine_held", json: "[" + explanation.fineHeld.map(String.init).joined(separator: ",") + "]")
+                    explain.addRaw(
+                        "fine_held",
+                        json: "[" + explanation.fineHeld.map(String.init).joined(separator: ",") + "]"
+                    )
                     explain.addRaw("fine_next", json: Self.json(explanation.fineNext) { $0.add("value", $1) })
                 }
                 explain.add("coarse_held", strings: explanation.coarseHeld.map(\.rawValue))

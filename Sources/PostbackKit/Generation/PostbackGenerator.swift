@@ -75,7 +75,9 @@ public struct PostbackGenerator {
     private let networkIDs: [String]
     /// AdAttributionKit ad networks: the SKAdNetwork ones under `.adattributionkit`.
     private var aakNetworkIDs: [String] {
-        networkIDs.map { $0.hasSuffix(".skadnetwork") ? String($0.dropLast(".skadnetwork".count)) + ".adattributionkit" : $0 }
+        networkIDs.map {
+            $0.hasSuffix(".skadnetwork") ? String($0.dropLast(".skadnetwork".count)) + ".adattributionkit" : $0
+        }
     }
     /// Publishing apps: real traffic comes from a long tail of publishers, the first few much
     /// more often than the rest.

@@ -77,7 +77,9 @@ public final class TextLines {
                 chunkCount = fread(&chunk, 1, chunk.count, file)
                 position = 0
                 if chunkCount == 0 {
-                    if ferror(file) != 0 { throw TextLinesError(description: "cannot read \(name) after line \(number)") }
+                    if ferror(file) != 0 {
+                        throw TextLinesError(description: "cannot read \(name) after line \(number)")
+                    }
                     guard started else { return nil }
                     break
                 }

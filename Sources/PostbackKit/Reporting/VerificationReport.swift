@@ -142,7 +142,10 @@ public enum VerificationReport {
     }
 
     /// Section 9's inferences for a valid postback received at `received`.
-    static func inference(_ result: VerificationResult, received: (UTCInstant, ReceivedTimeSource)?)
+    static func inference(
+        _ result: VerificationResult,
+        received: (UTCInstant, ReceivedTimeSource)?
+    )
         -> PostbackInference?
     {
         guard result.verdict == .valid, let postback = result.postback, let (instant, _) = received else { return nil }

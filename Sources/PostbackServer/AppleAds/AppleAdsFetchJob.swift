@@ -115,7 +115,10 @@ final class AppleAdsFetchService: Service, Sendable {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .milliseconds(min(timeoutMs, 10_000)), read: .milliseconds(timeoutMs)),
-            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: job.concurrency)
+            connectionPool: .init(
+                idleTimeout: .seconds(60),
+                concurrentHTTP1ConnectionsPerHostSoftLimit: job.concurrency
+            )
         )
         configuration.maximumUsesPerConnection = nil
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
@@ -166,7 +169,10 @@ final class AppleAdsFetchService: Service, Sendable {
                         claimed = claim.claimed
                         if claim.expired > 0 {
                             result.withLock { $0.expired += claim.expired }
-                            job.logger.info("tokens expired unsent", metadata: ["apple_ads.expired": "\(claim.expired)"])
+                            job.logger.info(
+                                "tokens expired unsent",
+                                metadata: ["apple_ads.expired": "\(claim.expired)"]
+                            )
                         }
                     } catch {
                         job.logger.error(
@@ -202,13 +208,18 @@ final class AppleAdsFetchService: Service, Sendable {
                         } else {
                             job.logger.warning(
                                 "an exchange outlived its lease; its outcome is not recorded and the token is sent again",
-                                metadata: ["apple_ads.token_id": "\(outcome.id)", "apple_ads.status": "\(outcome.lastStatus)"]
+                                metadata: [
+                                    "apple_ads.token_id": "\(outcome.id)", "apple_ads.status": "\(outcome.lastStatus)",
+                                ]
                             )
                         }
                     } catch {
                         job.logger.error(
                             "cannot record an Apple Ads exchange; the token is sent again when its lease ends",
-                            metadata: ["apple_ads.token_id": "\(outcome.id)", "apple_ads.error": "\(StoreFault.classify(error, at: job.location).reason)"]
+                            metadata: [
+                                "apple_ads.token_id": "\(outcome.id)",
+                                "apple_ads.error": "\(StoreFault.classify(error, at: job.location).reason)",
+                            ]
                         )
                     }
                     continue
@@ -242,7 +253,8 @@ final class AppleAdsFetchService: Service, Sendable {
     }
 
     /// One request, and what its answer makes of the token.
-    private static func send(_ claim: AppleAdsClaim, job: AppleAdsFetchJob, client: HTTPClient) async -> AppleAdsOutcome {
+    private static func send(_ claim: AppleAdsClaim, job: AppleAdsFetchJob, client: HTTPClient) async -> AppleAdsOutcome
+    {
         // Never an expired token: not one that expired since its claim, nor one that could
         // expire before the request ends.
         let start = UTCInstant.now().milliseconds
@@ -286,7 +298,9 @@ final class AppleAdsFetchService: Service, Sendable {
             answer = .unavailable("connection error")
             job.logger.warning(
                 "request failed; retrying later",
-                metadata: ["apple_ads.token_id": "\(claim.id)", "apple_ads.error": "\(String(describing: error).prefix(256))"]
+                metadata: [
+                    "apple_ads.token_id": "\(claim.id)", "apple_ads.error": "\(String(describing: error).prefix(256))",
+                ]
             )
         }
         let outcome = job.rules.outcome(claim, answer, nowMs: UTCInstant.now().milliseconds)

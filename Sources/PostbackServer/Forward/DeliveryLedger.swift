@@ -10,7 +10,13 @@ import Synchronization
 /// commit per one or two deliveries held `forward` to a few hundred a second).
 final class DeliveryLedger: Sendable {
     enum Request: Sendable {
-        case claim(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, CheckedContinuation<[ClaimedDelivery], any Error>)
+        case claim(
+            destination: String,
+            limit: Int,
+            nowMs: Int64,
+            leaseUntilMs: Int64,
+            CheckedContinuation<[ClaimedDelivery], any Error>
+        )
         /// Outcomes wait in ``outcomes``; these only wake the ledger. `outcomesWaiting`: the first
         /// of a group arrived (the ledger sets a timer); `outcomesDue`: write them now.
         case outcomesWaiting
@@ -51,7 +57,10 @@ final class DeliveryLedger: Sendable {
 
     func claim(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64) async throws -> [ClaimedDelivery] {
         try await withCheckedThrowingContinuation { reply in
-            send(.claim(destination: destination, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs, reply), orFail: reply)
+            send(
+                .claim(destination: destination, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs, reply),
+                orFail: reply
+            )
         }
     }
 
@@ -120,7 +129,11 @@ final class DeliveryLedger: Sendable {
                 do {
                     reply.resume(
                         returning: try await store.claimDeliveries(
-                            destination: destination, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs, holder: holder
+                            destination: destination,
+                            limit: limit,
+                            nowMs: nowMs,
+                            leaseUntilMs: leaseUntilMs,
+                            holder: holder
                         )
                     )
                 } catch {
@@ -139,7 +152,9 @@ final class DeliveryLedger: Sendable {
                 reply.resume()
             case .discover(let routes, let reply):
                 do {
-                    reply.resume(returning: try await store.discoverAllDeliveries(routes, nowMs: UTCInstant.now().milliseconds))
+                    reply.resume(
+                        returning: try await store.discoverAllDeliveries(routes, nowMs: UTCInstant.now().milliseconds)
+                    )
                 } catch {
                     reply.resume(throwing: error)
                 }

@@ -92,16 +92,26 @@ public struct ForwardConfig: Sendable {
         else {
             throw Problem(path: path + ".url", message: "expected an http:// or https:// URL")
         }
-        guard case .string(let payloadName)? = value["payload"], let payload = Destination.Payload(rawValue: payloadName) else {
+        guard case .string(let payloadName)? = value["payload"],
+            let payload = Destination.Payload(rawValue: payloadName)
+        else {
             throw Problem(path: path + ".payload", message: "expected \"raw\" or \"decoded\"")
         }
         var destination = Destination(name: name, url: url, payload: payload)
         if let filter = value["filter"], filter != .null {
             guard case .object = filter else { throw Problem(path: path + ".filter", message: "expected an object") }
             destination.filter.appIDs = try integers(filter["app_ids"], path + ".filter.app_ids")
-            destination.filter.adNetworkIDs = try strings(filter["ad_network_ids"], path + ".filter.ad_network_ids", allowed: nil)
+            destination.filter.adNetworkIDs = try strings(
+                filter["ad_network_ids"],
+                path + ".filter.ad_network_ids",
+                allowed: nil
+            )
             destination.filter.kinds = try strings(filter["kinds"], path + ".filter.kinds", allowed: ["skan", "aak"])
-            if let spaces = try strings(filter["key_spaces"], path + ".filter.key_spaces", allowed: ["production", "test", "development"]) {
+            if let spaces = try strings(
+                filter["key_spaces"],
+                path + ".filter.key_spaces",
+                allowed: ["production", "test", "development"]
+            ) {
                 destination.filter.keySpaces = spaces
             }
         }
@@ -111,10 +121,15 @@ public struct ForwardConfig: Sendable {
             }
             for (header, headerValue) in members {
                 guard case .string(let text) = headerValue, isHeaderName(header), isHeaderValue(text) else {
-                    throw Problem(path: path + ".headers.\(header)", message: "expected a header name with a string value")
+                    throw Problem(
+                        path: path + ".headers.\(header)",
+                        message: "expected a header name with a string value"
+                    )
                 }
                 let lowered = header.lowercased()
-                guard !["content-length", "host", "transfer-encoding", "postbackd-delivery-id", "postbackd-signature"].contains(lowered)
+                guard
+                    !["content-length", "host", "transfer-encoding", "postbackd-delivery-id", "postbackd-signature"]
+                        .contains(lowered)
                 else {
                     throw Problem(path: path + ".headers.\(header)", message: "\(header) is set by postbackd")
                 }
@@ -123,19 +138,28 @@ public struct ForwardConfig: Sendable {
         }
         if let secret = value["hmac_secret_env"], secret != .null {
             guard case .string(let variable) = secret, !variable.isEmpty,
-                variable.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F })
+                variable.utf8.allSatisfy({
+                    ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F
+                })
             else {
-                throw Problem(path: path + ".hmac_secret_env", message: "expected the name of an environment variable (not the secret)")
+                throw Problem(
+                    path: path + ".hmac_secret_env",
+                    message: "expected the name of an environment variable (not the secret)"
+                )
             }
             destination.hmacSecretEnvironment = variable
         }
-        destination.timeoutSeconds = try number(value["timeout_seconds"], path + ".timeout_seconds", in: 0.1...600) ?? 10
+        destination.timeoutSeconds =
+            try number(value["timeout_seconds"], path + ".timeout_seconds", in: 0.1...600) ?? 10
         destination.concurrency = Int(try number(value["concurrency"], path + ".concurrency", in: 1...256) ?? 8)
         if let retry = value["retry"], retry != .null {
             guard case .object = retry else { throw Problem(path: path + ".retry", message: "expected an object") }
-            destination.retry.baseSeconds = try number(retry["base_seconds"], path + ".retry.base_seconds", in: 0.01...3600) ?? 1
-            destination.retry.maxSeconds = try number(retry["max_seconds"], path + ".retry.max_seconds", in: 0.01...86_400) ?? 3600
-            destination.retry.giveUpHours = try number(retry["give_up_hours"], path + ".retry.give_up_hours", in: 0...8760) ?? 72
+            destination.retry.baseSeconds =
+                try number(retry["base_seconds"], path + ".retry.base_seconds", in: 0.01...3600) ?? 1
+            destination.retry.maxSeconds =
+                try number(retry["max_seconds"], path + ".retry.max_seconds", in: 0.01...86_400) ?? 3600
+            destination.retry.giveUpHours =
+                try number(retry["give_up_hours"], path + ".retry.give_up_hours", in: 0...8760) ?? 72
             if destination.retry.maxSeconds < destination.retry.baseSeconds {
                 throw Problem(path: path + ".retry.max_seconds", message: "less than base_seconds")
             }
@@ -143,10 +167,18 @@ public struct ForwardConfig: Sendable {
         return destination
     }
 
-    private static func number(_ value: JSONValue?, _ path: String, in range: ClosedRange<Double>) throws(Problem) -> Double? {
+    private static func number(
+        _ value: JSONValue?,
+        _ path: String,
+        in range: ClosedRange<Double>
+    ) throws(Problem) -> Double? {
         guard let value, value != .null else { return nil }
         guard case .number(let text) = value, let number = Double(text), range.contains(number) else {
-            throw Problem(path: path, message: "expected a number from \(formatJSONNumber(range.lowerBound)) to \(formatJSONNumber(range.upperBound))")
+            throw Problem(
+                path: path,
+                message:
+                    "expected a number from \(formatJSONNumber(range.lowerBound)) to \(formatJSONNumber(range.upperBound))"
+            )
         }
         return number
     }
@@ -167,7 +199,11 @@ public struct ForwardConfig: Sendable {
         return result
     }
 
-    private static func strings(_ value: JSONValue?, _ path: String, allowed: Set<String>?) throws(Problem) -> Set<String>? {
+    private static func strings(
+        _ value: JSONValue?,
+        _ path: String,
+        allowed: Set<String>?
+    ) throws(Problem) -> Set<String>? {
         guard let value, value != .null else { return nil }
         guard case .array(let items) = value else { throw Problem(path: path, message: "expected an array of strings") }
         var result = Set<String>()

@@ -51,9 +51,11 @@ public struct ForwardJob: Sendable {
         for destination in config.destinations {
             guard let variable = destination.hmacSecretEnvironment else { continue }
             guard let secret = environment[variable], !secret.isEmpty else {
-                missing = missing ?? ForwardError(
-                    "destination \(destination.name): the environment variable \(variable) (hmac_secret_env) is not set; set it to the HMAC secret"
-                )
+                missing =
+                    missing
+                    ?? ForwardError(
+                        "destination \(destination.name): the environment variable \(variable) (hmac_secret_env) is not set; set it to the HMAC secret"
+                    )
                 continue
             }
             secrets[destination.name] = Array(secret.utf8)
@@ -87,7 +89,10 @@ public struct ForwardJob: Sendable {
     /// Discovers what is new, then reads each destination's deliveries by state.
     public func status() async throws -> [DeliveryStatus] {
         try await PostbackStores.with(location, logger: logger) { store in
-            _ = try await store.discoverAllDeliveries(Self.routes(config.destinations), nowMs: UTCInstant.now().milliseconds)
+            _ = try await store.discoverAllDeliveries(
+                Self.routes(config.destinations),
+                nowMs: UTCInstant.now().milliseconds
+            )
             return try await store.deliveryStatus(destinations: config.destinations.map(\.name))
         }
     }
@@ -109,7 +114,9 @@ public struct ForwardJob: Sendable {
     /// A lease holder unique to this process and run.
     static func holder() -> String {
         var name = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&name, name.count) == 0 ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
+        let host =
+            gethostname(&name, name.count) == 0
+            ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
         return "\(host):\(getpid()):\(hexString((0..<8).map { _ in UInt8.random(in: 0...255) }))"
     }
 }

@@ -116,7 +116,10 @@ final class Forwarder: Sendable {
                 }
                 if let metrics, ContinuousClock.now - lastStatus >= .seconds(5) {
                     lastStatus = .now
-                    metrics.forwardStatus(try await ledger.status(destinations.map(\.name)), nowMs: UTCInstant.now().milliseconds)
+                    metrics.forwardStatus(
+                        try await ledger.status(destinations.map(\.name)),
+                        nowMs: UTCInstant.now().milliseconds
+                    )
                 }
             } catch {
                 logger.warning("cannot discover new deliveries; trying again", metadata: ["forward.error": "\(error)"])
@@ -235,7 +238,12 @@ final class Forwarder: Sendable {
     private func claim(_ limit: Int, for destination: Destination, leaseMs: Int64) async -> [ClaimedDelivery]? {
         let now = UTCInstant.now().milliseconds
         do {
-            return try await ledger.claim(destination: destination.name, limit: limit, nowMs: now, leaseUntilMs: now + leaseMs)
+            return try await ledger.claim(
+                destination: destination.name,
+                limit: limit,
+                nowMs: now,
+                leaseUntilMs: now + leaseMs
+            )
         } catch {
             logger.warning(
                 "cannot claim deliveries; trying again",
@@ -297,7 +305,10 @@ final class Forwarder: Sendable {
         request.headers.add(name: "Postbackd-Delivery-Id", value: deliveryID)
         request.headers.add(name: "Postbackd-Attempt", value: String(outcome.attempts))
         if let secret = destination.secret {
-            request.headers.add(name: "Postbackd-Signature", value: "sha256=" + HMACSHA256.hex(key: secret, message: body))
+            request.headers.add(
+                name: "Postbackd-Signature",
+                value: "sha256=" + HMACSHA256.hex(key: secret, message: body)
+            )
         }
         for (name, value) in config.headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
@@ -331,7 +342,8 @@ final class Forwarder: Sendable {
                 "delivery \(outcome.state.rawValue)",
                 metadata: [
                     "forward.destination": "\(config.name)", "forward.delivery_id": "\(deliveryID)",
-                    "forward.status": "\(outcome.status.map(String.init) ?? "none")", "forward.attempts": "\(outcome.attempts)",
+                    "forward.status": "\(outcome.status.map(String.init) ?? "none")",
+                    "forward.attempts": "\(outcome.attempts)",
                 ]
             )
         case .pending:
@@ -339,7 +351,8 @@ final class Forwarder: Sendable {
                 "delivery to retry",
                 metadata: [
                     "forward.destination": "\(config.name)", "forward.delivery_id": "\(deliveryID)",
-                    "forward.status": "\(outcome.status.map(String.init) ?? "none")", "forward.attempts": "\(outcome.attempts)",
+                    "forward.status": "\(outcome.status.map(String.init) ?? "none")",
+                    "forward.attempts": "\(outcome.attempts)",
                     "forward.answer": "\(outcome.answer?.prefix(200) ?? "")",
                 ]
             )

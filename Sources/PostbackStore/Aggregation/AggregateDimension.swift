@@ -1,4 +1,5 @@
 import PostbackKit
+
 /// A dimension the daily aggregate rows are grouped by, and reports can group by.
 public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// The UTC day of `received_at`.
@@ -118,7 +119,10 @@ struct UnknownDimension: Error {
 
 /// Parses `date,app_id` (spaces around names allowed, repeats dropped) into dimensions of a
 /// report, or the first unknown name.
-func dimensionList<Dimension: RawRepresentable & Equatable>(_ text: String, as _: Dimension.Type)
+func dimensionList<Dimension: RawRepresentable & Equatable>(
+    _ text: String,
+    as _: Dimension.Type
+)
     -> Result<[Dimension], UnknownDimension> where Dimension.RawValue == String
 {
     var dimensions: [Dimension] = []

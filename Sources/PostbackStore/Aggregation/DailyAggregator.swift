@@ -81,21 +81,27 @@ public enum DailyAggregator {
         }
     }
 
-    static let tables = [
-        "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
-        "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals", "aggregate_daily_totals_revenue",
-        "aggregate_fine_value_totals",
-    ] + DashboardTable.all.filter { $0.basis == .received }.flatMap { [$0.name, $0.name + "_revenue"] }
+    static let tables =
+        [
+            "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
+            "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals",
+            "aggregate_daily_totals_revenue",
+            "aggregate_fine_value_totals",
+        ] + DashboardTable.all.filter { $0.basis == .received }.flatMap { [$0.name, $0.name + "_revenue"] }
 
     /// The tables by install date: a run over some days received replaces their rows for the
     /// install dates those days can hold (``dashboardInstallDeleteSQL(from:to:)``), not by `date`.
-    static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap { [$0.name, $0.name + "_revenue"] }
+    static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap {
+        [$0.name, $0.name + "_revenue"]
+    }
 
     /// The dimensions of `aggregate_daily_totals` and `aggregate_daily_totals_revenue`: the
     /// day's groups summed over every other dimension. A report by these alone (the dashboard's,
     /// the default one) reads them: a few hundred rows a day instead of one per combination of
     /// every dimension.
-    static let totalsDimensions: [AggregateDimension] = [.date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier]
+    static let totalsDimensions: [AggregateDimension] = [
+        .date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier,
+    ]
 
     /// The totals columns: dimensions, then the counts.
     static var totalsColumns: String {
@@ -104,7 +110,8 @@ public enum DailyAggregator {
 
     /// The totals revenue columns.
     static var totalsRevenueColumns: String {
-        totalsDimensions.map(\.column).joined(separator: ", ") + ", currency, revenue_min, revenue_max, revenue_estimate"
+        totalsDimensions.map(\.column).joined(separator: ", ")
+            + ", currency, revenue_min, revenue_max, revenue_estimate"
     }
 
     /// Fills `aggregate_daily_intake` for the days received in `[$1, $2]` (both bounds
@@ -165,7 +172,9 @@ public enum DailyAggregator {
     ) -> [(sql: String, bounds: (from: String?, to: String?))] {
         let install = installBounds(selection)
         return dashboardSQL(.received, from: from, to: to).map { ($0, selection.bounds) }
-            + (dashboardInstallDeleteSQL(from: from, to: to) + dashboardSQL(.install, from: from, to: to)).map { ($0, install) }
+            + (dashboardInstallDeleteSQL(from: from, to: to) + dashboardSQL(.install, from: from, to: to)).map {
+                ($0, install)
+            }
     }
 
     /// Deletes the rows of ``installTables`` whose install date is within `[$1, $2]` or NULL
@@ -281,11 +290,19 @@ struct DayAggregation: Sendable {
         )
         if case .unmodelled = decoded { unmodelled.insert(postback.appID) }
         let mapping = postback.installDate.flatMap {
-            campaigns.lookup(network: postback.adNetworkID, identifier: postback.sourceIdentifierDimension, installDate: $0)
+            campaigns.lookup(
+                network: postback.adNetworkID,
+                identifier: postback.sourceIdentifierDimension,
+                installDate: $0
+            )
         }
         groups[GroupKey(postback, mapping: mapping), default: GroupMetrics()].add(postback, decoded)
         if postback.countsInFineValueHistogram {
-            let key = HistogramKey(appID: postback.appID, network: postback.adNetworkID, fine: postback.conversionValue?.fine)
+            let key = HistogramKey(
+                appID: postback.appID,
+                network: postback.adNetworkID,
+                fine: postback.conversionValue?.fine
+            )
             histogram[key, default: 0] += postback.count
         }
     }

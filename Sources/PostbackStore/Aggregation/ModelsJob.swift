@@ -52,7 +52,9 @@ public enum ModelsJob {
             } else if read.count == 1, let only = read.first {
                 bundleIDs[only.model.appID] = bundleID
             } else if problems.isEmpty {
-                problems.append("--bundle-id names one app, and the files hold \(read.count) models: add that app's model alone")
+                problems.append(
+                    "--bundle-id names one app, and the files hold \(read.count) models: add that app's model alone"
+                )
             }
         }
         if !problems.isEmpty { throw ModelFilesError(problems: problems) }
@@ -77,7 +79,8 @@ public enum ModelsJob {
     public static func bundleIDProblem(_ text: String) -> String? {
         if text.isEmpty || text.utf8.count > 155 { return "a bundle identifier has 1 to 155 characters" }
         let allowed = text.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
                 || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
                 || byte == UInt8(ascii: ".")
         }
@@ -94,4 +97,3 @@ public enum ModelsJob {
             "\(fine) fine value\(fine == 1 ? "" : "s"), coarse for postback\(model.coarseValues.count == 1 ? "" : "s") \(windows.isEmpty ? "none" : windows); events: \(events.isEmpty ? "none" : events); revenue in \(currencies.isEmpty ? "none" : currencies)"
     }
 }
-

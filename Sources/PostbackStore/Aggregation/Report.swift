@@ -243,7 +243,11 @@ struct ReportSQL {
     private var bounds: [(condition: String, values: [String], type: ReportParameterType)] {
         var bounds: [(String, [String], ReportParameterType)] = []
         let boundsReceivedDays: Bool
-        if case .dashboard(let table) = source { boundsReceivedDays = table.basis == .received } else { boundsReceivedDays = true }
+        if case .dashboard(let table) = source {
+            boundsReceivedDays = table.basis == .received
+        } else {
+            boundsReceivedDays = true
+        }
         switch query.dateBasis {
         case .received:
             if let from = query.from { bounds.append(("date >=", [from.description], .date)) }
@@ -252,13 +256,20 @@ struct ReportSQL {
             if let from = query.from {
                 bounds.append(("install_date >=", [from.description], .date))
                 if boundsReceivedDays {
-                    bounds.append(("date >=", [PostbackInference.receivedDays(forInstallDays: from, from).from.description], .date))
+                    bounds.append(
+                        (
+                            "date >=", [PostbackInference.receivedDays(forInstallDays: from, from).from.description],
+                            .date
+                        )
+                    )
                 }
             }
             if let to = query.to {
                 bounds.append(("install_date <=", [to.description], .date))
                 if boundsReceivedDays {
-                    bounds.append(("date <=", [PostbackInference.receivedDays(forInstallDays: to, to).to.description], .date))
+                    bounds.append(
+                        ("date <=", [PostbackInference.receivedDays(forInstallDays: to, to).to.description], .date)
+                    )
                 }
             }
         }

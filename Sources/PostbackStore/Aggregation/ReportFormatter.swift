@@ -1,4 +1,5 @@
 import PostbackKit
+
 /// How `postbackd report` prints.
 public enum ReportFormat: String, Sendable, CaseIterable {
     /// Aligned columns for a terminal, fitted to 100 columns.
@@ -179,7 +180,9 @@ extension Report {
         if !events {
             let totals = ReportRow(
                 dimensions: [],
-                counts: ReportCounts(ReportMetric.allCases.map { metric in rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) } })
+                counts: ReportCounts(
+                    ReportMetric.allCases.map { metric in rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) } }
+                )
             )
             for (index, name) in ratioColumns.enumerated() {
                 columns.append(

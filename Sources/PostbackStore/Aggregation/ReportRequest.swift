@@ -62,7 +62,10 @@ public struct ReportRequest: Sendable, Hashable {
         for text in options.appIDs.flatMap({ $0.split(separator: ",") }) {
             let trimmed = text.withoutSurroundingSpaces
             guard let id = Int64(trimmed), id > 0 else {
-                throw ReportRequestError(option: "app-id", reason: "\"\(trimmed)\" is not an app id (a positive integer)")
+                throw ReportRequestError(
+                    option: "app-id",
+                    reason: "\"\(trimmed)\" is not an app id (a positive integer)"
+                )
             }
             if !appIDs.contains(id) { appIDs.append(id) }
         }
@@ -86,7 +89,8 @@ public struct ReportRequest: Sendable, Hashable {
             else {
                 throw ReportRequestError(
                     option: "with-apple-ads",
-                    reason: "groups by date and app_id only (not with --events, --date-basis install, --app-id or --ad-network-id)"
+                    reason:
+                        "groups by date and app_id only (not with --events, --date-basis install, --app-id or --ad-network-id)"
                 )
             }
         }

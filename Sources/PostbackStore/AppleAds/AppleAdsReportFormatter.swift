@@ -21,13 +21,16 @@ extension AppleAdsReport {
         case .csv:
             var lines = [(dimensions.map(\.column) + AppleAdsMetric.allCases.map(\.rawValue)).joined(separator: ",")]
             for row in rows {
-                let fields = row.dimensions.map { Self.text($0, null: "") } + AppleAdsMetric.allCases.map { String(row.counts[$0] ?? 0) }
+                let fields =
+                    row.dimensions.map { Self.text($0, null: "") }
+                    + AppleAdsMetric.allCases.map { String(row.counts[$0] ?? 0) }
                 lines.append(fields.map(csvField).joined(separator: ","))
             }
             return lines.joined(separator: "\n") + "\n"
         case .table:
             guard !rows.isEmpty else {
-                return "no Apple Ads attribution records for this period (postbackd apple-ads status shows the tokens)\n"
+                return
+                    "no Apple Ads attribution records for this period (postbackd apple-ads status shows the tokens)\n"
             }
             var columns = dimensions.enumerated().map { index, dimension in
                 TableColumn(
@@ -49,7 +52,8 @@ extension AppleAdsReport {
                 )
             }
             if rows.count > 1 && !dimensions.isEmpty { columns[0].total = "total" }
-            return TableColumn.lines(columns, rows: rows.count).map { $0.trailingSpacesRemoved }.joined(separator: "\n") + "\n"
+            return TableColumn.lines(columns, rows: rows.count).map { $0.trailingSpacesRemoved }.joined(separator: "\n")
+                + "\n"
         }
     }
 

@@ -113,7 +113,11 @@ public struct AppleAdsReportQuery: Sendable, Hashable {
 
     /// The report's statement, for either engine: `parameter` spells the n-th parameter,
     /// `orderTerm` sorts a group as SQLite does (NULL first, text by its bytes).
-    func sql(parameter: (Int) -> String, integerSum: (String) -> String, orderTerm: (String, Bool) -> String) -> (
+    func sql(
+        parameter: (Int) -> String,
+        integerSum: (String) -> String,
+        orderTerm: (String, Bool) -> String
+    ) -> (
         sql: String, arguments: [String]
     ) {
         var conditions: [String] = []
@@ -132,7 +136,8 @@ public struct AppleAdsReportQuery: Sendable, Hashable {
         var sql = "SELECT \((select + sums).joined(separator: ", ")) FROM apple_ads_attributions"
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         if !dimensions.isEmpty {
-            sql += " GROUP BY \(positions) ORDER BY "
+            sql +=
+                " GROUP BY \(positions) ORDER BY "
                 + dimensions.map { orderTerm($0.column, $0.isText) }.joined(separator: ", ")
         }
         return (sql, arguments)

@@ -96,7 +96,13 @@ public enum StoreCheck {
         do {
             for finding in try await store.checkReferences(limit: options.maximumFindings) { record(finding) }
         } catch {
-            record(CheckFinding(table: "sightings", rowID: nil, problem: "references not checked: \(StoreFault.classify(error, at: store.location).reason)"))
+            record(
+                CheckFinding(
+                    table: "sightings",
+                    rowID: nil,
+                    problem: "references not checked: \(StoreFault.classify(error, at: store.location).reason)"
+                )
+            )
         }
 
         do {
@@ -129,7 +135,13 @@ public enum StoreCheck {
                 }
             }
         } catch {
-            record(CheckFinding(table: "aggregate_daily", rowID: nil, problem: "aggregates not checked: \(StoreFault.classify(error, at: store.location).reason)"))
+            record(
+                CheckFinding(
+                    table: "aggregate_daily",
+                    rowID: nil,
+                    problem: "aggregates not checked: \(StoreFault.classify(error, at: store.location).reason)"
+                )
+            )
         }
 
         do {
@@ -139,7 +151,13 @@ public enum StoreCheck {
                 )
             }
         } catch {
-            record(CheckFinding(table: "ingest_runs", rowID: nil, problem: "runs not checked: \(StoreFault.classify(error, at: store.location).reason)"))
+            record(
+                CheckFinding(
+                    table: "ingest_runs",
+                    rowID: nil,
+                    problem: "runs not checked: \(StoreFault.classify(error, at: store.location).reason)"
+                )
+            )
         }
         report.seconds = (ContinuousClock.now - started) / .seconds(1)
         return report
@@ -152,7 +170,11 @@ public enum StoreCheck {
             let fault = StoreFault.classify(error, at: store.location)
             switch fault.code {
             case .damaged, .ioError:
-                return EngineCheck(name: quick ? "quick_check" : "integrity_check", outcome: .problems, messages: [fault.reason])
+                return EngineCheck(
+                    name: quick ? "quick_check" : "integrity_check",
+                    outcome: .problems,
+                    messages: [fault.reason]
+                )
             default:
                 throw fault
             }

@@ -126,11 +126,16 @@ public struct Dashboard: Sendable {
         object.add("from", query.from?.description)
         object.add("to", query.to?.description)
         object.add("date_basis", query.dateBasis.rawValue)
-        if !query.appIDs.isEmpty { object.addRaw("app_id", json: "[" + query.appIDs.map(String.init).joined(separator: ",") + "]") }
+        if !query.appIDs.isEmpty {
+            object.addRaw("app_id", json: "[" + query.appIDs.map(String.init).joined(separator: ",") + "]")
+        }
         if !query.adNetworkIDs.isEmpty { object.add("ad_network_id", strings: query.adNetworkIDs) }
         let row = total
         for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
-        object.addRaw("null_rate", json: row.nullRate.map { formatJSONNumber(($0 * 10_000).rounded() / 10_000) } ?? "null")
+        object.addRaw(
+            "null_rate",
+            json: row.nullRate.map { formatJSONNumber(($0 * 10_000).rounded() / 10_000) } ?? "null"
+        )
         let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
             var money = JSONObjectWriter()
             money.add("min", roundedMoney(total.min))

@@ -75,7 +75,8 @@ public struct DashboardPage {
             out += appleAdsFigure
         }
         if !dashboard.totals.rows.isEmpty || !dashboard.series.intake.isEmpty { out += intakeFigure }
-        out += "</main><footer>Generated \(escapeHTML(dashboard.generatedAt.iso8601)) by postbackd \(escapeHTML(PostbackdVersion.current)) from the aggregate tables"
+        out +=
+            "</main><footer>Generated \(escapeHTML(dashboard.generatedAt.iso8601)) by postbackd \(escapeHTML(PostbackdVersion.current)) from the aggregate tables"
         if let policy = dashboard.byDay.policy { out += " (revenue estimate: \(escapeHTML(policy)))" }
         out += ".</footer></body></html>\n"
         return out
@@ -148,7 +149,9 @@ public struct DashboardPage {
             tiles.append(("Duplicates", count(intake.duplicates)))
         }
         return "<section class=\"tiles\" aria-label=\"Headline numbers\">"
-            + tiles.map { "<div class=\"tile\"><span class=\"label\">\(escapeHTML($0.0))</span><span class=\"value\">\($0.1)</span></div>" }
+            + tiles.map {
+                "<div class=\"tile\"><span class=\"label\">\(escapeHTML($0.0))</span><span class=\"value\">\($0.1)</span></div>"
+            }
             .joined() + "</section>"
     }
 
@@ -177,7 +180,9 @@ public struct DashboardPage {
         for row in dashboard.byDayAndNetwork.rows {
             guard let day = row.day, let position = index[day] else { continue }
             let network = row.network
-            byNetwork[network, default: Array(repeating: 0, count: days.count)][position] += Double(row.counts[metric] ?? 0)
+            byNetwork[network, default: Array(repeating: 0, count: days.count)][position] += Double(
+                row.counts[metric] ?? 0
+            )
             totals[network, default: 0] += row.counts[metric] ?? 0
         }
         // The networks in one order (and colour) for both charts: by installs and redownloads.
@@ -194,7 +199,13 @@ public struct DashboardPage {
             for network in rest {
                 for (position, value) in (byNetwork[network] ?? []).enumerated() { other[position] += value }
             }
-            series.append(.init(name: rest.count == 1 ? "other (1 network)" : "other (\(rest.count) networks)", color: SVGChart.palette[7], values: other))
+            series.append(
+                .init(
+                    name: rest.count == 1 ? "other (1 network)" : "other (\(rest.count) networks)",
+                    color: SVGChart.palette[7],
+                    values: other
+                )
+            )
         }
         let ranked = shown
         let noun = metric == .installs ? "installs" : "redownloads"
@@ -245,7 +256,8 @@ public struct DashboardPage {
             return figure(
                 id: "revenue",
                 title: "Revenue estimate per day",
-                caption: "No revenue: no conversion model decodes these postbacks (postbackd models add), or none carries a value.",
+                caption:
+                    "No revenue: no conversion model decodes these postbacks (postbackd models add), or none carries a value.",
                 svg: "",
                 legend: [],
                 table: ""
@@ -257,7 +269,9 @@ public struct DashboardPage {
             var high = low
             var estimate = low
             for row in dashboard.byDay.rows {
-                guard let day = row.day, let position = index[day], let revenue = row.revenue[currency] else { continue }
+                guard let day = row.day, let position = index[day], let revenue = row.revenue[currency] else {
+                    continue
+                }
                 low[position] = revenue.min
                 high[position] = revenue.max
                 estimate[position] = revenue.estimate
@@ -272,7 +286,9 @@ public struct DashboardPage {
             out += figure(
                 id: id,
                 title: title,
-                caption: "The line is the estimate; the band spans the minimum and maximum the conversion values allow. " + description,
+                caption:
+                    "The line is the estimate; the band spans the minimum and maximum the conversion values allow. "
+                    + description,
                 svg: chart.lines(
                     [.init(name: "estimate", color: SVGChart.palette[2], values: estimate)],
                     band: (low, high),
@@ -339,13 +355,16 @@ public struct DashboardPage {
         }
         let title = "Null conversion value rate per day"
         let overall = dashboard.total.nullRate.map(percent) ?? "–"
-        let description = "Share of winning postbacks received without a conversion value, per day: \(overall) over the period."
+        let description =
+            "Share of winning postbacks received without a conversion value, per day: \(overall) over the period."
         var chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: "Without a value (%)")
         chart.yFormat = { decimal($0, fractionDigits: $0 == $0.rounded() ? 0 : 1) + "%" }
         return figure(
             id: "null-rate",
             title: title,
-            caption: "A rising rate means postbacks arriving below the crowd-anonymity threshold or a schema that fails to set values. " + description,
+            caption:
+                "A rising rate means postbacks arriving below the crowd-anonymity threshold or a schema that fails to set values. "
+                + description,
             svg: chart.lines(
                 [.init(name: "null rate", color: SVGChart.palette[5], values: rates)],
                 maximum: max(rates.filter { !$0.isNaN }.max() ?? 0, 1),
@@ -374,8 +393,13 @@ public struct DashboardPage {
         let description =
             total == 0
             ? "No postback with a tier (postback 0 of a winning SKAdNetwork 4.0 or AdAttributionKit attribution)."
-            : "Of \(count(total)) postbacks with a tier: " + (0...3).map { "tier \($0) \(percent(shares[$0]))" }.joined(separator: ", ") + "."
-        var chart = SVGChart(labels: ["tier 0", "tier 1", "tier 2", "tier 3"], xTitle: "Crowd-anonymity tier", yTitle: "Share (%)")
+            : "Of \(count(total)) postbacks with a tier: "
+                + (0...3).map { "tier \($0) \(percent(shares[$0]))" }.joined(separator: ", ") + "."
+        var chart = SVGChart(
+            labels: ["tier 0", "tier 1", "tier 2", "tier 3"],
+            xTitle: "Crowd-anonymity tier",
+            yTitle: "Share (%)"
+        )
         chart.yFormat = { decimal($0, fractionDigits: 0) + "%" }
         return figure(
             id: "tiers",
@@ -430,7 +454,8 @@ public struct DashboardPage {
         return figure(
             id: "intake",
             title: title,
-            caption: "What did not become a stored postback, for every app and network (conflicts are duplicates whose unsigned values differ). "
+            caption:
+                "What did not become a stored postback, for every app and network (conflicts are duplicates whose unsigned values differ). "
                 + description,
             svg: chart.lines(series, id: "intake", title: title, description: description),
             legend: series.map { ($0.name, $0.color) },
@@ -438,7 +463,8 @@ public struct DashboardPage {
                 caption: title,
                 headers: [dayAxisTitle, "quarantined", "duplicates", "conflicts"],
                 rows: days.indices.map { position in
-                    [days[position].description] + [quarantined, duplicates, conflicts].map { count(Int($0[position])) }
+                    [days[position].description]
+                        + [quarantined, duplicates, conflicts].map { count(Int($0[position])) }
                 }
             )
         )
@@ -490,11 +516,15 @@ public struct DashboardPage {
         legend: [(String, String)],
         table: String
     ) -> String {
-        var out = "<figure id=\"\(id)\" class=\"chart\"><figcaption><h2>\(escapeHTML(title))</h2><p>\(escapeHTML(caption))</p></figcaption>"
+        var out =
+            "<figure id=\"\(id)\" class=\"chart\"><figcaption><h2>\(escapeHTML(title))</h2><p>\(escapeHTML(caption))</p></figcaption>"
         if !svg.isEmpty { out += "<div class=\"plot\">" + svg + "</div>" }
         if !legend.isEmpty {
-            out += "<ul class=\"legend\">"
-                + legend.map { "<li><span class=\"swatch\" style=\"background:\($0.1)\"></span>\(escapeHTML($0.0))</li>" }.joined()
+            out +=
+                "<ul class=\"legend\">"
+                + legend.map {
+                    "<li><span class=\"swatch\" style=\"background:\($0.1)\"></span>\(escapeHTML($0.0))</li>"
+                }.joined()
                 + "</ul>"
         }
         if !table.isEmpty { out += "<details><summary>The numbers as a table</summary>" + table + "</details>" }
@@ -585,7 +615,8 @@ func percentEncoded(_ text: String) -> String {
     var out = ""
     for byte in text.utf8 {
         switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
             out.append(Character(UnicodeScalar(byte)))
         default:

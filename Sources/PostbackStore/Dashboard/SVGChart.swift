@@ -78,7 +78,9 @@ struct SVGChart {
         if let band, !band.low.isEmpty {
             var path = "M"
             for index in band.high.indices { path += "\(fixed(x(index))) \(fixed(scale.y(band.high[index])))L" }
-            for index in band.low.indices.reversed() { path += "\(fixed(x(index))) \(fixed(scale.y(band.low[index])))L" }
+            for index in band.low.indices.reversed() {
+                path += "\(fixed(x(index))) \(fixed(scale.y(band.low[index])))L"
+            }
             path.removeLast()
             body += "<path fill=\"\(series.first?.color ?? Self.palette[0])\" fill-opacity=\"0.18\" d=\"\(path)Z\"/>"
         }
@@ -110,10 +112,18 @@ struct SVGChart {
 
     /// The chart's frame: title and description for assistive technology, gridlines, axes,
     /// tick labels and axis titles around `body`.
-    private func svg(id: String, title: String, description: String, scale: YScale, body: String, centred: Bool) -> String {
+    private func svg(
+        id: String,
+        title: String,
+        description: String,
+        scale: YScale,
+        body: String,
+        centred: Bool
+    ) -> String {
         var out =
             "<svg viewBox=\"0 0 \(Int(Self.width)) \(Int(Self.height))\" role=\"img\" aria-labelledby=\"\(id)-t \(id)-d\" xmlns=\"http://www.w3.org/2000/svg\">"
-        out += "<title id=\"\(id)-t\">\(escapeHTML(title))</title><desc id=\"\(id)-d\">\(escapeHTML(description))</desc>"
+        out +=
+            "<title id=\"\(id)-t\">\(escapeHTML(title))</title><desc id=\"\(id)-d\">\(escapeHTML(description))</desc>"
         out += "<g class=\"grid\">"
         for tick in scale.ticks {
             let y = fixed(scale.y(tick))
@@ -121,20 +131,24 @@ struct SVGChart {
         }
         out += "</g><g class=\"ylabels\">"
         for tick in scale.ticks {
-            out += "<text x=\"\(fixed(Self.left - 6))\" y=\"\(fixed(scale.y(tick) + 4))\">\(escapeHTML(yFormat(tick)))</text>"
+            out +=
+                "<text x=\"\(fixed(Self.left - 6))\" y=\"\(fixed(scale.y(tick) + 4))\">\(escapeHTML(yFormat(tick)))</text>"
         }
         out += "</g>"
         out += body
         let baseline = fixed(Self.top + Self.plotHeight)
-        out += "<line class=\"axis\" x1=\"\(fixed(Self.left))\" x2=\"\(fixed(Self.width - Self.right))\" y1=\"\(baseline)\" y2=\"\(baseline)\"/>"
+        out +=
+            "<line class=\"axis\" x1=\"\(fixed(Self.left))\" x2=\"\(fixed(Self.width - Self.right))\" y1=\"\(baseline)\" y2=\"\(baseline)\"/>"
         out += "<g class=\"xlabels\">"
         let slot = Self.plotWidth / Double(max(labels.count, 1))
         for index in labelIndices {
             let x = Self.left + (Double(index) + (centred ? 0.5 : 0)) * slot
-            out += "<text x=\"\(fixed(x))\" y=\"\(fixed(Self.top + Self.plotHeight + 16))\">\(escapeHTML(labels[index]))</text>"
+            out +=
+                "<text x=\"\(fixed(x))\" y=\"\(fixed(Self.top + Self.plotHeight + 16))\">\(escapeHTML(labels[index]))</text>"
         }
         out += "</g>"
-        out += "<text class=\"xtitle\" x=\"\(fixed(Self.left + Self.plotWidth / 2))\" y=\"\(fixed(Self.height - 4))\">\(escapeHTML(xTitle))</text>"
+        out +=
+            "<text class=\"xtitle\" x=\"\(fixed(Self.left + Self.plotWidth / 2))\" y=\"\(fixed(Self.height - 4))\">\(escapeHTML(xTitle))</text>"
         out +=
             "<text class=\"ytitle\" transform=\"rotate(-90)\" x=\"\(fixed(-(Self.top + Self.plotHeight / 2)))\" y=\"14\">\(escapeHTML(yTitle))</text>"
         return out + "</svg>"
@@ -204,7 +218,8 @@ func fixed(_ value: Double) -> String {
 func compactNumber(_ value: Double) -> String {
     let magnitude = abs(value)
     for (limit, suffix) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] where magnitude >= limit {
-        return decimal(value / limit, fractionDigits: value.truncatingRemainder(dividingBy: limit) == 0 ? 0 : 1) + suffix
+        return decimal(value / limit, fractionDigits: value.truncatingRemainder(dividingBy: limit) == 0 ? 0 : 1)
+            + suffix
     }
     return decimal(value, fractionDigits: value == value.rounded() ? 0 : 2)
 }

@@ -56,7 +56,9 @@ public enum ExportJob {
     public static func run(_ options: Options, location: StoreLocation) async throws -> Summary {
         try await PostbackStores.with(location) { store in
             let models = ConversionModels(try await store.currentModels().map(\.model))
-            let after = try await options.consumer.asyncMap { try await store.exportCursor(consumer: $0, table: options.table) } ?? nil
+            let after =
+                try await options.consumer.asyncMap { try await store.exportCursor(consumer: $0, table: options.table) }
+                ?? nil
             let sink = try ExportSink(path: options.output)
             var writer = ExportWriter(options: options, models: models)
             var rows = 0
@@ -151,7 +153,8 @@ final class ExportSink {
                     continue
                 } else {
                     throw ExportOutputError(
-                        description: "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(errno)))"
+                        description:
+                            "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(errno)))"
                     )
                 }
             }
@@ -165,16 +168,20 @@ final class ExportSink {
         try drain()
         if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP {
             throw ExportOutputError(
-                description: "\(partial ?? "standard output"): cannot flush to disk: \(String(cString: strerror(errno)))"
+                description:
+                    "\(partial ?? "standard output"): cannot flush to disk: \(String(cString: strerror(errno)))"
             )
         }
         if let partial, let path {
             close(descriptor)
             guard rename(partial, path) == 0 else {
-                throw ExportOutputError(description: "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))")
+                throw ExportOutputError(
+                    description: "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))"
+                )
             }
             // The rename itself, durable.
-            let folder = (path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
+            let folder =
+                (path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
             let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
             if directory >= 0 {
                 _ = fsync(directory)
@@ -234,7 +241,8 @@ package struct ExportWriter: Sendable {
         }
         let fine = integer("fine_value").map { Int($0) }
         let value: ConversionValue? =
-            fine.map { .fine($0) } ?? text("coarse_value").flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
+            fine.map { .fine($0) }
+            ?? text("coarse_value").flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
         return models.decode(
             appID: integer("app_id") ?? 0,
             value: value,
@@ -277,7 +285,11 @@ package struct ExportWriter: Sendable {
                         item.add("revenue_max", roundedMoney(units(Double(revenue.maxMicros))))
                         item.add(
                             "revenue_estimate",
-                            roundedMoney(units(options.policy.estimate(minMicros: revenue.minMicros, maxMicros: revenue.maxMicros)))
+                            roundedMoney(
+                                units(
+                                    options.policy.estimate(minMicros: revenue.minMicros, maxMicros: revenue.maxMicros)
+                                )
+                            )
                         )
                     }
                     events.append(item.text)
@@ -318,7 +330,11 @@ package struct ExportWriter: Sendable {
                         formatJSONNumber(roundedMoney(units(Double(revenue.minMicros)))),
                         formatJSONNumber(roundedMoney(units(Double(revenue.maxMicros)))),
                         formatJSONNumber(
-                            roundedMoney(units(options.policy.estimate(minMicros: revenue.minMicros, maxMicros: revenue.maxMicros)))
+                            roundedMoney(
+                                units(
+                                    options.policy.estimate(minMicros: revenue.minMicros, maxMicros: revenue.maxMicros)
+                                )
+                            )
                         ),
                     ]
                 } else {

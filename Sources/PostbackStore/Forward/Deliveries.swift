@@ -67,8 +67,15 @@ public struct DeliveryOutcome: Sendable {
     public var answer: String?
 
     public init(
-        destination: String, postbackID: Int64, state: DeliveryState, attempts: Int, firstAttemptMs: Int64,
-        lastAttemptMs: Int64, nextAttemptMs: Int64, status: Int?, answer: String?
+        destination: String,
+        postbackID: Int64,
+        state: DeliveryState,
+        attempts: Int,
+        firstAttemptMs: Int64,
+        lastAttemptMs: Int64,
+        nextAttemptMs: Int64,
+        status: Int?,
+        answer: String?
     ) {
         self.destination = destination
         self.postbackID = postbackID

@@ -65,7 +65,13 @@ public struct IngestJob: Sendable {
         let (files, walkDiagnostics) = try InputPaths.expand(paths)
         return try await PostbackStores.with(location, access: .ingest, logger: logger) { store in
             for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
-            return try await run(files: files, store: store, started: started, errors: errors, showProgress: showProgress)
+            return try await run(
+                files: files,
+                store: store,
+                started: started,
+                errors: errors,
+                showProgress: showProgress
+            )
         }
     }
 

@@ -1,4 +1,5 @@
 import PostbackKit
+
 /// A one-line progress display on standard error (files, postbacks, rate, ETA), redrawn at
 /// most twice a second; shown only when standard error is a terminal.
 final class IngestProgress {

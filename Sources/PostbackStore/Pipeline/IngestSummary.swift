@@ -1,4 +1,5 @@
 import PostbackKit
+
 /// What one `postbackd ingest` run did. `read = accepted + duplicates + quarantined`.
 public struct IngestSummary: Sendable, Hashable {
     /// Entries read.
@@ -80,4 +81,3 @@ public struct IngestSummary: Sendable, Hashable {
         return object.text
     }
 }
-

@@ -73,7 +73,8 @@ private final class LeaseHandoff: Sendable {
     /// Called by the lease holder; returns once the user is done (at once if it gave up).
     func deliver(_ connection: PostgresConnection) async {
         await withCheckedContinuation { (holding: CheckedContinuation<Void, Never>) in
-            let (user, giveBack) = state.withLock { state -> (CheckedContinuation<PostgresConnection, any Error>?, Bool) in
+            let (user, giveBack) = state.withLock {
+                state -> (CheckedContinuation<PostgresConnection, any Error>?, Bool) in
                 if state.failure != nil || state.released { return (nil, true) }
                 state.holding = holding
                 if let waiting = state.waiting {

@@ -148,4 +148,3 @@ struct PostgresArrayColumn: PostgresDynamicTypeEncodable {
     /// 2000-01-01T00:00:00Z in milliseconds since 1970.
     static let postgresEpochMilliseconds: Int64 = 946_684_800_000
 }
-

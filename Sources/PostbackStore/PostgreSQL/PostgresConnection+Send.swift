@@ -47,7 +47,11 @@ extension PostgresConnection {
 
     /// The first column of the row `query` answers (of its last row when it answers several),
     /// or nil when it answers none.
-    func value<Value: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: Value.Type, logger: Logger) async throws -> Value? {
+    func value<Value: PostgresDecodable & Sendable>(
+        _ query: PostgresQuery,
+        as type: Value.Type,
+        logger: Logger
+    ) async throws -> Value? {
         var value: Value?
         for try await row in try await send(query, logger: logger).decode(Value.self) {
             value = row

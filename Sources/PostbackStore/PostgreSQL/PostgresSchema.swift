@@ -734,7 +734,11 @@ enum PostgresSchema {
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.
-    private static func appliedVersion(_ connection: PostgresConnection, store: String, logger: Logger) async throws -> Int {
+    private static func appliedVersion(
+        _ connection: PostgresConnection,
+        store: String,
+        logger: Logger
+    ) async throws -> Int {
         let applied = Int(
             try await connection.value(
                 "SELECT COALESCE(MAX(version), 0)::integer FROM postbackd_migrations",

@@ -108,7 +108,11 @@ extension PostgresStore {
     }
 
     /// The selected days' old rows, deleted in the writing transaction.
-    private static func deleteRows(_ selection: DaySelection, _ connection: PostgresConnection, logger: Logger) async throws {
+    private static func deleteRows(
+        _ selection: DaySelection,
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         for table in DailyAggregator.tables {
             switch selection {
             case .all:
@@ -173,7 +177,10 @@ extension PostgresStore {
             )
             var binds = PostgresBindings()
             binds.append(day.description)
-            for try await row in try await reader.send(PostgresQuery(unsafeSQL: selectPostbacks, binds: binds), logger: logger) {
+            for try await row in try await reader.send(
+                PostgresQuery(unsafeSQL: selectPostbacks, binds: binds),
+                logger: logger
+            ) {
                 aggregation.add(try AggregatedPostback(row))
             }
             try await written
@@ -245,7 +252,10 @@ extension PostgresStore {
             ("aggregate_daily", daily, GroupMetrics.countColumns),
             ("aggregate_daily_revenue", revenue, "currency, revenue_min, revenue_max, revenue_estimate"),
             ("aggregate_daily_events", events, "event, occurrences_min, occurrences_max, postbacks"),
-            ("aggregate_daily_event_revenue", eventRevenue, "event, currency, revenue_min, revenue_max, revenue_estimate"),
+            (
+                "aggregate_daily_event_revenue", eventRevenue,
+                "event, currency, revenue_min, revenue_max, revenue_estimate"
+            ),
         ] where rows.count > 0 {
             try await connection.send(
                 unnestInsert("INSERT INTO \(table) (\(dimensions), \(metricColumns))", rows.columns),
@@ -255,7 +265,10 @@ extension PostgresStore {
         let totals = aggregation.totals()
         if !totals.isEmpty {
             func keyColumns() -> [PostgresArrayColumn] {
-                [PostgresArrayColumn(.date), PostgresArrayColumn(.int8), PostgresArrayColumn(.text), PostgresArrayColumn(.date), PostgresArrayColumn(.int4)]
+                [
+                    PostgresArrayColumn(.date), PostgresArrayColumn(.int8), PostgresArrayColumn(.text),
+                    PostgresArrayColumn(.date), PostgresArrayColumn(.int4),
+                ]
             }
             func appendKey(_ key: TotalsKey, to columns: inout [PostgresArrayColumn]) {
                 columns[0].append(aggregation.day)
@@ -265,7 +278,11 @@ extension PostgresStore {
                 columns[4].append(key.crowdAnonymityTier)
             }
             var counts = keyColumns() + (0..<10).map { _ in PostgresArrayColumn(.int8) }
-            var revenue = keyColumns() + [PostgresArrayColumn(.text), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8)]
+            var revenue =
+                keyColumns() + [
+                    PostgresArrayColumn(.text), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8),
+                    PostgresArrayColumn(.float8),
+                ]
             for (key, metrics) in totals {
                 appendKey(key, to: &counts)
                 for (index, count) in metrics.counts.enumerated() { counts[5 + index].append(count) }
@@ -283,7 +300,10 @@ extension PostgresStore {
             )
             if revenue[0].count > 0 {
                 try await connection.send(
-                    unnestInsert("INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns))", revenue),
+                    unnestInsert(
+                        "INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns))",
+                        revenue
+                    ),
                     logger: logger
                 )
             }
@@ -394,7 +414,12 @@ struct AggregateRows {
     }
 
     /// The currency, minimum, maximum and estimate, from metric column `first` on.
-    mutating func appendRevenue(_ currency: String, _ range: RevenueSum, _ policy: RevenueEstimatePolicy, from first: Int) {
+    mutating func appendRevenue(
+        _ currency: String,
+        _ range: RevenueSum,
+        _ policy: RevenueEstimatePolicy,
+        from first: Int
+    ) {
         metrics[first].append(currency)
         metrics[first + 1].append(units(Double(range.minMicros)))
         metrics[first + 2].append(units(Double(range.maxMicros)))

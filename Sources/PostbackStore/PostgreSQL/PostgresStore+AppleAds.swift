@@ -5,7 +5,10 @@ import PostgresNIO
 /// exchanging processes (`serve --apple-ads` on several machines) share the tokens without
 /// sending one twice at once.
 extension PostgresStore {
-    package func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: [Int64]) async throws
+    package func addAppleAdsTokens(
+        _ tokens: [AppleAdsToken],
+        receivedAtMs: [Int64]
+    ) async throws
         -> [AppleAdsAddOutcome]
     {
         guard !tokens.isEmpty else { return [] }
@@ -45,7 +48,13 @@ extension PostgresStore {
         }
     }
 
-    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, dueByMs: Int64, leaseUntilMs: Int64, holder: String)
+    package func claimAppleAdsTokens(
+        limit: Int,
+        nowMs: Int64,
+        dueByMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    )
         async throws -> (claimed: [AppleAdsClaim], expired: Int)
     {
         let logger = self.logger
@@ -86,8 +95,12 @@ extension PostgresStore {
                 guard let token else { continue }
                 claimed.append(
                     AppleAdsClaim(
-                        id: id, appID: appID, token: token, obtainedAt: UTCInstant(milliseconds: obtained),
-                        attempts: Int(attempts), notFound: Int(notFound)
+                        id: id,
+                        appID: appID,
+                        token: token,
+                        obtainedAt: UTCInstant(milliseconds: obtained),
+                        attempts: Int(attempts),
+                        notFound: Int(notFound)
                     )
                 )
             }
@@ -155,7 +168,10 @@ extension PostgresStore {
 
     package func appleAdsStatus() async throws -> AppleAdsStatus {
         let logger = self.logger
-        return try await transaction("read the Apple Ads status", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+        return try await transaction(
+            "read the Apple Ads status",
+            isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        ) {
             connection in
             var status = AppleAdsStatus()
             for try await (state, count) in try await connection.send(
@@ -202,7 +218,8 @@ extension PostgresStore {
             var binds = PostgresBindings()
             for argument in arguments { binds.append(argument) }
             var rows: [([DimensionValue], [Int64?])] = []
-            for try await row in try await connection.send(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
+            for try await row in try await connection.send(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            {
                 let cells = row.makeRandomAccess()
                 let key = try query.dimensions.enumerated().map { index, dimension in
                     dimension.isText

@@ -76,11 +76,15 @@ extension PostgresStore {
         try await storedCampaignMappings(connection, logger: logger).map(\.mapping)
     }
 
-    private static func storedCampaignMappings(_ connection: PostgresConnection, logger: Logger) async throws
+    private static func storedCampaignMappings(
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws
         -> [StoredCampaignMapping]
     {
         var rows: [StoredCampaignMapping] = []
-        for try await (network, prefix, from, to, campaign, adGroup, creative, source, line, added) in try await connection
+        for try await (network, prefix, from, to, campaign, adGroup, creative, source, line, added)
+            in try await connection
             .send(
                 """
                 SELECT ad_network_id, source_identifier, to_char(valid_from, 'YYYY-MM-DD'), to_char(valid_to, 'YYYY-MM-DD'),

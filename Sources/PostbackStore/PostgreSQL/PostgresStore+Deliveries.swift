@@ -61,7 +61,13 @@ extension PostgresStore {
         }
     }
 
-    package func claimDeliveries(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String)
+    package func claimDeliveries(
+        destination: String,
+        limit: Int,
+        nowMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    )
         async throws -> [ClaimedDelivery]
     {
         let logger = self.logger

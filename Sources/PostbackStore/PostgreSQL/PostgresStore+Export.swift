@@ -67,10 +67,16 @@ extension PostgresStore {
 
     /// The oldest transaction of this database still running in the current snapshot (or,
     /// with none, the snapshot's end): every row stored by a transaction below it is final.
-    static func snapshotBound(_ connection: PostgresConnection, after: String, excluding foreign: [String], logger: Logger)
+    static func snapshotBound(
+        _ connection: PostgresConnection,
+        after: String,
+        excluding foreign: [String],
+        logger: Logger
+    )
         async throws -> String
     {
-        let excluded = foreign.isEmpty ? "" : " WHERE (x::text::numeric % 4294967296) NOT IN (\(foreign.joined(separator: ",")))"
+        let excluded =
+            foreign.isEmpty ? "" : " WHERE (x::text::numeric % 4294967296) NOT IN (\(foreign.joined(separator: ",")))"
         var bound = after
         for try await text in try await connection.send(
             PostgresQuery(
@@ -134,10 +140,12 @@ extension PostgresStore {
     static func exportPosition(_ cursor: ExportCursor?) throws -> String {
         guard let cursor else { return "0" }
         let digits = cursor.position.dropFirst("postgres:".count)
-        guard cursor.position.hasPrefix("postgres:"), !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        guard cursor.position.hasPrefix("postgres:"), !digits.isEmpty,
+            digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else {
             throw ExportCursorError(
-                description: "the cursor \(cursor) was not made by a PostgreSQL store; export without --consumer, or with a new one"
+                description:
+                    "the cursor \(cursor) was not made by a PostgreSQL store; export without --consumer, or with a new one"
             )
         }
         return String(digits)

@@ -295,7 +295,8 @@ extension PostgresStore {
                 continue
             }
             counts.duplicates += 1
-            let conflict = original.fine != copy.fine || original.coarse != copy.coarse || original.country != copy.country
+            let conflict =
+                original.fine != copy.fine || original.coarse != copy.coarse || original.country != copy.country
             if conflict { counts.conflicts += 1 }
             if copy.request != nil { outcomes[copy.entry] = conflict ? .conflict : .duplicate }
             let sameBytes = original.rawDigest == copy.digest
@@ -507,7 +508,8 @@ struct PostbackInsertColumns {
     var sequenceIndex, version, appID, campaignID, sourceIdentifier, sourceAppID, sourceDomain: PostgresArrayColumn
     var fidelityType, didWin, redownload, conversionType, marketplaceID, impressionType: PostgresArrayColumn
     var adInteractionType, fine, coarse, country, testMode, development, keyName: PostgresArrayColumn
-    var receivedAt, receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey: PostgresArrayColumn
+    var receivedAt, receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID,
+        dedupKey: PostgresArrayColumn
     var clientAddress, requestID: PostgresArrayColumn
     var estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits: PostgresArrayColumn
 
@@ -638,7 +640,12 @@ struct SightingColumns {
 
     var count: Int { postbackID.count }
 
-    mutating func append(_ copy: PendingWrites.Candidate, postbackID id: Int64, sameBytes: Bool, conflict isConflict: Bool) {
+    mutating func append(
+        _ copy: PendingWrites.Candidate,
+        postbackID id: Int64,
+        sameBytes: Bool,
+        conflict isConflict: Bool
+    ) {
         postbackID.append(id)
         source.append(copy.source)
         sourceIndex.append(copy.location.index)

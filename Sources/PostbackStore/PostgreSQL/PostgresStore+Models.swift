@@ -78,7 +78,9 @@ extension PostgresStore {
             """,
             logger: logger
         )
-        for try await (text, sha, source, addedAt, bundleID) in rows.decode((String, String, String, String, String?).self) {
+        for try await (text, sha, source, addedAt, bundleID) in rows.decode(
+            (String, String, String, String, String?).self
+        ) {
             models.append(
                 StoredModel(
                     model: try ConversionModelParser.parse(Array(text.utf8)),

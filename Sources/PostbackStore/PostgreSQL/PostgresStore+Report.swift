@@ -64,7 +64,8 @@ extension PostgresStore {
         case .redownload, .didWin: "\(dimension.column)::integer::bigint"
         case .appID, .sourceAppID, .fidelityType, .postbackSequenceIndex, .crowdAnonymityTier, .sourceIdentifierDigits:
             "\(dimension.column)::bigint"
-        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .campaign, .adGroup,
+        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .campaign,
+            .adGroup,
             .creative:
             dimension.column
         case .placement: dimension.selectExpression
@@ -104,7 +105,10 @@ extension PostgresStore {
         let (fineQuery, intakeQuery) = DashboardSeries.queries(query)
         let fine = ReportSQL.postgres(fineQuery)
         let intake = ReportSQL.postgres(intakeQuery)
-        return try await transaction("read the dashboard series", isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+        return try await transaction(
+            "read the dashboard series",
+            isolation: " ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        ) {
             connection in
             var series = DashboardSeries()
             if fineValues {
@@ -112,7 +116,9 @@ extension PostgresStore {
                     PostgresQuery(unsafeSQL: fine.fineValues, binds: fine.bindings),
                     logger: logger
                 ).decode((Int64?, Int64).self) {
-                    series.fineValues.append(FineValueCount(fineValue: value.map { Int($0) }, postbacks: Int(postbacks)))
+                    series.fineValues.append(
+                        FineValueCount(fineValue: value.map { Int($0) }, postbacks: Int(postbacks))
+                    )
                 }
             }
             for try await (text, quarantined, duplicates, conflicts) in try await connection.send(
@@ -121,7 +127,12 @@ extension PostgresStore {
             ).decode((String, Int64, Int64, Int64).self) {
                 guard let day = UTCDay(text) else { continue }
                 series.intake.append(
-                    DailyIntake(day: day, quarantined: Int(quarantined), duplicates: Int(duplicates), conflicts: Int(conflicts))
+                    DailyIntake(
+                        day: day,
+                        quarantined: Int(quarantined),
+                        duplicates: Int(duplicates),
+                        conflicts: Int(conflicts)
+                    )
                 )
             }
             return series
@@ -134,7 +145,10 @@ extension PostgresStore {
         try await transaction("read the last day", isolation: " READ ONLY", oneStatement: true) { connection in
             var last: UTCDay?
             for try await text in try await connection.send(
-                PostgresQuery(unsafeSQL: "SELECT to_char(MAX(\(basis.column)), 'YYYY-MM-DD') FROM \(DashboardTable(basis, byApp: false).name)"),
+                PostgresQuery(
+                    unsafeSQL:
+                        "SELECT to_char(MAX(\(basis.column)), 'YYYY-MM-DD') FROM \(DashboardTable(basis, byApp: false).name)"
+                ),
                 logger: logger
             ).decode(String?.self) {
                 last = text.flatMap(UTCDay.init)

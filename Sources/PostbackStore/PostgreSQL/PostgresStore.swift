@@ -47,7 +47,13 @@ package final class PostgresStore: PostbackStorage {
     /// between commits, and must not stall its commits for long while the server is away.
     let modelsRetrySeconds: Int64
 
-    private init(url: PostgresURL, client: PostgresClient, runner: Task<Void, Never>, access: StoreAccess, logger: Logger) {
+    private init(
+        url: PostgresURL,
+        client: PostgresClient,
+        runner: Task<Void, Never>,
+        access: StoreAccess,
+        logger: Logger
+    ) {
         self.runRetrySeconds = access == .receive ? 10 : Self.retrySeconds
         self.modelsRetrySeconds = access == .receive ? Self.receiveRetrySeconds : Self.retrySeconds
         self.url = url
@@ -61,7 +67,8 @@ package final class PostgresStore: PostbackStorage {
     ///
     /// - Throws: ``DatabaseOpenError`` naming the host and what to check when the server
     ///   cannot be reached, refuses the user, has no such database, or holds a newer schema.
-    static func open(_ url: PostgresURL, access: StoreAccess = .standard, logger: Logger) async throws -> PostgresStore {
+    static func open(_ url: PostgresURL, access: StoreAccess = .standard, logger: Logger) async throws -> PostgresStore
+    {
         let tls = try tlsConfiguration(url.sslMode)
         var connectionConfiguration = PostgresConnection.Configuration(
             host: url.host,
@@ -211,7 +218,8 @@ package final class PostgresStore: PostbackStorage {
 
     // MARK: - Runs
 
-    package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64 {
+    package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64
+    {
         let inputsJSON = "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]"
         return try await transaction("record the run", retryingFor: runRetrySeconds) { connection in
             let rows = try await connection.send(
@@ -264,7 +272,10 @@ package final class PostgresStore: PostbackStorage {
         }
     }
 
-    private static func clientTLS(_ mode: PostgresURL.SSLMode, _ tls: TLSConfiguration) -> PostgresClient.Configuration.TLS {
+    private static func clientTLS(
+        _ mode: PostgresURL.SSLMode,
+        _ tls: TLSConfiguration
+    ) -> PostgresClient.Configuration.TLS {
         switch mode {
         case .disable: .disable
         case .prefer: .prefer(tls)

@@ -117,7 +117,10 @@ public enum PostbackDatabase {
                     "no store at \(path) (\(detail)); check --db (or $POSTBACKD_DB), or make one with `postbackd ingest --db \(path) FILES`"
                 )
             }
-            throw StoreFault(.cannotOpen, "cannot open \(path) (\(detail)); check the path and its folder's permissions")
+            throw StoreFault(
+                .cannotOpen,
+                "cannot open \(path) (\(detail)); check the path and its folder's permissions"
+            )
         }
         if (info.st_mode & S_IFMT) == S_IFDIR {
             throw StoreFault(.noStore, "\(path) is a folder, not a store; give --db the store's file")
@@ -174,7 +177,8 @@ public enum PostbackDatabase {
             }
             let tables = try String.fetchAll(
                 db,
-                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4"
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4"
             )
             if !tables.isEmpty {
                 throw StoreFault(

@@ -1,5 +1,5 @@
-import PostbackKit
 import GRDB
+import PostbackKit
 
 /// The database schema, as a sequence of migrations: a database is migrated forward on open,
 /// and never backward.

@@ -1,6 +1,6 @@
-import PostbackKit
 import GRDB
 import GRDBSQLite
+import PostbackKit
 
 #if canImport(Glibc)
 import Glibc

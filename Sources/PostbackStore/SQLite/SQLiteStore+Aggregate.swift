@@ -156,10 +156,12 @@ extension SQLiteStore {
             }
         }
         let totals = try db.cachedStatement(
-            sql: "INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            sql:
+                "INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let totalsRevenue = try db.cachedStatement(
-            sql: "INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            sql:
+                "INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         for (key, metrics) in aggregation.totals() {
             let installDate = key.installDate?.description

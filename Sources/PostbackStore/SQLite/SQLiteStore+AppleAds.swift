@@ -27,7 +27,13 @@ extension SQLiteStore {
         }
     }
 
-    package func claimAppleAdsTokens(limit: Int, nowMs: Int64, dueByMs: Int64, leaseUntilMs: Int64, holder: String) throws
+    package func claimAppleAdsTokens(
+        limit: Int,
+        nowMs: Int64,
+        dueByMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    ) throws
         -> (claimed: [AppleAdsClaim], expired: Int)
     {
         try queue.write { db in
@@ -56,8 +62,12 @@ extension SQLiteStore {
             let claimed = rows.compactMap { row -> AppleAdsClaim? in
                 guard let token = row[2] as String? else { return nil }
                 return AppleAdsClaim(
-                    id: row[0], appID: row[1], token: token, obtainedAt: UTCInstant(milliseconds: row[3]),
-                    attempts: row[4], notFound: row[5]
+                    id: row[0],
+                    appID: row[1],
+                    token: token,
+                    obtainedAt: UTCInstant(milliseconds: row[3]),
+                    attempts: row[4],
+                    notFound: row[5]
                 )
             }
             return (claimed.sorted { $0.id < $1.id }, expired)
@@ -126,7 +136,8 @@ extension SQLiteStore {
             }
             let pending = try Row.fetchOne(
                 db,
-                sql: "SELECT min(obtained_ms), min(max(due_ms, lease_until_ms)) FROM apple_ads_tokens WHERE state = 'pending'"
+                sql:
+                    "SELECT min(obtained_ms), min(max(due_ms, lease_until_ms)) FROM apple_ads_tokens WHERE state = 'pending'"
             )
             status.oldestPendingObtainedMs = pending?[0]
             status.nextDueMs = pending?[1]

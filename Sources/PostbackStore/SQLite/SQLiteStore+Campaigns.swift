@@ -9,7 +9,11 @@ extension SQLiteStore {
             for network in networks {
                 try db.execute(sql: "DELETE FROM campaign_mappings WHERE ad_network_id = ?", arguments: [network])
                 change.networks.append(
-                    .init(adNetworkID: network, removed: db.changesCount, added: rows.count { $0.adNetworkID == network })
+                    .init(
+                        adNetworkID: network,
+                        removed: db.changesCount,
+                        added: rows.count { $0.adNetworkID == network }
+                    )
                 )
             }
             // Taken once the write lock is held (the first DELETE took it): an aggregate run

@@ -31,7 +31,8 @@ extension SQLiteStore {
             var arguments: StatementArguments = [route.destination, nowMs, nowMs, after, bound]
             func restrict<Value: DatabaseValueConvertible>(_ column: String, _ values: [Value]?) {
                 guard let values else { return }
-                sql += " AND \(column) IN (\(values.isEmpty ? "NULL" : Array(repeating: "?", count: values.count).joined(separator: ",")))"
+                sql +=
+                    " AND \(column) IN (\(values.isEmpty ? "NULL" : Array(repeating: "?", count: values.count).joined(separator: ",")))"
                 arguments += StatementArguments(values)
             }
             restrict("app_id", route.appIDs)
@@ -53,7 +54,13 @@ extension SQLiteStore {
         }
     }
 
-    package func claimDeliveries(destination: String, limit: Int, nowMs: Int64, leaseUntilMs: Int64, holder: String) throws
+    package func claimDeliveries(
+        destination: String,
+        limit: Int,
+        nowMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    ) throws
         -> [ClaimedDelivery]
     {
         let columns = ExportTable.postbacks.columns
@@ -72,7 +79,12 @@ extension SQLiteStore {
     }
 
     private static func claim(
-        _ db: Database, _ destination: String, _ limit: Int, _ nowMs: Int64, _ leaseUntilMs: Int64, _ holder: String,
+        _ db: Database,
+        _ destination: String,
+        _ limit: Int,
+        _ nowMs: Int64,
+        _ leaseUntilMs: Int64,
+        _ holder: String,
         _ columns: [ExportColumn]
     ) throws -> [ClaimedDelivery] {
         var claimed: [ClaimedDelivery] = []
@@ -125,7 +137,8 @@ extension SQLiteStore {
             for outcome in outcomes {
                 try statement.execute(arguments: [
                     outcome.state.rawValue, outcome.attempts, outcome.firstAttemptMs, outcome.lastAttemptMs,
-                    outcome.nextAttemptMs, outcome.status, outcome.answer, outcome.destination, outcome.postbackID, holder,
+                    outcome.nextAttemptMs, outcome.status, outcome.answer, outcome.destination, outcome.postbackID,
+                    holder,
                 ])
             }
         }
@@ -135,7 +148,8 @@ extension SQLiteStore {
         try queue.read { db in
             try Int64.fetchOne(
                 db,
-                sql: "SELECT min(max(next_attempt_ms, lease_until_ms)) FROM deliveries WHERE destination = ? AND state = 'pending'",
+                sql:
+                    "SELECT min(max(next_attempt_ms, lease_until_ms)) FROM deliveries WHERE destination = ? AND state = 'pending'",
                 arguments: [destination]
             )
         }

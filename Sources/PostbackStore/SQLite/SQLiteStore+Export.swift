@@ -15,7 +15,8 @@ extension SQLiteStore {
         return try queue.read { db in
             // One read transaction: the snapshot the rows and the bound both come from.
             let bound = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM \(table.rawValue)") ?? 0
-            var sql = "SELECT \(columns.map(\.name).joined(separator: ", ")) FROM \(table.rawValue) WHERE id > ? AND id <= ?"
+            var sql =
+                "SELECT \(columns.map(\.name).joined(separator: ", ")) FROM \(table.rawValue) WHERE id > ? AND id <= ?"
             var arguments: StatementArguments = [after, bound]
             if let days = selection.days {
                 sql += " AND received_at >= ? AND received_at < ?"
@@ -62,7 +63,8 @@ extension SQLiteStore {
         guard let cursor else { return 0 }
         guard cursor.position.hasPrefix("sqlite:"), let id = Int64(cursor.position.dropFirst("sqlite:".count)) else {
             throw ExportCursorError(
-                description: "the cursor \(cursor) was not made by an SQLite store; export without --consumer, or with a new one"
+                description:
+                    "the cursor \(cursor) was not made by an SQLite store; export without --consumer, or with a new one"
             )
         }
         return id

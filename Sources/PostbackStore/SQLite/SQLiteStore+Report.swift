@@ -34,7 +34,10 @@ extension SQLiteStore {
                 ),
                 lastAggregate: try String.fetchOne(db, sql: "SELECT MAX(run_at) FROM aggregate_runs"),
                 lastMappingChange: try String.fetchOne(db, sql: "SELECT MAX(added_at) FROM campaign_mappings"),
-                lastWholeAggregate: try String.fetchOne(db, sql: "SELECT MAX(run_at) FROM aggregate_runs WHERE whole = 1"),
+                lastWholeAggregate: try String.fetchOne(
+                    db,
+                    sql: "SELECT MAX(run_at) FROM aggregate_runs WHERE whole = 1"
+                ),
                 staleRows: try Bool.fetchOne(
                     db,
                     // Rows of a run from before the columns (none once every day is recomputed);
@@ -68,7 +71,9 @@ extension SQLiteStore {
             var series = DashboardSeries()
             let fine = ReportSQL.sqlite(fineQuery)
             for row in fineValues ? try Row.fetchAll(db, sql: fine.fineValues, arguments: fine.sqliteArguments) : [] {
-                series.fineValues.append(FineValueCount(fineValue: (row[0] as Int64?).map { Int($0) }, postbacks: row[1]))
+                series.fineValues.append(
+                    FineValueCount(fineValue: (row[0] as Int64?).map { Int($0) }, postbacks: row[1])
+                )
             }
             let intake = ReportSQL.sqlite(intakeQuery)
             for row in try Row.fetchAll(db, sql: intake.intake, arguments: intake.sqliteArguments) {

@@ -342,6 +342,9 @@ extension String {
 }
 
 extension HTTPField.Name {
+    // Constant names, valid as written: HTTPTypes offers only a failable initializer.
+    // swift-format-ignore: NeverForceUnwrap
     static let postbackdWarning = HTTPField.Name("X-Postbackd-Warning")!
+    // swift-format-ignore: NeverForceUnwrap
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
 }

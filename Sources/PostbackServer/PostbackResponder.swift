@@ -285,6 +285,8 @@ struct PostbackResponder: HTTPResponder {
 }
 
 extension HTTPField.Name {
+    // A constant name, valid as written: HTTPTypes offers only a failable initializer.
+    // swift-format-ignore: NeverForceUnwrap
     static let xRequestID = HTTPField.Name("X-Request-Id")!
 }
 

@@ -13,11 +13,12 @@ import Synchronization
 let port = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 0
 let answered = Atomic<Int>(0)
 let ids = Mutex(Set<String>())
+let deliveryID = HTTPField.Name("Postbackd-Delivery-Id")
 let router = Router()
 router.post("/{destination}") { request, _ -> Response in
     _ = try await request.body.collect(upTo: 1 << 20)
     answered.add(1, ordering: .relaxed)
-    if let id = request.headers[HTTPField.Name("Postbackd-Delivery-Id")!] {
+    if let deliveryID, let id = request.headers[deliveryID] {
         ids.withLock { _ = $0.insert(id) }
     }
     return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok")))

@@ -11,6 +11,8 @@ struct CampaignMappingTests {
         CampaignMappingFile.parse(Array(text.utf8), source: source)
     }
 
+    /// A day the test writes as a literal.
+    // swift-format-ignore: NeverForceUnwrap
     private func day(_ text: String) -> UTCDay { UTCDay(text)! }
 
     @Test("reads rows: empty cells as open-ended or null, quoted commas and quotes, CRLF, a BOM, extra columns")

@@ -355,7 +355,7 @@ struct EncodingTests {
         }
 
         func holds(_ events: [UserState.Event], before maximum: Double?) -> Bool {
-            let matching = events.filter { $0.name == name && (maximum == nil || $0.hours < maximum!) }
+            let matching = events.filter { event in event.name == name && (maximum.map { event.hours < $0 } ?? true) }
             let count = matching.count
             let dollars = matching.reduce(0.0) {
                 $0 + Double($1.revenue.filter { $0.currency == "USD" }.reduce(0) { $0 + $1.micros }) / 1e6

@@ -7,7 +7,11 @@ import Testing
 @Suite("Install dates, crowd-anonymity tiers and source identifier digits")
 struct PostbackInferenceTests {
     /// 2026-11-21T12:00:00Z.
-    let received = UTCInstant(iso8601: "2026-11-21T12:00:00Z")!
+    let received: UTCInstant
+
+    init() throws {
+        received = try #require(UTCInstant(iso8601: "2026-11-21T12:00:00Z"))
+    }
 
     private func skan(
         _ version: SKANVersion,

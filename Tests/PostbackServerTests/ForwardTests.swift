@@ -64,9 +64,9 @@ struct ForwardTests {
             router.post("/{destination}") { request, context -> Response in
                 let body = try await request.body.collect(upTo: 1 << 20)
                 let destination = context.parameters.get("destination") ?? ""
-                let id = request.headers[HTTPField.Name("Postbackd-Delivery-Id")!] ?? ""
-                let attempt = Int(request.headers[HTTPField.Name("Postbackd-Attempt")!] ?? "") ?? 0
-                let signature = request.headers[HTTPField.Name("Postbackd-Signature")!]
+                let id = request.headers.value("Postbackd-Delivery-Id") ?? ""
+                let attempt = Int(request.headers.value("Postbackd-Attempt") ?? "") ?? 0
+                let signature = request.headers.value("Postbackd-Signature")
                 let key = destination + "/" + id
                 log.state.withLock { state in
                     state.inFlight[key, default: 0] += 1
@@ -472,4 +472,11 @@ func runOnLoopback(
     }
     var iterator = ports.makeAsyncIterator()
     return (await iterator.next() ?? 0, task)
+}
+
+extension HTTPFields {
+    /// The value of the field named `name`, if it is a valid name and present.
+    fileprivate func value(_ name: String) -> String? {
+        HTTPField.Name(name).flatMap { self[$0] }
+    }
 }

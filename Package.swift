@@ -6,9 +6,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "postbackd", targets: ["postbackd"]),
+        // The one library: parse, verify, explain, decode, encode and generate postbacks in a
+        // server of one's own. Storage and the HTTP receiver are postbackd's own (`package`).
         .library(name: "PostbackKit", targets: ["PostbackKit"]),
-        .library(name: "PostbackStore", targets: ["PostbackStore"]),
-        .library(name: "PostbackServer", targets: ["PostbackServer"]),
     ],
     dependencies: [
         // Pinned: only the versions mirrored on the build machines resolve.

@@ -19,42 +19,42 @@ import Synchronization
 /// writer that commits what requests hand it in shared transactions. swift-service-lifecycle
 /// runs both and shuts them down in order on SIGTERM or SIGINT: the server stops accepting and
 /// finishes its requests, then the writer commits what is left.
-public struct ServeJob: Sendable {
-    public var location: StoreLocation
-    public var keyRing: KeyRing
-    public var host: String
-    public var port: Int
+package struct ServeJob: Sendable {
+    package var location: StoreLocation
+    package var keyRing: KeyRing
+    package var host: String
+    package var port: Int
     /// `--tls-cert` and `--tls-key`: PEM files.
-    public var tls: (certificate: String, key: String)?
-    public var maximumBody: Int
-    public var accessLog: Bool
+    package var tls: (certificate: String, key: String)?
+    package var maximumBody: Int
+    package var accessLog: Bool
     /// How long a client may take over a request's head (and may stay idle between requests),
     /// and over its body.
-    public var readTimeout: Duration
-    public var maximumConnections: Int
-    public var quarantineRowsPerHour: Int
+    package var readTimeout: Duration
+    package var maximumConnections: Int
+    package var quarantineRowsPerHour: Int
     /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`).
-    public var clientAddressHeader: String?
+    package var clientAddressHeader: String?
     /// Postbacks written per transaction, at most.
-    public var maximumGroup: Int
+    package var maximumGroup: Int
     /// `--api-key`: when any, the conversion value endpoints take only these (never logged).
-    public var apiKeys: [String]
+    package var apiKeys: [String]
     /// `--forward`: delivers as `forward --follow` does, beside serving, on a store
     /// connection of its own; its status is in `/metrics`.
-    public var forward: ForwardJob?
+    package var forward: ForwardJob?
     /// `--apple-ads`: exchanges the tokens received at `POST /v1/apple-ads/token` (and any
     /// other pending ones) as `apple-ads fetch --follow` does, on a store connection of its own.
-    public var appleAds: AppleAdsFetchJob?
+    package var appleAds: AppleAdsFetchJob?
     /// `--dashboard-token`: when set, the report API and the dashboard take only it, as a
     /// bearer token or through the login form's cookie (never logged).
-    public var dashboardToken: String?
-    public var logger: Logger
+    package var dashboardToken: String?
+    package var logger: Logger
 
-    public static let defaultMaximumBody = 65_536
-    public static let defaultMaximumConnections = 1_024
-    public static let defaultQuarantineRowsPerHour = 10_000
+    package static let defaultMaximumBody = 65_536
+    package static let defaultMaximumConnections = 1_024
+    package static let defaultQuarantineRowsPerHour = 10_000
 
-    public init(
+    package init(
         location: StoreLocation,
         keyRing: KeyRing = .apple,
         host: String = "127.0.0.1",
@@ -97,7 +97,7 @@ public struct ServeJob: Sendable {
     ///
     /// - Throws: ``ServeError`` (a certificate that cannot be read, an address that cannot be
     ///   listened on) and ``DatabaseOpenError`` before anything is received.
-    public func run(ready: @escaping @Sendable (String) -> Void) async throws -> IngestSummary {
+    package func run(ready: @escaping @Sendable (String) -> Void) async throws -> IngestSummary {
         if let missing = forward?.missingSecret { throw ServeError(missing.description) }
         let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
         let scheme = tls == nil ? "http" : "https"
@@ -250,10 +250,10 @@ public struct ServeJob: Sendable {
 }
 
 /// Why `serve` could not start.
-public struct ServeError: Error, CustomStringConvertible {
-    public var reason: String
+package struct ServeError: Error, CustomStringConvertible {
+    package var reason: String
     init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
+    package var description: String { reason }
 }
 
 /// A store handed to the task that uses it.

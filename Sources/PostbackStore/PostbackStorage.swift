@@ -268,7 +268,7 @@ package enum PostbackStores {
 /// in Developer Mode can sign a development postback with any identifier), so letting them
 /// claim the production key would let a forgery suppress the genuine postback. They never
 /// count as installs, so keeping them apart never counts anything twice.
-public enum KeySpace: String, Sendable, Hashable {
+package enum KeySpace: String, Sendable, Hashable {
     case production, test, development
 
     init(_ result: VerificationResult) {
@@ -277,14 +277,14 @@ public enum KeySpace: String, Sendable, Hashable {
 }
 
 /// What the writer needs to know about a batch beyond the verification results.
-public struct BatchContext {
-    public var runID: Int64
-    public var rule: ReceivedTimeRule
+package struct BatchContext {
+    package var runID: Int64
+    package var rule: ReceivedTimeRule
     /// The name stored for a source: the canonical path (so that re-reading a file by
     /// another path adds nothing), `-` for standard input.
-    public var storedSource: (String) -> String
+    package var storedSource: (String) -> String
 
-    public init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
+    package init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
         self.runID = runID
         self.rule = rule
         self.storedSource = storedSource
@@ -292,42 +292,42 @@ public struct BatchContext {
 }
 
 /// One entry a batch quarantined, for reporting.
-public struct QuarantinedEntry: Sendable {
-    public var location: EntryLocation
-    public var result: VerificationResult
+package struct QuarantinedEntry: Sendable {
+    package var location: EntryLocation
+    package var result: VerificationResult
 }
 
 /// A conversion model as stored: the current one for its app.
-public struct StoredModel: Sendable {
-    public var model: ConversionModel
+package struct StoredModel: Sendable {
+    package var model: ConversionModel
     /// SHA-256 of the model's JSON text.
-    public var sha256: String
+    package var sha256: String
     /// The file it was added from.
-    public var source: String
-    public var addedAt: String
+    package var source: String
+    package var addedAt: String
     /// The app's bundle identifier, when recorded (`models add --bundle-id`).
-    public var bundleID: String?
+    package var bundleID: String?
 }
 
 extension StoredModel {
     /// Whether `app` names this model's app: its App Store id, or its bundle identifier.
-    public func matches(_ app: String) -> Bool {
+    package func matches(_ app: String) -> Bool {
         Int64(app) == model.appID || (bundleID != nil && app == bundleID)
     }
 }
 
 /// A bundle identifier recorded for another app already.
-public struct BundleIDConflict: Error, CustomStringConvertible {
-    public var bundleID: String
-    public var appID: Int64
-    public var otherAppID: Int64
-    public var description: String {
+package struct BundleIDConflict: Error, CustomStringConvertible {
+    package var bundleID: String
+    package var appID: Int64
+    package var otherAppID: Int64
+    package var description: String {
         "bundle identifier \(bundleID) belongs to app \(otherAppID) already; it cannot name app \(appID) too"
     }
 }
 
 /// What adding a model did.
-public enum ModelAddOutcome: String, Sendable, Hashable {
+package enum ModelAddOutcome: String, Sendable, Hashable {
     /// The app had no model.
     case added
     /// The app's model changed; the old one is kept with `replaced_at`.
@@ -337,18 +337,18 @@ public enum ModelAddOutcome: String, Sendable, Hashable {
 }
 
 /// What a report sums: the period and the grouping.
-public struct ReportQuery: Sendable, Hashable {
-    public var from: UTCDay?
-    public var to: UTCDay?
-    public var dimensions: [AggregateDimension]
+package struct ReportQuery: Sendable, Hashable {
+    package var from: UTCDay?
+    package var to: UTCDay?
+    package var dimensions: [AggregateDimension]
     /// One row per group and event instead of the count metrics.
-    public var events: Bool
+    package var events: Bool
     /// Which day `from` and `to` bound: the day received (`date`) or the install date.
-    public var dateBasis: DateBasis
+    package var dateBasis: DateBasis
     /// Only these apps (all when empty).
-    public var appIDs: [Int64]
+    package var appIDs: [Int64]
     /// Only these ad networks (all when empty).
-    public var adNetworkIDs: [String]
+    package var adNetworkIDs: [String]
     /// Read the detailed aggregate rows even when the totals hold the dimensions (for tests
     /// that compare the two).
     package var detailedRowsOnly = false
@@ -356,7 +356,7 @@ public struct ReportQuery: Sendable, Hashable {
     /// network and tier, which it sums; it reads revenue by day alone).
     package var countsOnly = false
 
-    public init(
+    package init(
         from: UTCDay?,
         to: UTCDay?,
         by dimensions: [AggregateDimension],
@@ -376,7 +376,7 @@ public struct ReportQuery: Sendable, Hashable {
 }
 
 /// Which day a period's `--from` and `--to` bound.
-public enum DateBasis: String, Sendable, Hashable, CaseIterable {
+package enum DateBasis: String, Sendable, Hashable, CaseIterable {
     /// The UTC day the postback was received (the `date` dimension).
     case received
     /// The UTC day of its estimated install (the `install_date` dimension).

@@ -14,44 +14,44 @@ import Glibc
 /// password), says what is wrong in words and what to do; the driver's own text follows in
 /// parentheses as detail, never alone. Commands exit with status 2 on it; `serve` logs it
 /// and answers 503 with ``publicReason`` (which does not name the store).
-public struct StoreFault: CodedError {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+package struct StoreFault: CodedError {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate let name: String
-        public var description: String { name }
+        package var description: String { name }
 
         /// The file cannot be opened or created (no such folder, no permission).
-        public static let cannotOpen = Code(name: "cannot_open")
+        package static let cannotOpen = Code(name: "cannot_open")
         /// The file or folder holds no store (read-only commands do not create one).
-        public static let noStore = Code(name: "no_store")
+        package static let noStore = Code(name: "no_store")
         /// The file is not a postbackd store (or not SQLite at all), or the database holds
         /// tables postbackd did not make.
-        public static let notPostbackd = Code(name: "not_postbackd")
+        package static let notPostbackd = Code(name: "not_postbackd")
         /// A newer postbackd wrote the schema.
-        public static let newerSchema = Code(name: "newer_schema")
+        package static let newerSchema = Code(name: "newer_schema")
         /// An older postbackd wrote the schema, and this command does not migrate.
-        public static let olderSchema = Code(name: "older_schema")
+        package static let olderSchema = Code(name: "older_schema")
         /// The database's pages are damaged (malformed, truncated, corrupt).
-        public static let damaged = Code(name: "damaged")
+        package static let damaged = Code(name: "damaged")
         /// The disk (or the database's quota) is full.
-        public static let diskFull = Code(name: "disk_full")
+        package static let diskFull = Code(name: "disk_full")
         /// The store may not be written here: a read-only file, folder, mount or server.
-        public static let readOnly = Code(name: "read_only")
+        package static let readOnly = Code(name: "read_only")
         /// The database user lacks a privilege the command needs.
-        public static let notPermitted = Code(name: "not_permitted")
+        package static let notPermitted = Code(name: "not_permitted")
         /// Another process held the store locked for longer than the wait.
-        public static let locked = Code(name: "locked")
+        package static let locked = Code(name: "locked")
         /// The disk failed a read or a write.
-        public static let ioError = Code(name: "io_error")
+        package static let ioError = Code(name: "io_error")
         /// The database server cannot be reached, went away, or has no such database.
-        public static let unreachable = Code(name: "unreachable")
+        package static let unreachable = Code(name: "unreachable")
         /// The database server refused the user or password.
-        public static let authenticationRefused = Code(name: "authentication_refused")
+        package static let authenticationRefused = Code(name: "authentication_refused")
         /// Anything else the store reported.
-        public static let failed = Code(name: "failed")
+        package static let failed = Code(name: "failed")
     }
 
-    public let code: Code
-    public let reason: String
+    package let code: Code
+    package let reason: String
 
     init(_ code: Code, _ reason: String) {
         self.code = code
@@ -60,7 +60,7 @@ public struct StoreFault: CodedError {
 
     /// What an HTTP client is told (a 503's JSON reason): the fault in words, without the
     /// store's name.
-    public var publicReason: String {
+    package var publicReason: String {
         switch code {
         case .damaged: "the store is damaged; retry later"
         case .diskFull: "the store's disk is full; retry later"
@@ -76,7 +76,7 @@ public struct StoreFault: CodedError {
     ///
     /// - Parameter whileWriting: the command was writing: the sentence adds that what was
     ///   committed is kept and the same command finishes the work.
-    public static func classify(
+    package static func classify(
         _ error: any Error,
         at location: StoreLocation,
         whileWriting: Bool = false
@@ -222,4 +222,4 @@ func diskIsFull(_ path: String) -> Bool {
 }
 
 /// The fault before anything is read: kept under its former name, which the jobs' documentation uses.
-public typealias DatabaseOpenError = StoreFault
+package typealias DatabaseOpenError = StoreFault

@@ -3,12 +3,12 @@
 /// `--db` and `POSTBACKD_DB` take either: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
 /// or `postgresql://…`, with an optional `?sslmode=disable|prefer|require`, is PostgreSQL;
 /// anything else is an SQLite path.
-public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
+package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(PostgresURL)
 
     /// Parses `--db`.
-    public init(_ text: String) throws(StoreLocationError) {
+    package init(_ text: String) throws(StoreLocationError) {
         let lowered = text.lowercased()
         if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
             self = .postgres(try PostgresURL(text))
@@ -18,7 +18,7 @@ public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The store as messages name it: the path, or the URL without its password.
-    public var description: String {
+    package var description: String {
         switch self {
         case .sqlite(let path): path
         case .postgres(let url): url.description
@@ -26,7 +26,7 @@ public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The engine's name, for messages and logs.
-    public var engine: String {
+    package var engine: String {
         switch self {
         case .sqlite: "SQLite"
         case .postgres: "PostgreSQL"
@@ -35,27 +35,27 @@ public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A `--db` value that looks like a PostgreSQL URL but is not a valid one.
-public struct StoreLocationError: Error, Hashable, CustomStringConvertible {
-    public var reason: String
-    public var description: String { reason }
+package struct StoreLocationError: Error, Hashable, CustomStringConvertible {
+    package var reason: String
+    package var description: String { reason }
 }
 
 /// A parsed `postgres://` URL. Its ``description`` never shows the password.
-public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
-    public enum SSLMode: String, Sendable, Hashable {
+package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
+    package enum SSLMode: String, Sendable, Hashable {
         case disable, prefer, require
     }
 
-    public var user: String
-    public var password: String?
-    public var host: String
-    public var port: Int
-    public var database: String
-    public var sslMode: SSLMode
+    package var user: String
+    package var password: String?
+    package var host: String
+    package var port: Int
+    package var database: String
+    package var sslMode: SSLMode
 
     /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]`; user, password
     /// and database may be percent-encoded.
-    public init(_ text: String) throws(StoreLocationError) {
+    package init(_ text: String) throws(StoreLocationError) {
         func fail(_ what: String) -> StoreLocationError {
             StoreLocationError(
                 reason:
@@ -128,7 +128,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `postgres://USER@HOST:PORT/DATABASE`, with `:***` where a password was given.
-    public var description: String {
+    package var description: String {
         let hostText = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(user)\(password == nil ? "" : ":***")@\(hostText):\(port)/\(database)"
             + (sslMode == .prefer ? "" : "?sslmode=\(sslMode.rawValue)")

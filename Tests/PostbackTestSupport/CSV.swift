@@ -1,7 +1,7 @@
 /// A small RFC 4180 reader, for checking CSV output by parsing it back.
-public enum CSV {
+package enum CSV {
     /// Rows of fields; quoted fields may hold commas, quotes (doubled) and line breaks.
-    public static func parse(_ text: String) -> [[String]] {
+    package static func parse(_ text: String) -> [[String]] {
         var rows: [[String]] = []
         var row: [String] = []
         var field = ""
@@ -48,7 +48,7 @@ public enum CSV {
     }
 
     /// Rows as dictionaries keyed by the header row.
-    public static func records(_ text: String) -> [[String: String]] {
+    package static func records(_ text: String) -> [[String: String]] {
         let rows = parse(text)
         guard let header = rows.first else { return [] }
         return rows.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }

@@ -5,20 +5,20 @@ import Glibc
 #endif
 
 /// Runs the `postbackd` binary that `swift test` built.
-public enum Postbackd {
+package enum Postbackd {
     /// What a run printed and how it ended.
-    public struct Run: Sendable {
-        public var status: Int32
-        public var standardOutput: String
-        public var standardError: String
+    package struct Run: Sendable {
+        package var status: Int32
+        package var standardOutput: String
+        package var standardError: String
 
-        public var outputLines: [String] {
+        package var outputLines: [String] {
             standardOutput.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
         }
     }
 
     /// The built binary: beside the test bundle in the build products folder.
-    public static let executable: String = {
+    package static let executable: String = {
         let testBinary = URL(
             fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
                 ?? CommandLine.arguments[0]
@@ -31,13 +31,13 @@ public enum Postbackd {
 
     /// Whether runs `asUnprivilegedUser` change user (the tests run as root): file permissions
     /// bind them then, as they bind any user but root.
-    public static var changesUser: Bool { getuid() == 0 }
+    package static var changesUser: Bool { getuid() == 0 }
 
     /// Runs `postbackd arguments…` in `directory`, feeding `input` to standard input.
     ///
     /// - Parameter asUnprivilegedUser: when the tests run as root, run as `nobody` (uid and
     ///   gid 65534, no groups, through `setpriv`), whom permissions bind.
-    public static func run(
+    package static func run(
         _ arguments: [String],
         input: [UInt8]? = nil,
         directory: String? = nil,
@@ -92,7 +92,7 @@ public enum Postbackd {
 extension Postbackd {
     /// Generated postbacks of every version, signed with the test keys, as JSON Lines text
     /// (`postbackd generate`; the same arguments always give the same text).
-    public static func generated(
+    package static func generated(
         count: Int,
         seed: Int,
         duplicates: Double = 0.05,

@@ -2,10 +2,10 @@ import Foundation
 import GRDB
 
 /// The contents of a postbackd database as text rows, for comparing two databases.
-public enum DatabaseDump {
+package enum DatabaseDump {
     /// Every row of the stored-data tables, ordered by id, leaving out `run_id` (the run log)
     /// and, unless `includingTimes`, the `received_at` columns.
-    public static func rows(of path: String, includingTimes: Bool = true) throws -> [String: [String]] {
+    package static func rows(of path: String, includingTimes: Bool = true) throws -> [String: [String]] {
         let queue = try DatabaseQueue(path: path)
         return try queue.read { db in
             var tables: [String: [String]] = [:]
@@ -30,14 +30,14 @@ public enum DatabaseDump {
     }
 
     /// `SELECT COUNT(*) FROM table`.
-    public static func count(_ table: String, in path: String, where condition: String = "1") throws -> Int {
+    package static func count(_ table: String, in path: String, where condition: String = "1") throws -> Int {
         try DatabaseQueue(path: path).read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE \(condition)") ?? 0
         }
     }
 
     /// The values of one column, in id order.
-    public static func values<Value: DatabaseValueConvertible>(
+    package static func values<Value: DatabaseValueConvertible>(
         _ sql: String,
         in path: String,
         as _: Value.Type = Value.self

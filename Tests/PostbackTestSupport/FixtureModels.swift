@@ -1,10 +1,10 @@
 /// Conversion models whose decodings tests compute by hand.
-public enum FixtureModels {
+package enum FixtureModels {
     /// App 111: fine 1 → tutorial_complete ×1; fine 20 → purchase ×1–2, USD 5–10; fine 30 →
     /// purchase ×2, EUR 8 and level ×1; postback 0 coarse: low → session, medium → purchase
     /// USD 1–20, high → purchase USD 50; postback 1 coarse: medium → renewal EUR 2–4; nothing
     /// for postback 2.
-    public static let app111 = """
+    package static let app111 = """
         {"appId": "111", "measurementWindowHours": 48,
          "fineGrainedConversionValueMappings": [
            {"fineGrainedConversionValue": 1, "conversionValueMapping": {"mappedEvents": [{"mappedEventName": "tutorial_complete", "eventCounter": "1"}]}},

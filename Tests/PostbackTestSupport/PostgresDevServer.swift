@@ -6,11 +6,11 @@ import Glibc
 
 /// A throwaway PostgreSQL server of a test's own, through `scripts/postgres-dev.sh` (for tests
 /// that stop or restart the server, which must not disturb the shared test server).
-public final class PostgresDevServer: Sendable {
-    public let folder: String
+package final class PostgresDevServer: Sendable {
+    package let folder: String
 
     /// - Parameter folder: the state folder; the postgres user must be able to reach it.
-    public init(folder: String) throws {
+    package init(folder: String) throws {
         self.folder = folder
         // Temporary folders are 0700; when tests run as root the server runs as postgres.
         var parent = (folder as NSString).deletingLastPathComponent
@@ -22,21 +22,21 @@ public final class PostgresDevServer: Sendable {
     }
 
     /// Starts it and returns its URL.
-    public func start() throws -> String {
+    package func start() throws -> String {
         try script(["start"]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Stops the server (sessions are cut), waits, and starts it again on the same port.
-    public func restart(pauseSeconds: Int) throws {
+    package func restart(pauseSeconds: Int) throws {
         _ = try script(["restart", String(pauseSeconds)])
     }
 
     /// Stops the server and keeps its data: ``start()`` resumes it on the same port.
-    public func halt() throws {
+    package func halt() throws {
         _ = try script(["halt"])
     }
 
-    public func stop() {
+    package func stop() {
         _ = try? script(["stop"])
     }
 

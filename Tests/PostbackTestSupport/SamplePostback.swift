@@ -1,10 +1,10 @@
 import PostbackKit
 
 /// Builds well-formed postbacks of every version for tests, signed with the test keys.
-public enum SamplePostback {
+package enum SamplePostback {
     /// A postback of `version` with every field its version requires, and the optional signed
     /// field (`source-app-id`, or `source-domain` in 4.0) when `withOptional`.
-    public static func make(
+    package static func make(
         _ version: SKANVersion,
         withOptional: Bool = true,
         transactionID: String = "6aafb7a5-0170-41b5-bbe4-fe71dedf1e28",
@@ -34,7 +34,7 @@ public enum SamplePostback {
     }
 
     /// `make(...)` signed with the test keys, as JSON text.
-    public static func signedJSON(
+    package static func signedJSON(
         _ version: SKANVersion,
         withOptional: Bool = true,
         transactionID: String = "6aafb7a5-0170-41b5-bbe4-fe71dedf1e28",

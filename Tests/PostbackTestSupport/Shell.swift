@@ -6,11 +6,11 @@ import Glibc
 
 /// A command line run through `/bin/sh -c`, for the client tools a test uses as a person would
 /// (`psql`, `pg_dump`).
-public enum Shell {
-    public struct Run: Sendable {
-        public var status: Int32
+package enum Shell {
+    package struct Run: Sendable {
+        package var status: Int32
         /// Standard output and standard error, together.
-        public var output: String
+        package var output: String
     }
 
     /// Runs `command` with its output into a file of its own in `folder`, read and removed
@@ -18,7 +18,7 @@ public enum Shell {
     /// never to return here once a script had left a server running).
     ///
     /// - Parameter standardError: keep standard error in ``Run/output`` (else it is dropped).
-    public static func run(_ command: String, in folder: String, standardError: Bool = true) throws -> Run {
+    package static func run(_ command: String, in folder: String, standardError: Bool = true) throws -> Run {
         let outputPath = folder + "/shell-\(UUID().uuidString).out"
         let line = "(" + command + ") >'\(outputPath)' " + (standardError ? "2>&1" : "2>/dev/null") + " </dev/null"
         var pid: pid_t = 0
@@ -35,7 +35,7 @@ public enum Shell {
     }
 
     /// `text` quoted for the shell.
-    public static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

@@ -6,9 +6,9 @@ import Glibc
 
 /// A small tmpfs, to fill a disk for real: where the tests may mount one (root with
 /// CAP_SYS_ADMIN, as CI runs).
-public enum SmallDisk {
+package enum SmallDisk {
     /// Whether a tmpfs can be mounted here.
-    public static let available: Bool = {
+    package static let available: Bool = {
         guard getuid() == 0 else { return false }
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
@@ -19,19 +19,19 @@ public enum SmallDisk {
     }()
 
     /// Mounts a tmpfs of `size` (e.g. `1m`) at `path` (created); ``unmount(_:)`` removes it.
-    public static func mount(at path: String, size: String) throws {
+    package static func mount(at path: String, size: String) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(size)") == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
         }
     }
 
-    public static func unmount(_ path: String) {
+    package static func unmount(_ path: String) {
         umount2(path, Int32(MNT_DETACH))
     }
 
     /// Fills the disk holding `folder` with a file named `pad` until a write fails.
-    public static func fill(_ folder: String) {
+    package static func fill(_ folder: String) {
         let path = folder + "/pad"
         if !FileManager.default.fileExists(atPath: path) {
             _ = FileManager.default.createFile(atPath: path, contents: nil)

@@ -6,12 +6,12 @@ import PostbackStore
 import PostgresNIO
 
 /// A storage engine the conformance tests run against.
-public enum TestEngine: String, Sendable, CustomStringConvertible {
+package enum TestEngine: String, Sendable, CustomStringConvertible {
     case sqlite, postgres
 
     /// The PostgreSQL server the tests use: `POSTBACKD_TEST_POSTGRES_URL`
     /// (`scripts/postgres-dev.sh start` prints one), or nil.
-    public static let postgresURL: PostgresURL? = {
+    package static let postgresURL: PostgresURL? = {
         guard let text = ProcessInfo.processInfo.environment["POSTBACKD_TEST_POSTGRES_URL"], !text.isEmpty else {
             return nil
         }
@@ -19,26 +19,26 @@ public enum TestEngine: String, Sendable, CustomStringConvertible {
     }()
 
     /// SQLite always; PostgreSQL when a server was named.
-    public static let available: [TestEngine] = postgresURL == nil ? [.sqlite] : [.sqlite, .postgres]
+    package static let available: [TestEngine] = postgresURL == nil ? [.sqlite] : [.sqlite, .postgres]
 
-    public static let skipNotice =
+    package static let skipNotice =
         "POSTBACKD_TEST_POSTGRES_URL is not set: the PostgreSQL cases are skipped (export POSTBACKD_TEST_POSTGRES_URL=$(scripts/postgres-dev.sh start))"
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// A fresh, empty store of one engine, and engine-neutral ways to look inside it.
-public struct TestStore: Sendable {
-    public let engine: TestEngine
-    public let location: StoreLocation
+package struct TestStore: Sendable {
+    package let engine: TestEngine
+    package let location: StoreLocation
 
-    public init(engine: TestEngine, location: StoreLocation) {
+    package init(engine: TestEngine, location: StoreLocation) {
         self.engine = engine
         self.location = location
     }
 
     /// A new SQLite file in `directory`, or a new PostgreSQL database on the test server.
-    public static func make(
+    package static func make(
         _ engine: TestEngine,
         in directory: TemporaryDirectory,
         name: String = "store"
@@ -62,7 +62,7 @@ public struct TestStore: Sendable {
     }
 
     /// `--db` for the command line.
-    public var argument: String {
+    package var argument: String {
         switch location {
         case .sqlite(let path): path
         case .postgres(let url):
@@ -72,7 +72,7 @@ public struct TestStore: Sendable {
 
     /// The first column of each row of `sql`, as text (NULL as nil). Write booleans as 0 and 1
     /// in `sql` (`CASE WHEN … THEN 1 ELSE 0 END`) so that both engines print them alike.
-    public func strings(_ sql: String) async throws -> [String?] {
+    package func strings(_ sql: String) async throws -> [String?] {
         switch location {
         case .sqlite(let path):
             return try await DatabaseQueue(path: path).read { db in
@@ -104,14 +104,14 @@ public struct TestStore: Sendable {
     }
 
     /// `SELECT COUNT(*) FROM table WHERE condition`.
-    public func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
+    package func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
         Int(try await strings("SELECT COUNT(*) FROM \(table) WHERE \(condition)").first??.description ?? "0") ?? 0
     }
 
     /// The stored data, table by table, without row ids or run ids, each table ordered by its
     /// natural key (a PostgreSQL identity skips the values of rolled-back inserts, so ids of a
     /// killed and re-run ingest differ from a clean run's while the data does not).
-    public func dump(includingTimes: Bool = true) async throws -> [String: [String]] {
+    package func dump(includingTimes: Bool = true) async throws -> [String: [String]] {
         var tables: [String: [String]] = [:]
         for (table, columns) in try await columnsOfStoredTables() {
             let kept = columns.filter {
@@ -159,7 +159,7 @@ public struct TestStore: Sendable {
     }
 
     /// Every row of `sql` as one line of text.
-    public func rows(_ sql: String) async throws -> [String] {
+    package func rows(_ sql: String) async throws -> [String] {
         switch location {
         case .sqlite(let path):
             return try await DatabaseQueue(path: path).read { db in
@@ -186,7 +186,7 @@ public struct TestStore: Sendable {
     }
 
     /// Runs `statements` (for tests that damage or forge stored data on purpose).
-    public func execute(_ statements: String...) async throws {
+    package func execute(_ statements: String...) async throws {
         switch location {
         case .sqlite(let path):
             try await DatabaseQueue(path: path).write { db in
@@ -205,7 +205,7 @@ public struct TestStore: Sendable {
     /// (PostgreSQL only): whatever commits meanwhile has a later id, as when a slow ingest's
     /// transaction began first.
     /// `statements` run in that transaction first.
-    public func whileTransactionOpen<Result: Sendable>(
+    package func whileTransactionOpen<Result: Sendable>(
         _ statements: [String] = [],
         _ body: () async throws -> Result
     ) async throws -> Result {
@@ -255,6 +255,6 @@ public struct TestStore: Sendable {
     }
 }
 
-public struct TestStoreError: Error, CustomStringConvertible {
-    public var description: String
+package struct TestStoreError: Error, CustomStringConvertible {
+    package var description: String
 }

@@ -1,15 +1,15 @@
 /// A pending token as an exchange takes it.
-public struct AppleAdsClaim: Sendable, Hashable {
-    public var id: Int64
-    public var appID: Int64
-    public var token: String
-    public var obtainedAt: UTCInstant
+package struct AppleAdsClaim: Sendable, Hashable {
+    package var id: Int64
+    package var appID: Int64
+    package var token: String
+    package var obtainedAt: UTCInstant
     /// Requests made so far.
-    public var attempts: Int
+    package var attempts: Int
     /// Answers 404 ("not ready yet") so far.
-    public var notFound: Int
+    package var notFound: Int
 
-    public init(id: Int64, appID: Int64, token: String, obtainedAt: UTCInstant, attempts: Int, notFound: Int) {
+    package init(id: Int64, appID: Int64, token: String, obtainedAt: UTCInstant, attempts: Int, notFound: Int) {
         self.id = id
         self.appID = appID
         self.token = token
@@ -18,11 +18,11 @@ public struct AppleAdsClaim: Sendable, Hashable {
         self.notFound = notFound
     }
 
-    public var expiresAt: UTCInstant { UTCInstant(milliseconds: obtainedAt.milliseconds + AppleAdsToken.validityMs) }
+    package var expiresAt: UTCInstant { UTCInstant(milliseconds: obtainedAt.milliseconds + AppleAdsToken.validityMs) }
 }
 
 /// What Apple's endpoint answered to one request.
-public enum AppleAdsAnswer: Sendable, Hashable {
+package enum AppleAdsAnswer: Sendable, Hashable {
     /// 200 with a readable record.
     case record(AppleAdsRecord)
     /// 400: the token is not valid.
@@ -36,22 +36,22 @@ public enum AppleAdsAnswer: Sendable, Hashable {
 
 /// What one exchange leaves of a token: its new state, counts and next due time, and the
 /// record when Apple gave one.
-public struct AppleAdsOutcome: Sendable, Hashable {
-    public var id: Int64
-    public var state: AppleAdsTokenState
-    public var attempts: Int
-    public var notFound: Int
+package struct AppleAdsOutcome: Sendable, Hashable {
+    package var id: Int64
+    package var state: AppleAdsTokenState
+    package var attempts: Int
+    package var notFound: Int
     /// When the token may be sent again (pending only).
-    public var dueMs: Int64
-    public var lastStatus: String
-    public var lastAttemptMs: Int64
-    public var record: AppleAdsRecord?
+    package var dueMs: Int64
+    package var lastStatus: String
+    package var lastAttemptMs: Int64
+    package var record: AppleAdsRecord?
     /// The day a report counts it on (resolved with a record only).
-    public var reportDay: UTCDay?
+    package var reportDay: UTCDay?
 
     /// A 404 answered while quick retries remain: the next request comes 5 seconds later, and
     /// `fetch --once` waits for it.
-    public var awaitsQuickRetry: Bool {
+    package var awaitsQuickRetry: Bool {
         state == .pending && lastStatus == "404" && notFound <= AppleAdsExchangeRules.quickRetries
     }
 }
@@ -64,24 +64,24 @@ public struct AppleAdsOutcome: Sendable, Hashable {
 /// - anything else (5xx, timeouts): retried after ``retryAfterMs``;
 /// - a token is never sent after the 24 hours from when the app obtained it: it is then
 ///   `expired`.
-public struct AppleAdsExchangeRules: Sendable, Hashable {
+package struct AppleAdsExchangeRules: Sendable, Hashable {
     /// The interval after a 5xx, a timeout or another failure (`--retry-after`).
-    public var retryAfterMs: Int64
+    package var retryAfterMs: Int64
 
-    public init(retryAfterMs: Int64 = 60_000) {
+    package init(retryAfterMs: Int64 = 60_000) {
         self.retryAfterMs = retryAfterMs
     }
 
     /// Apple's minimum wait after a 404.
-    public static let notReadyRetryMs: Int64 = 5_000
+    package static let notReadyRetryMs: Int64 = 5_000
     /// The 404 retries at ``notReadyRetryMs``, before the interval grows.
-    public static let quickRetries = 3
+    package static let quickRetries = 3
     /// The first of the growing intervals after the quick retries, and the largest.
-    public static let slowRetryMs: Int64 = 60_000
-    public static let maximumRetryMs: Int64 = 3_600_000
+    package static let slowRetryMs: Int64 = 60_000
+    package static let maximumRetryMs: Int64 = 3_600_000
 
     /// A token found past its 24 hours just before its request: closed unsent.
-    public func expired(_ claim: AppleAdsClaim, nowMs: Int64) -> AppleAdsOutcome {
+    package func expired(_ claim: AppleAdsClaim, nowMs: Int64) -> AppleAdsOutcome {
         AppleAdsOutcome(
             id: claim.id,
             state: .expired,
@@ -96,7 +96,7 @@ public struct AppleAdsExchangeRules: Sendable, Hashable {
     }
 
     /// The outcome of `answer` to a request for `claim` made at `nowMs`.
-    public func outcome(_ claim: AppleAdsClaim, _ answer: AppleAdsAnswer, nowMs: Int64) -> AppleAdsOutcome {
+    package func outcome(_ claim: AppleAdsClaim, _ answer: AppleAdsAnswer, nowMs: Int64) -> AppleAdsOutcome {
         var outcome = AppleAdsOutcome(
             id: claim.id,
             state: .pending,

@@ -6,38 +6,38 @@
 /// Reading never refuses a record for a value or field it does not know: the raw JSON is kept
 /// whole, a field of an unexpected type is left out of its column, and values outside the
 /// documented sets are kept as they are (and counted by `apple-ads status`).
-public struct AppleAdsRecord: Sendable, Hashable {
-    public var attribution: Bool
-    public var orgID: Int64?
-    public var campaignID: Int64?
-    public var adGroupID: Int64?
-    public var keywordID: Int64?
-    public var adID: Int64?
-    public var countryOrRegion: String?
-    public var conversionType: String?
-    public var claimType: String?
-    public var clickDate: String?
-    public var impressionDate: String?
-    public var supplyPlacement: String?
+package struct AppleAdsRecord: Sendable, Hashable {
+    package var attribution: Bool
+    package var orgID: Int64?
+    package var campaignID: Int64?
+    package var adGroupID: Int64?
+    package var keywordID: Int64?
+    package var adID: Int64?
+    package var countryOrRegion: String?
+    package var conversionType: String?
+    package var claimType: String?
+    package var clickDate: String?
+    package var impressionDate: String?
+    package var supplyPlacement: String?
     /// The body as Apple sent it.
-    public var raw: String
+    package var raw: String
 
-    public init(attribution: Bool, raw: String) {
+    package init(attribution: Bool, raw: String) {
         self.attribution = attribution
         self.raw = raw
     }
 
     /// The documented `conversionType` values: `Download`, `Redownload`, and `preorder` (added
     /// later). Others are kept and reported apart.
-    public static let knownConversionTypes: Set<String> = ["Download", "Redownload", "preorder"]
+    package static let knownConversionTypes: Set<String> = ["Download", "Redownload", "preorder"]
     /// The documented `claimType` values.
-    public static let knownClaimTypes: Set<String> = ["Click", "Impression"]
+    package static let knownClaimTypes: Set<String> = ["Click", "Impression"]
 
     /// Reads a 200 answer's body.
     ///
     /// - Throws: ``AppleAdsTokenError`` when it is not a JSON object with a boolean
     ///   `attribution`: without it the answer says nothing.
-    public static func parse(_ bytes: [UInt8]) throws(AppleAdsTokenError) -> AppleAdsRecord {
+    package static func parse(_ bytes: [UInt8]) throws(AppleAdsTokenError) -> AppleAdsRecord {
         let value: JSONValue
         do {
             value = try JSONValue.parse(bytes)
@@ -80,7 +80,7 @@ public struct AppleAdsRecord: Sendable, Hashable {
 
     /// The UTC day a report counts the record on: the click's, else the impression's, else the
     /// day the app obtained the token.
-    public func reportDay(obtainedAt: UTCInstant) -> UTCDay {
+    package func reportDay(obtainedAt: UTCInstant) -> UTCDay {
         for date in [clickDate, impressionDate] {
             if let date, let instant = UTCInstant(iso8601: date) { return instant.day }
         }

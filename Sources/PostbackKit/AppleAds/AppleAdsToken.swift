@@ -4,18 +4,18 @@
 /// The app sends `{"app_id": …, "token": "…", "obtained_at": "ISO 8601"}` to `serve`
 /// (`POST /v1/apple-ads/token`) or a batch job collects the same objects as JSON Lines
 /// (`apple-ads add`). A token is valid for 24 hours from when the app obtained it.
-public struct AppleAdsToken: Sendable, Hashable {
+package struct AppleAdsToken: Sendable, Hashable {
     /// The app's App Store id.
-    public var appID: Int64
+    package var appID: Int64
     /// The token as the app sent it (base64 text, a few hundred characters).
-    public var token: String
+    package var token: String
     /// When the app obtained it; the time it arrived when the app did not say, or said a
     /// later time (a phone's clock runs fast: the token must not be taken as valid longer).
-    public var obtainedAt: UTCInstant
+    package var obtainedAt: UTCInstant
     /// Whether the submission gave `obtained_at`.
-    public var obtainedAtGiven: Bool
+    package var obtainedAtGiven: Bool
 
-    public init(appID: Int64, token: String, obtainedAt: UTCInstant, obtainedAtGiven: Bool = true) {
+    package init(appID: Int64, token: String, obtainedAt: UTCInstant, obtainedAtGiven: Bool = true) {
         self.appID = appID
         self.token = token
         self.obtainedAt = obtainedAt
@@ -23,21 +23,21 @@ public struct AppleAdsToken: Sendable, Hashable {
     }
 
     /// How long Apple accepts a token after the app obtained it.
-    public static let validityMs: Int64 = 24 * 3_600_000
+    package static let validityMs: Int64 = 24 * 3_600_000
     /// The longest token accepted. Apple's are a few hundred characters.
-    public static let maximumLength = 4_096
+    package static let maximumLength = 4_096
     /// How far in the future `obtained_at` may be (a phone's clock runs fast).
-    public static let clockSkewMs: Int64 = 3_600_000
+    package static let clockSkewMs: Int64 = 3_600_000
 
     /// When Apple stops accepting the token.
-    public var expiresAt: UTCInstant { UTCInstant(milliseconds: obtainedAt.milliseconds + Self.validityMs) }
+    package var expiresAt: UTCInstant { UTCInstant(milliseconds: obtainedAt.milliseconds + Self.validityMs) }
 
     /// SHA-256 of the token's bytes, in hex: what is kept once the token itself is deleted, so
     /// that the same token sent again is recognised and never exchanged twice.
-    public var sha256: String { hexString(SHA256Digest.hash(Array(token.utf8))) }
+    package var sha256: String { hexString(SHA256Digest.hash(Array(token.utf8))) }
 
     /// Reads one submission from its JSON text (see ``parse(_:now:)-(JSONValue,_)``).
-    public static func parse(json bytes: [UInt8], now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
+    package static func parse(json bytes: [UInt8], now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
         let value: JSONValue
         do {
             value = try JSONValue.parse(bytes)
@@ -52,7 +52,7 @@ public struct AppleAdsToken: Sendable, Hashable {
     /// an hour, is taken as `now`).
     ///
     /// - Throws: ``AppleAdsTokenError`` naming the field and what is wrong with it.
-    public static func parse(_ value: JSONValue, now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
+    package static func parse(_ value: JSONValue, now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
         guard case .object = value else {
             throw AppleAdsTokenError(field: nil, reason: "expected a JSON object, found \(value.kindName)")
         }
@@ -128,22 +128,22 @@ public struct AppleAdsToken: Sendable, Hashable {
 }
 
 /// A token submission that cannot be used.
-public struct AppleAdsTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct AppleAdsTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The field at fault; nil for the body as a whole.
-    public var field: String?
-    public var reason: String
+    package var field: String?
+    package var reason: String
 
-    public init(field: String?, reason: String) {
+    package init(field: String?, reason: String) {
         self.field = field
         self.reason = reason
     }
 
-    public var description: String { field.map { "\($0): \(reason)" } ?? reason }
+    package var description: String { field.map { "\($0): \(reason)" } ?? reason }
 }
 
 /// A token's state. `pending` until Apple answers for good or the token expires; the token
 /// itself is deleted when it leaves `pending`.
-public enum AppleAdsTokenState: String, Sendable, Hashable, CaseIterable {
+package enum AppleAdsTokenState: String, Sendable, Hashable, CaseIterable {
     /// Waiting for its (next) exchange.
     case pending
     /// Apple answered with an attribution record, `attribution: true`.

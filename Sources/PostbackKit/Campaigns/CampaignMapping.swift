@@ -2,20 +2,20 @@
 /// postbacks of `adNetworkID` whose source identifier (before 4.0: campaign id in decimal)
 /// begins with `prefix`, installed on a day from `validFrom` to `validTo` (inclusive; nil is
 /// open-ended), stand for `campaign`, `adGroup` and `creative`.
-public struct CampaignMapping: Sendable, Hashable {
-    public var adNetworkID: String
+package struct CampaignMapping: Sendable, Hashable {
+    package var adNetworkID: String
     /// 1 to 4 decimal digits.
-    public var prefix: String
-    public var validFrom: UTCDay?
-    public var validTo: UTCDay?
-    public var campaign: String
-    public var adGroup: String?
-    public var creative: String?
+    package var prefix: String
+    package var validFrom: UTCDay?
+    package var validTo: UTCDay?
+    package var campaign: String
+    package var adGroup: String?
+    package var creative: String?
     /// Where the row was read: the file, and its line.
-    public var source: String
-    public var line: Int
+    package var source: String
+    package var line: Int
 
-    public init(
+    package init(
         adNetworkID: String,
         prefix: String,
         validFrom: UTCDay?,
@@ -38,7 +38,7 @@ public struct CampaignMapping: Sendable, Hashable {
     }
 
     /// Whether `day` is within the validity period.
-    public func isValid(on day: UTCDay) -> Bool {
+    package func isValid(on day: UTCDay) -> Bool {
         (validFrom.map { $0 <= day } ?? true) && (validTo.map { day <= $0 } ?? true)
     }
 
@@ -50,25 +50,25 @@ public struct CampaignMapping: Sendable, Hashable {
     }
 
     /// `source:line`.
-    public var place: String { "\(source):\(line)" }
+    package var place: String { "\(source):\(line)" }
 
     /// The CSV header of mapping files, in column order.
-    public static let header = "ad_network_id,source_identifier,valid_from,valid_to,campaign,ad_group,creative"
+    package static let header = "ad_network_id,source_identifier,valid_from,valid_to,campaign,ad_group,creative"
 }
 
 /// Campaign mapping files: CSV with the header ``CampaignMapping/header``, read and checked.
-public enum CampaignMappingFile {
+package enum CampaignMappingFile {
     /// The largest file read (a mapping of every prefix of a thousand networks is far less).
-    public static let maximumBytes = ConversionModelFile.maximumBytes
+    package static let maximumBytes = ConversionModelFile.maximumBytes
     /// The most problems listed (the count of the rest follows).
-    public static let maximumProblems = 200
+    package static let maximumProblems = 200
     /// The longest campaign, ad group or creative name.
-    public static let maximumNameBytes = 1_024
+    package static let maximumNameBytes = 1_024
 
     /// Reads and checks the files (`-`: standard input) together: every problem, each naming
     /// its file and line, or every row. Rows of one network and prefix whose validity periods
     /// share a day are a problem naming both lines, across files too.
-    public static func read(_ paths: [String]) -> Result<[CampaignMapping], CampaignMappingError> {
+    package static func read(_ paths: [String]) -> Result<[CampaignMapping], CampaignMappingError> {
         var rows: [CampaignMapping] = []
         var problems: [String] = []
         for path in paths {
@@ -94,7 +94,7 @@ public enum CampaignMappingFile {
 
     /// Parses one file's bytes; `source` names it in problems and rows. Returns the rows that
     /// can be read and a problem for each that cannot.
-    public static func parse(_ bytes: [UInt8], source: String) -> (rows: [CampaignMapping], problems: [String]) {
+    package static func parse(_ bytes: [UInt8], source: String) -> (rows: [CampaignMapping], problems: [String]) {
         var records = CSVRecords(bytes)
         var problems: [String] = []
         guard let first = records.next() else {
@@ -209,7 +209,7 @@ public enum CampaignMappingFile {
 
 extension CampaignMapping {
     /// `2026-11-01 to 2026-11-30`, `from 2026-11-01`, `until 2026-11-30` or `always`.
-    public var period: String {
+    package var period: String {
         switch (validFrom, validTo) {
         case (let from?, let to?): "\(from) to \(to)"
         case (let from?, nil): "from \(from)"
@@ -220,22 +220,22 @@ extension CampaignMapping {
 }
 
 /// Mapping files that cannot be added: every problem, each naming its file and line.
-public struct CampaignMappingError: Error, CustomStringConvertible {
-    public var problems: [String]
-    public var description: String { problems.joined(separator: "\n") }
+package struct CampaignMappingError: Error, CustomStringConvertible {
+    package var problems: [String]
+    package var description: String { problems.joined(separator: "\n") }
 
-    public init(problems: [String]) {
+    package init(problems: [String]) {
         self.problems = problems
     }
 }
 
 /// The campaign mappings in force, for looking postbacks up.
-public struct CampaignMappings: Sendable {
-    public let rows: [CampaignMapping]
+package struct CampaignMappings: Sendable {
+    package let rows: [CampaignMapping]
     /// Row indexes by network and prefix, each list sorted by `validFrom`.
     private let index: [String: [String: [Int]]]
 
-    public init(_ rows: [CampaignMapping]) {
+    package init(_ rows: [CampaignMapping]) {
         self.rows = rows
         var index: [String: [String: [Int]]] = [:]
         for (position, row) in rows.enumerated() {
@@ -244,11 +244,11 @@ public struct CampaignMappings: Sendable {
         self.index = index
     }
 
-    public var isEmpty: Bool { rows.isEmpty }
+    package var isEmpty: Bool { rows.isEmpty }
 
     /// The row (its index in ``rows``) of `network` whose prefix is the longest that begins
     /// `identifier` among those valid on `installDate`; nil when none is.
-    public func lookup(network: String, identifier: String?, installDate: UTCDay) -> Int? {
+    package func lookup(network: String, identifier: String?, installDate: UTCDay) -> Int? {
         guard let identifier, let prefixes = index[network] else { return nil }
         let digits = identifier.utf8
         var length = min(4, digits.count)

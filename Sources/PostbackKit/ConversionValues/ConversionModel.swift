@@ -8,14 +8,14 @@ public struct ConversionModel: Sendable, Hashable {
     /// The App Store id the model belongs to (`appId`).
     public var appID: Int64
     /// `measurementWindowHours` (informational).
-    public var measurementWindowHours: Int64?
+    package var measurementWindowHours: Int64?
     /// `fineGrainedConversionValueMappings`, by fine value (0–63).
-    public var fineValues: [Int: ConversionValueMapping]
+    package var fineValues: [Int: ConversionValueMapping]
     /// `postbackMappings`, by postback sequence index (0–2), then coarse value.
-    public var coarseValues: [Int: [CoarseConversionValue: ConversionValueMapping]]
+    package var coarseValues: [Int: [CoarseConversionValue: ConversionValueMapping]]
     /// Each `postbackMappings` entry's lock-window trigger, by postback sequence index (the
     /// window it locks); used by encoding, ignored by decoding.
-    public var lockTriggers: [Int: LockTrigger] = [:]
+    package var lockTriggers: [Int: LockTrigger] = [:]
     /// The schema object as JSON text, as it was read (unwrapped from an API response).
     public var json: String
 
@@ -39,7 +39,7 @@ public struct ConversionModel: Sendable, Hashable {
     }
 
     /// Every event name the model can produce.
-    public var eventNames: Set<String> {
+    package var eventNames: Set<String> {
         var names = Set<String>()
         for mapping in fineValues.values { names.formUnion(mapping.events.map(\.name)) }
         for byValue in coarseValues.values {
@@ -49,7 +49,7 @@ public struct ConversionModel: Sendable, Hashable {
     }
 
     /// Every currency the model's revenue is in.
-    public var currencies: Set<String> {
+    package var currencies: Set<String> {
         var currencies = Set<String>()
         for mapping in fineValues.values { currencies.formUnion(mapping.events.compactMap { $0.revenue?.currency }) }
         for byValue in coarseValues.values {
@@ -60,13 +60,13 @@ public struct ConversionModel: Sendable, Hashable {
 }
 
 /// What one conversion value stands for (`ConversionValueMapping`).
-public struct ConversionValueMapping: Sendable, Hashable {
+package struct ConversionValueMapping: Sendable, Hashable {
     /// `minTimePostInstallHours` / `maxTimePostInstallHours`: decoding ignores them; encoding
     /// counts only events in [min, max) hours after install (max unset or 0: no bound).
-    public var minTimePostInstallHours: Int64?
-    public var maxTimePostInstallHours: Int64?
+    package var minTimePostInstallHours: Int64?
+    package var maxTimePostInstallHours: Int64?
     /// `mappedEvents`.
-    public var events: [MappedEvent]
+    package var events: [MappedEvent]
 }
 
 /// One event a conversion value maps to (`Event`), with its ranges resolved.
@@ -80,15 +80,15 @@ public struct MappedEvent: Sendable, Hashable {
     /// or `eventRevenueValue` v as (v, v).
     public var revenue: RevenueRange?
     /// What a user's events must reach for this event to hold, as encoding reads it.
-    public var condition: EventCondition
+    package var condition: EventCondition
 }
 
 /// An `Event` as a condition on a user's events (spec, "Encoding"). Decoding reads the same
 /// fields as ranges (``MappedEvent``); the two differ where a bound is unset: an occurrence
 /// range [a, unset] decodes as once but encodes as "at least a".
-public struct EventCondition: Sendable, Hashable {
+package struct EventCondition: Sendable, Hashable {
     /// How many of the user's events with this name it takes.
-    public enum Count: Sendable, Hashable {
+    package enum Count: Sendable, Hashable {
         /// `eventCounter` n > 0: at least n.
         case atLeast(Int64)
         /// `eventOccurrenceRange`: at least `min`, and at most `max` when set (not 0).
@@ -98,7 +98,7 @@ public struct EventCondition: Sendable, Hashable {
     }
 
     /// The sum of their revenue in ``currency``.
-    public enum Revenue: Sendable, Hashable {
+    package enum Revenue: Sendable, Hashable {
         /// `eventRevenueValue` v > 0: at least v (micros).
         case atLeast(Int64)
         /// `eventRevenueRange`: at least `min`, and below `max` when set (not 0) (micros).
@@ -111,12 +111,12 @@ public struct EventCondition: Sendable, Hashable {
     /// `currencyCode`; nil when the event sets none (then only revenue without a currency
     /// counts toward it).
     public var currency: String?
-    public var count: Count
+    package var count: Count
     public var revenue: Revenue
 }
 
 /// What locks a window once the answer reaches it (`postbackMappings[].lockWindow…`).
-public enum LockTrigger: Sendable, Hashable {
+package enum LockTrigger: Sendable, Hashable {
     /// `lockWindowCoarseConversionValue`: the answered coarse value is at least this.
     case coarse(CoarseConversionValue)
     /// `lockWindowFineConversionValue` (window 0): the answered fine value is at least this.
@@ -130,7 +130,7 @@ public struct CountRange: Sendable, Hashable {
     public var min: Int64
     public var max: Int64
 
-    public init(min: Int64, max: Int64) {
+    package init(min: Int64, max: Int64) {
         self.min = min
         self.max = max
     }
@@ -144,7 +144,7 @@ public struct RevenueRange: Sendable, Hashable {
     public var minMicros: Int64
     public var maxMicros: Int64
 
-    public init(currency: String, minMicros: Int64, maxMicros: Int64) {
+    package init(currency: String, minMicros: Int64, maxMicros: Int64) {
         self.currency = currency
         self.minMicros = minMicros
         self.maxMicros = maxMicros
@@ -164,15 +164,15 @@ public enum DecodedConversionValue: Sendable, Hashable {
 }
 
 /// The current conversion models, by app.
-public struct ConversionModels: Sendable {
-    public var byApp: [Int64: ConversionModel]
+package struct ConversionModels: Sendable {
+    package var byApp: [Int64: ConversionModel]
 
-    public init(_ models: [ConversionModel]) {
+    package init(_ models: [ConversionModel]) {
         byApp = Dictionary(models.map { ($0.appID, $0) }, uniquingKeysWith: { _, last in last })
     }
 
     /// Decodes a postback's value through its app's model.
-    public func decode(appID: Int64, value: ConversionValue?, sequenceIndex: Int) -> DecodedConversionValue {
+    package func decode(appID: Int64, value: ConversionValue?, sequenceIndex: Int) -> DecodedConversionValue {
         guard let model = byApp[appID] else { return .unmodelled }
         return model.decode(value, sequenceIndex: sequenceIndex)
     }
@@ -188,7 +188,7 @@ public enum RevenueEstimatePolicy: String, Sendable, Hashable, CaseIterable {
     case upper
 
     /// The estimate of a range, in micros.
-    public func estimate(minMicros: Int64, maxMicros: Int64) -> Double {
+    package func estimate(minMicros: Int64, maxMicros: Int64) -> Double {
         switch self {
         case .midpoint: (Double(minMicros) + Double(maxMicros)) / 2
         case .lower: Double(minMicros)

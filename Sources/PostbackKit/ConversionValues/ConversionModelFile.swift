@@ -7,12 +7,12 @@ import Darwin
 #endif
 
 /// Conversion model files: reading and parsing them, naming the file in every problem.
-public enum ConversionModelFile {
+package enum ConversionModelFile {
     /// The largest model file read: no real model comes near it.
-    public static let maximumBytes = 16 << 20
+    package static let maximumBytes = 16 << 20
 
     /// Reads the models in one file (for `verify --model`).
-    public static func read(file: String) throws(ModelFilesError) -> [ConversionModel] {
+    package static func read(file: String) throws(ModelFilesError) -> [ConversionModel] {
         let bytes: [UInt8]
         do {
             bytes = try readWholeFile(file)
@@ -27,17 +27,17 @@ public enum ConversionModelFile {
     }
 
     /// The bytes of a model file, at most ``maximumBytes``.
-    public static func readWholeFile(_ path: String) throws(WholeFileError) -> [UInt8] {
+    package static func readWholeFile(_ path: String) throws(WholeFileError) -> [UInt8] {
         try WholeFile.read(path, limit: maximumBytes, what: "a model file")
     }
 }
 
 /// Model files that cannot be added: every problem, each naming its file and JSON path.
-public struct ModelFilesError: Error, CustomStringConvertible {
-    public var problems: [String]
-    public var description: String { problems.joined(separator: "\n") }
+package struct ModelFilesError: Error, CustomStringConvertible {
+    package var problems: [String]
+    package var description: String { problems.joined(separator: "\n") }
 
-    public init(problems: [String]) {
+    package init(problems: [String]) {
         self.problems = problems
     }
 }

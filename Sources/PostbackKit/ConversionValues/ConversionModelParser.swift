@@ -36,14 +36,14 @@ public struct ConversionModelError: CodedError {
 /// count form (`eventOccurrenceRange` or `eventCounter`), non-negative ranges with min ≤ max,
 /// and a three-letter `currencyCode` when it has revenue. Protobuf JSON writes 64-bit integers
 /// as strings, so both forms are accepted; unknown fields are ignored; 0 means unset.
-public enum ConversionModelParser {
+package enum ConversionModelParser {
     /// Parses one model (plain or API-wrapped).
-    public static func parse(_ bytes: [UInt8]) throws(ConversionModelError) -> ConversionModel {
+    package static func parse(_ bytes: [UInt8]) throws(ConversionModelError) -> ConversionModel {
         try parse(json(bytes))
     }
 
     /// Parses a file that holds one model or a JSON array of models.
-    public static func parseAll(_ bytes: [UInt8]) throws(ConversionModelError) -> [ConversionModel] {
+    package static func parseAll(_ bytes: [UInt8]) throws(ConversionModelError) -> [ConversionModel] {
         let value = try json(bytes)
         guard case .array(let elements) = value else { return [try parse(value)] }
         var models: [ConversionModel] = []
@@ -77,7 +77,7 @@ public enum ConversionModelParser {
     }
 
     /// Parses one model from a parsed JSON value.
-    public static func parse(_ value: JSONValue, path: String = "$") throws(ConversionModelError) -> ConversionModel {
+    package static func parse(_ value: JSONValue, path: String = "$") throws(ConversionModelError) -> ConversionModel {
         var reader = ModelReader()
         let model = reader.model(value, path: path)
         if let model, reader.problems.isEmpty { return model }

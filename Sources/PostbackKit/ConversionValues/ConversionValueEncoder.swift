@@ -27,7 +27,7 @@ public struct UserState: Sendable, Hashable {
         }
 
         /// An event with one amount (`revenueMicros` of `currency`), or none.
-        public init(name: String, hours: Double, revenueMicros: Int64?, currency: String?) {
+        package init(name: String, hours: Double, revenueMicros: Int64?, currency: String?) {
             self.init(
                 name: name,
                 hours: hours,
@@ -89,28 +89,28 @@ public struct ConversionValueAnswer: Sendable, Hashable {
     /// Whether to lock the window.
     public var lock: Bool
     /// Why, when asked for (`--explain`).
-    public var explanation: Explanation?
+    package var explanation: Explanation?
 
     /// Which mappings held, and what kept the next higher value from holding.
-    public struct Explanation: Sendable, Hashable {
+    package struct Explanation: Sendable, Hashable {
         /// A mapped value above the answer, and the first condition of its mapping that failed.
-        public struct Next<Value: Sendable & Hashable>: Sendable, Hashable {
-            public var value: Value
-            public var failed: String
+        package struct Next<Value: Sendable & Hashable>: Sendable, Hashable {
+            package var value: Value
+            package var failed: String
         }
 
         /// The fine values whose mappings held (window 0), ascending.
-        public var fineHeld: [Int] = []
+        package var fineHeld: [Int] = []
         /// The lowest mapped fine value above the answer.
-        public var fineNext: Next<Int>? = nil
+        package var fineNext: Next<Int>? = nil
         /// The coarse values whose mappings held in this window, ascending.
-        public var coarseHeld: [CoarseConversionValue] = []
+        package var coarseHeld: [CoarseConversionValue] = []
         /// The lowest mapped coarse value above the answer.
-        public var coarseNext: Next<CoarseConversionValue>? = nil
+        package var coarseNext: Next<CoarseConversionValue>? = nil
         /// The window's lock trigger and whether the answer reached it, in words.
-        public var lock: String = "no lock trigger for this window"
+        package var lock: String = "no lock trigger for this window"
         /// Set when the answer is the current values because the window is locked or over.
-        public var unchanged: String? = nil
+        package var unchanged: String? = nil
     }
 }
 

@@ -10,7 +10,7 @@ extension DecodedConversionValue {
     }
 
     /// Revenue per currency over the mapped events.
-    public var revenue: [String: RevenueRange] {
+    package var revenue: [String: RevenueRange] {
         guard case .mapped(let events) = self else { return [:] }
         var totals: [String: RevenueRange] = [:]
         for event in events {
@@ -24,7 +24,7 @@ extension DecodedConversionValue {
     }
 
     /// `purchase ×1–2 (USD 5.00–10.00), tutorial_complete ×1; revenue USD 5.00–10.00, midpoint 7.50`.
-    public func text(
+    package func text(
         appID: Int64,
         value: ConversionValue?,
         sequenceIndex: Int,

@@ -1,26 +1,26 @@
 /// One call of the app-facing endpoint (`GET /api/v2/conversion_value`), as the store records
 /// it: the client snippet sends no event history, so the server keeps one per device.
-public struct DeviceCall: Sendable, Hashable {
-    public var appID: Int64
+package struct DeviceCall: Sendable, Hashable {
+    package var appID: Int64
     /// SHA-256 of the app's identifier for vendor: the raw identifier is never kept.
-    public var device: [UInt8]
+    package var device: [UInt8]
     /// When the request arrived: the event's time.
-    public var at: UTCInstant
+    package var at: UTCInstant
     /// The event the app reports (`__SESSION__` for a session).
-    public var event: String
+    package var event: String
     /// The app's first call (its install, as SKAdNetwork counts it), when the app sent it.
-    public var firstCallAt: UTCInstant?
+    package var firstCallAt: UTCInstant?
     /// The app's running revenue totals, micros per currency, when sent: in-app purchases and
     /// ad revenue.
-    public var revenueTotals: [String: Int64]?
-    public var adRevenueTotals: [String: Int64]?
+    package var revenueTotals: [String: Int64]?
+    package var adRevenueTotals: [String: Int64]?
     /// SHA-256 of the request's query: the same request sent again is a retry.
-    public var request: [UInt8]
+    package var request: [UInt8]
     /// Whether the event is kept: false for an event the app's model does not name (it cannot
     /// change an answer; its revenue still moves the totals on).
-    public var recordsEvent: Bool
+    package var recordsEvent: Bool
 
-    public init(
+    package init(
         appID: Int64,
         device: [UInt8],
         at: UTCInstant,
@@ -45,19 +45,19 @@ public struct DeviceCall: Sendable, Hashable {
 
 /// What the server keeps about one device of one app: its events since the first call, and the
 /// revenue totals it last reported (the next call's revenue is their increase).
-public struct DeviceHistory: Sendable, Hashable {
-    public var firstCallAt: UTCInstant
-    public var lastCallAt: UTCInstant
+package struct DeviceHistory: Sendable, Hashable {
+    package var firstCallAt: UTCInstant
+    package var lastCallAt: UTCInstant
     /// SHA-256 of the last call's query.
-    public var lastRequest: [UInt8]
+    package var lastRequest: [UInt8]
     /// The last few calls' query digests and times, newest last: a retry of any of them is
     /// recognised.
-    public var recentRequests: [RecentRequest]
-    public var events: [UserState.Event]
-    public var revenueTotals: [String: Int64]
-    public var adRevenueTotals: [String: Int64]
+    package var recentRequests: [RecentRequest]
+    package var events: [UserState.Event]
+    package var revenueTotals: [String: Int64]
+    package var adRevenueTotals: [String: Int64]
 
-    public init(
+    package init(
         firstCallAt: UTCInstant,
         lastCallAt: UTCInstant,
         lastRequest: [UInt8],
@@ -76,33 +76,33 @@ public struct DeviceHistory: Sendable, Hashable {
     }
 
     /// A call's query digest and when it came.
-    public struct RecentRequest: Sendable, Hashable {
-        public var digest: [UInt8]
-        public var at: UTCInstant
+    package struct RecentRequest: Sendable, Hashable {
+        package var digest: [UInt8]
+        package var at: UTCInstant
 
-        public init(digest: [UInt8], at: UTCInstant) {
+        package init(digest: [UInt8], at: UTCInstant) {
             self.digest = digest
             self.at = at
         }
     }
 
     /// How long a history is kept after the first call: the last window ends at 840 hours.
-    public static let retentionMilliseconds: Int64 = 35 * 24 * 3_600_000
+    package static let retentionMilliseconds: Int64 = 35 * 24 * 3_600_000
     /// One of the last ``recentRequestCount`` requests again within this time is a retry, and
     /// records nothing.
-    public static let retryMilliseconds: Int64 = 60_000
-    public static let recentRequestCount = 8
+    package static let retryMilliseconds: Int64 = 60_000
+    package static let recentRequestCount = 8
     /// Events kept per device: past it, calls are answered but add no event (a client cannot
     /// grow a row without bound).
-    public static let maximumEvents = 4096
+    package static let maximumEvents = 4096
     /// How often, and how many at most, histories past their 35 days are deleted.
-    public static let pruneIntervalMilliseconds: Int64 = 60_000
-    public static let pruneBatch = 1_000
+    package static let pruneIntervalMilliseconds: Int64 = 60_000
+    package static let pruneBatch = 1_000
     /// Currencies kept per device, for each of the two totals: a new one past it is ignored.
-    public static let maximumCurrencies = 16
+    package static let maximumCurrencies = 16
 
     /// Hours from the first call to `instant` (0 when a clock put it before).
-    public func hours(at instant: UTCInstant) -> Double {
+    package func hours(at instant: UTCInstant) -> Double {
         Double(max(0, instant.milliseconds - firstCallAt.milliseconds)) / 3_600_000
     }
 
@@ -116,7 +116,7 @@ public struct DeviceHistory: Sendable, Hashable {
     /// the previous call (a total that went down is taken as the new base and adds nothing).
     /// One of the device's last few requests sent again within ``retryMilliseconds`` changes
     /// nothing.
-    public static func recording(_ call: DeviceCall, after stored: DeviceHistory?) -> DeviceHistory? {
+    package static func recording(_ call: DeviceCall, after stored: DeviceHistory?) -> DeviceHistory? {
         var previous = stored
         if let kept = previous, let first = call.firstCallAt, first > kept.firstCallAt { previous = nil }
         let firstCallAt = call.firstCallAt ?? previous?.firstCallAt ?? call.at
@@ -176,11 +176,11 @@ public struct DeviceHistory: Sendable, Hashable {
     }
 
     /// The client snippet's name for a session.
-    public static let snippetSession = "__SESSION__"
+    package static let snippetSession = "__SESSION__"
 
     /// Whether a call's `event` can change an answer of `model` (the model maps it or locks on
     /// it, `__SESSION__` counting as `session`), and so is kept.
-    public static func keeps(_ event: String, for model: ConversionModel) -> Bool {
+    package static func keeps(_ event: String, for model: ConversionModel) -> Bool {
         let names = encodingNames(model)
         if names.contains(event) { return true }
         return event == snippetSession && names.contains("session")
@@ -199,7 +199,7 @@ public struct DeviceHistory: Sendable, Hashable {
     ///
     /// The snippet reports a session as `__SESSION__`; a model that does not name that event
     /// but names `session` counts them as its `session` events.
-    public func state(
+    package func state(
         for model: ConversionModel,
         at instant: UTCInstant,
         currentFine: Int?,
@@ -228,7 +228,7 @@ public struct DeviceHistory: Sendable, Hashable {
 extension DeviceHistory {
     /// The events, totals and recent requests as the stores keep them: compact JSON,
     /// `{"e":[["purchase",2.5,[["USD",4990000]]],…],"r":{"USD":4990000},"a":{},"q":[["9f…",1795000000000]]}`.
-    public var storedJSON: String {
+    package var storedJSON: String {
         var text = "{\"e\":["
         for (index, event) in events.enumerated() {
             if index > 0 { text += "," }
@@ -254,7 +254,7 @@ extension DeviceHistory {
     }
 
     /// Reads ``storedJSON`` back; nil when it is not that form.
-    public init?(storedJSON: String, firstCallAt: UTCInstant, lastCallAt: UTCInstant, lastRequest: [UInt8]) {
+    package init?(storedJSON: String, firstCallAt: UTCInstant, lastCallAt: UTCInstant, lastRequest: [UInt8]) {
         guard let value = try? JSONValue.parse(Array(storedJSON.utf8)), case .array(let rows)? = value["e"],
             let revenueTotals = Self.totals(value["r"]), let adRevenueTotals = Self.totals(value["a"])
         else { return nil }

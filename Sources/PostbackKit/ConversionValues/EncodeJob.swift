@@ -7,22 +7,22 @@ import Darwin
 #endif
 
 /// `postbackd encode`: one answer per state line, from one model.
-public enum EncodeJob {
+package enum EncodeJob {
     /// The longest state line read; a longer one is refused and skipped.
-    public static let maximumLineBytes = 1 << 20
+    package static let maximumLineBytes = 1 << 20
 
     /// What a run did.
-    public struct Summary: Sendable, Hashable {
-        public var answered = 0
+    package struct Summary: Sendable, Hashable {
+        package var answered = 0
         /// Lines refused, each reported with its line number and field.
-        public var refused = 0
+        package var refused = 0
     }
 
     /// Reads states from `input` (a path, or `-` for standard input), one JSON object per line
     /// (blank lines skipped), and writes one JSON line per state to `output`: the answer, or
     /// `{"line": N, "error": "…"}` for a state that cannot be read, which is also reported to
     /// `errors`. The other lines are answered whatever one line holds.
-    public static func run(
+    package static func run(
         model: ConversionModel,
         input: String,
         explain: Bool,
@@ -68,6 +68,6 @@ public enum EncodeJob {
 }
 
 /// The state input could not be read at all.
-public struct EncodeInputError: Error, CustomStringConvertible {
-    public var description: String
+package struct EncodeInputError: Error, CustomStringConvertible {
+    package var description: String
 }

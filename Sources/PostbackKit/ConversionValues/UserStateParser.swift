@@ -10,11 +10,11 @@ public struct UserStateError: Error, Sendable, Hashable, CustomStringConvertible
 /// "currency": "USD"}], "current": {"fine": 3, "coarse": ["low", null, null], "locked":
 /// [false, false, false]}}`. `current` and any of its members may be missing (null / false);
 /// unknown fields are ignored, so a request may carry more (an app id).
-public enum UserStateParser {
+package enum UserStateParser {
     /// At most this many events in one state: a user's 35 days, with room to spare.
-    public static let maximumEvents = 10_000
+    package static let maximumEvents = 10_000
 
-    public static func parse(_ bytes: [UInt8]) throws(UserStateError) -> UserState {
+    package static func parse(_ bytes: [UInt8]) throws(UserStateError) -> UserState {
         let value: JSONValue
         do {
             value = try JSONValue.parse(bytes)
@@ -24,7 +24,7 @@ public enum UserStateParser {
         return try parse(value)
     }
 
-    public static func parse(_ value: JSONValue) throws(UserStateError) -> UserState {
+    package static func parse(_ value: JSONValue) throws(UserStateError) -> UserState {
         guard case .object = value else {
             throw UserStateError(field: "", message: "expected a JSON object, found \(value.kindName)")
         }

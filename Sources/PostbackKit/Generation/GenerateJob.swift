@@ -1,16 +1,16 @@
 /// `postbackd generate`: writes signed test postbacks as JSON Lines.
-public struct GenerateJob: Sendable {
-    public var options: GeneratorOptions
+package struct GenerateJob: Sendable {
+    package var options: GeneratorOptions
     /// PEM private keys; each signs the versions of its curve.
-    public var keyFiles: [String]
+    package var keyFiles: [String]
 
-    public init(options: GeneratorOptions, keyFiles: [String]) {
+    package init(options: GeneratorOptions, keyFiles: [String]) {
         self.options = options
         self.keyFiles = keyFiles
     }
 
     /// The signer for ``keyFiles``, or why it cannot be made.
-    public func signer() throws -> PostbackSigner {
+    package func signer() throws -> PostbackSigner {
         var signer = PostbackSigner(p192: nil, p256: nil)
         for path in keyFiles {
             guard let pem = readSmallFile(path) else {
@@ -32,7 +32,7 @@ public struct GenerateJob: Sendable {
 
     /// Writes ``GeneratorOptions/count`` lines to `output`; returns how many.
     @discardableResult
-    public func run(output: TextOutput) throws -> Int {
+    package func run(output: TextOutput) throws -> Int {
         var generator = try PostbackGenerator(options: options, signer: signer())
         var written = 0
         while let line = try generator.nextLine() {

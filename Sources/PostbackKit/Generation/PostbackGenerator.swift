@@ -1,5 +1,5 @@
 /// Which kinds of postback `postbackd generate` writes.
-public enum GeneratedKind: String, Sendable, CaseIterable {
+package enum GeneratedKind: String, Sendable, CaseIterable {
     /// SKAdNetwork postbacks of the chosen versions.
     case skan
     /// AdAttributionKit postbacks (a JWS signed with the P-256 key, kid `postbackd-test/0`, or
@@ -10,30 +10,30 @@ public enum GeneratedKind: String, Sendable, CaseIterable {
 }
 
 /// What `postbackd generate` makes.
-public struct GeneratorOptions: Sendable {
+package struct GeneratorOptions: Sendable {
     /// How many lines to write (duplicates and broken ones included).
-    public var count: Int
-    public var seed: UInt64
+    package var count: Int
+    package var seed: UInt64
     /// The SKAdNetwork versions to mix, equally likely.
-    public var versions: [SKANVersion]
+    package var versions: [SKANVersion]
     /// Share of lines that are exact byte-for-byte copies of an earlier line.
-    public var duplicateRate: Double
+    package var duplicateRate: Double
     /// Share of lines whose signature is broken (a signed field changed after signing, or
     /// the signature itself damaged).
-    public var invalidRate: Double
+    package var invalidRate: Double
     /// Share of postbacks signed as a test-mode device (`source-app-id` 0).
-    public var testModeRate: Double
-    public var apps: Int
-    public var networks: Int
+    package var testModeRate: Double
+    package var apps: Int
+    package var networks: Int
     /// Forwarder `timestamp`s are spread over this many days ending at ``endTime``.
-    public var days: Int
+    package var days: Int
     /// Epoch seconds of the end of the period (default 2026-11-21T00:00:00Z).
-    public var endTime: Int64
-    public var kind: GeneratedKind
+    package var endTime: Int64
+    package var kind: GeneratedKind
     /// Share of AdAttributionKit postbacks signed under the development kid.
-    public var developmentRate: Double
+    package var developmentRate: Double
 
-    public init(
+    package init(
         count: Int,
         seed: UInt64 = 1,
         versions: [SKANVersion] = [.v2_1, .v3_0, .v4_0],
@@ -67,8 +67,8 @@ public struct GeneratorOptions: Sendable {
 /// postbacks 1 and 2 sharing postback 0's transaction id, forwarder `timestamp`s over the
 /// period, and chosen rates of exact duplicates and broken signatures. The same options and
 /// seed always give the same bytes.
-public struct PostbackGenerator {
-    public let options: GeneratorOptions
+package struct PostbackGenerator {
+    package let options: GeneratorOptions
     private let signer: PostbackSigner
     private var random: SeededRandom
     private let appIDs: [Int64]
@@ -86,7 +86,7 @@ public struct PostbackGenerator {
     private var pending: [String] = []
     private var produced = 0
 
-    public init(options: GeneratorOptions, signer: PostbackSigner) throws {
+    package init(options: GeneratorOptions, signer: PostbackSigner) throws {
         if options.kind != .aak {
             for version in options.versions where (version.curve == .p192 ? signer.p192 : signer.p256) == nil {
                 throw ECKeyError(.unreadable, "version \(version) needs a \(version.curve) private key")
@@ -115,7 +115,7 @@ public struct PostbackGenerator {
     }
 
     /// The next JSON Lines line (without its line feed), or nil after `count` lines.
-    public mutating func nextLine() throws -> String? {
+    package mutating func nextLine() throws -> String? {
         guard produced < options.count else { return nil }
         produced += 1
         if !recent.isEmpty && random.chance(options.duplicateRate) {

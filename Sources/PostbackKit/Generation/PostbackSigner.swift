@@ -3,19 +3,19 @@
 ///
 /// Apple's private keys are not available: what this signs verifies only with the matching
 /// public keys (`postbackd verify --keys Keys/test`).
-public struct PostbackSigner: Sendable {
+package struct PostbackSigner: Sendable {
     /// Signs SKAdNetwork 1.0 and 2.0.
-    public var p192: ECPrivateKey?
+    package var p192: ECPrivateKey?
     /// Signs SKAdNetwork 2.1+ and AdAttributionKit.
-    public var p256: ECPrivateKey?
+    package var p256: ECPrivateKey?
 
-    public init(p192: ECPrivateKey?, p256: ECPrivateKey?) {
+    package init(p192: ECPrivateKey?, p256: ECPrivateKey?) {
         self.p192 = p192
         self.p256 = p256
     }
 
     /// Reads `p192-private.pem` and `p256-private.pem` from a folder (either may be absent).
-    public init(directory: String) throws {
+    package init(directory: String) throws {
         let p192 =
             readSmallFile(directory + "/p192-private.pem").map { try? ECPrivateKey(pemRepresentation: $0) } ?? nil
         let p256 =
@@ -30,7 +30,7 @@ public struct PostbackSigner: Sendable {
     ///
     /// - Parameter asTestDevice: sign the message without `source-app-id` (which must then be
     ///   0), as a real device in test mode does.
-    public func signed(_ postback: SKANPostback, asTestDevice: Bool = false) throws -> SKANPostback {
+    package func signed(_ postback: SKANPostback, asTestDevice: Bool = false) throws -> SKANPostback {
         let curve = postback.version.curve
         guard let key = curve == .p192 ? p192 : p256 else {
             throw ECKeyError(.unreadable, "no \(curve) private key to sign version \(postback.version) with")
@@ -42,7 +42,7 @@ public struct PostbackSigner: Sendable {
     }
 
     /// A compact JWS (ES256) over `header` and `payload` JSON text, as AdAttributionKit sends.
-    public func jws(headerJSON: String, payloadJSON: String) throws -> String {
+    package func jws(headerJSON: String, payloadJSON: String) throws -> String {
         guard let key = p256 else { throw ECKeyError(.unreadable, "no P-256 private key to sign a JWS with") }
         let signingInput =
             Base64.encode(Array(headerJSON.utf8), alphabet: .url) + "."

@@ -1,13 +1,13 @@
 /// A small, fast, seedable generator (SplitMix64), so that the same seed always gives the same
 /// postbacks on every machine.
-public struct SeededRandom: RandomNumberGenerator, Sendable {
+package struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         state = seed
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,12 +16,12 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     }
 
     /// True with probability `p`.
-    public mutating func chance(_ p: Double) -> Bool {
+    package mutating func chance(_ p: Double) -> Bool {
         Double(next() >> 11) / Double(1 << 53) < p
     }
 
     /// A version 4 UUID in upper- or lower-case hex.
-    public mutating func uuid(uppercase: Bool = false) -> String {
+    package mutating func uuid(uppercase: Bool = false) -> String {
         var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: next()) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80

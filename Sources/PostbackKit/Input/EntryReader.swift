@@ -18,7 +18,7 @@ import Darwin
 ///    anything but a JSON object is a malformed entry.
 ///
 /// Memory is bounded by the chunk size and the size limits, however large the input.
-public final class EntryReader {
+package final class EntryReader {
     private let files: [InputFile]
     private var nextFile = 0
     private var current: FileReader?
@@ -29,30 +29,30 @@ public final class EntryReader {
     private var finishedBytes = 0
 
     /// Files opened so far.
-    public private(set) var filesOpened = 0
+    package private(set) var filesOpened = 0
     /// Files that could not be opened or failed while being read.
-    public private(set) var unreadableFiles = 0
+    package private(set) var unreadableFiles = 0
 
-    public init(files: [InputFile], entriesPerBatch: Int = 256, bytesPerBatch: Int = 256 * 1024) {
+    package init(files: [InputFile], entriesPerBatch: Int = 256, bytesPerBatch: Int = 256 * 1024) {
         self.files = files
         self.entriesPerBatch = max(1, entriesPerBatch)
         self.bytesPerBatch = max(1, bytesPerBatch)
     }
 
     /// Bytes read from all inputs so far.
-    public var bytesRead: Int { finishedBytes + (current?.cursor.bytesRead ?? 0) }
+    package var bytesRead: Int { finishedBytes + (current?.cursor.bytesRead ?? 0) }
 
     /// The number of inputs in this run.
-    public var fileCount: Int { files.count }
+    package var fileCount: Int { files.count }
 
     /// Problems with whole inputs found since the last call.
-    public func takeDiagnostics() -> [InputDiagnostic] {
+    package func takeDiagnostics() -> [InputDiagnostic] {
         defer { pendingDiagnostics.removeAll() }
         return pendingDiagnostics
     }
 
     /// The next batch of entries, or nil when every input is read.
-    public func nextBatch() -> EntryBatch? {
+    package func nextBatch() -> EntryBatch? {
         var batch = EntryBatch(sequence: nextSequence, bytes: [], entries: [])
         batch.bytes.reserveCapacity(bytesPerBatch + InputLimits.maximumPostbackBytes)
         batch.entries.reserveCapacity(entriesPerBatch)

@@ -7,18 +7,18 @@ import Darwin
 #endif
 
 /// Why the inputs of a run cannot be read at all.
-public struct InputError: CodedError {
-    public struct Code: Hashable, Sendable {
+package struct InputError: CodedError {
+    package struct Code: Hashable, Sendable {
         fileprivate enum Value: Hashable { case noSuchPath, unreadable }
         fileprivate let value: Value
         /// A path given on the command line does not exist.
-        public static let noSuchPath = Code(value: .noSuchPath)
+        package static let noSuchPath = Code(value: .noSuchPath)
         /// A path exists but cannot be opened or listed.
-        public static let unreadable = Code(value: .unreadable)
+        package static let unreadable = Code(value: .unreadable)
     }
 
-    public let code: Code
-    public let reason: String
+    package let code: Code
+    package let reason: String
 
     init(_ code: Code, _ reason: String) {
         self.code = code
@@ -28,20 +28,20 @@ public struct InputError: CodedError {
 }
 
 /// One input to read: a file, or standard input.
-public struct InputFile: Sendable, Hashable {
+package struct InputFile: Sendable, Hashable {
     /// The path to open; nil for standard input.
-    public var path: String?
+    package var path: String?
     /// How the input is named in results.
-    public var name: String { path ?? "-" }
+    package var name: String { path ?? "-" }
 
-    public static let standardInput = InputFile(path: nil)
+    package static let standardInput = InputFile(path: nil)
 }
 
 /// Expands the paths of a command line into the files to read, in the order they are read.
-public enum InputPaths {
+package enum InputPaths {
     /// File name endings read when walking a folder (case-insensitive). A file named directly
     /// is read whatever its name.
-    public static let postbackExtensions = ["json", "jsonl", "ndjson"]
+    package static let postbackExtensions = ["json", "jsonl", "ndjson"]
 
     /// The files to read for `paths`, in order: paths in the order given, each folder's files
     /// (found recursively, hidden entries skipped) in byte order of their paths. `-` or no
@@ -49,7 +49,7 @@ public enum InputPaths {
     ///
     /// - Throws: ``InputError`` when a path does not exist or a folder cannot be listed:
     ///   checked for every path before anything is read.
-    public static func expand(
+    package static func expand(
         _ paths: [String]
     ) throws(InputError) -> (files: [InputFile], diagnostics: [InputDiagnostic]) {
         if paths.isEmpty { return ([.standardInput], []) }

@@ -1,17 +1,17 @@
 /// Where one postback was read: the file (or `-` for standard input), its position there and
 /// the line it starts on.
-public struct EntryLocation: Sendable, Hashable, CustomStringConvertible {
+package struct EntryLocation: Sendable, Hashable, CustomStringConvertible {
     /// The path as given or found while walking a folder; `-` for standard input.
-    public var source: String
+    package var source: String
     /// 0-based position in the file: the array index, or the line number minus one in JSON
     /// Lines; 0 for a file holding one object.
-    public var index: Int
+    package var index: Int
     /// 1-based line the entry starts on.
-    public var line: Int
+    package var line: Int
     /// How the file was read.
-    public var form: InputForm
+    package var form: InputForm
 
-    public init(source: String, index: Int, line: Int, form: InputForm) {
+    package init(source: String, index: Int, line: Int, form: InputForm) {
         self.source = source
         self.index = index
         self.line = line
@@ -19,7 +19,7 @@ public struct EntryLocation: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `file`, `file[3]` (array index) or `file:4` (JSON Lines line), for messages.
-    public var description: String {
+    package var description: String {
         switch form {
         case .object: source
         case .array: "\(source)[\(index)]"
@@ -29,7 +29,7 @@ public struct EntryLocation: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The three shapes a postback file can have.
-public enum InputForm: String, Sendable, Hashable {
+package enum InputForm: String, Sendable, Hashable {
     /// The file holds one JSON object.
     case object
     /// The file holds a JSON array of objects.
@@ -39,7 +39,7 @@ public enum InputForm: String, Sendable, Hashable {
 }
 
 /// Why an entry was refused before its JSON was read.
-public enum EntryReadProblem: Sendable, Hashable, CustomStringConvertible {
+package enum EntryReadProblem: Sendable, Hashable, CustomStringConvertible {
     /// The entry is larger than ``InputLimits/maximumPostbackBytes``.
     case postbackTooLarge(size: Int)
     /// A JSON Lines line is longer than ``InputLimits/maximumLineBytes`` (`size` is a lower bound
@@ -50,7 +50,7 @@ public enum EntryReadProblem: Sendable, Hashable, CustomStringConvertible {
     /// The array is broken here (for example a missing comma); reading of the file stopped.
     case brokenArray(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .postbackTooLarge(let size):
             "postback is \(size) bytes; postbackd refuses postbacks over \(InputLimits.maximumPostbackBytes) bytes (64 KiB)"
@@ -63,23 +63,23 @@ public enum EntryReadProblem: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Size limits on untrusted input.
-public enum InputLimits {
+package enum InputLimits {
     /// A postback larger than this is refused (Apple's are under 1 KiB).
-    public static let maximumPostbackBytes = 64 * 1024
+    package static let maximumPostbackBytes = 64 * 1024
     /// A JSON Lines line longer than this is refused without being held in memory.
-    public static let maximumLineBytes = 1024 * 1024
+    package static let maximumLineBytes = 1024 * 1024
 }
 
 /// One postback's bytes and where they came from, inside a batch's shared storage.
-public struct RawEntry: Sendable {
-    public var location: EntryLocation
+package struct RawEntry: Sendable {
+    package var location: EntryLocation
     /// The entry's bytes within ``EntryBatch/bytes`` (at most 64 KiB: an oversized entry keeps
     /// its first 64 KiB for quarantine).
-    public var range: Range<Int>
+    package var range: Range<Int>
     /// Set when the entry was refused while reading.
-    public var problem: EntryReadProblem?
+    package var problem: EntryReadProblem?
 
-    public init(location: EntryLocation, range: Range<Int>, problem: EntryReadProblem? = nil) {
+    package init(location: EntryLocation, range: Range<Int>, problem: EntryReadProblem? = nil) {
         self.location = location
         self.range = range
         self.problem = problem
@@ -87,36 +87,36 @@ public struct RawEntry: Sendable {
 }
 
 /// Consecutive entries read from the inputs, sharing one byte buffer.
-public struct EntryBatch: Sendable {
+package struct EntryBatch: Sendable {
     /// Position of this batch in the run, from 0.
-    public var sequence: Int
-    public var bytes: [UInt8]
-    public var entries: [RawEntry]
+    package var sequence: Int
+    package var bytes: [UInt8]
+    package var entries: [RawEntry]
 
-    public init(sequence: Int, bytes: [UInt8], entries: [RawEntry]) {
+    package init(sequence: Int, bytes: [UInt8], entries: [RawEntry]) {
         self.sequence = sequence
         self.bytes = bytes
         self.entries = entries
     }
 
     /// The bytes of one entry.
-    public func bytes(of entry: RawEntry) -> ArraySlice<UInt8> {
+    package func bytes(of entry: RawEntry) -> ArraySlice<UInt8> {
         bytes[entry.range]
     }
 }
 
 /// A problem with an input as a whole (not one postback): an unreadable file, an empty one.
-public struct InputDiagnostic: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Severity: String, Sendable, Hashable {
+package struct InputDiagnostic: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Severity: String, Sendable, Hashable {
         /// Something could not be read: the run's exit status says so.
         case error
         /// Worth knowing; nothing was lost.
         case warning
     }
 
-    public var severity: Severity
-    public var source: String
-    public var message: String
+    package var severity: Severity
+    package var source: String
+    package var message: String
 
-    public var description: String { "\(source): \(severity.rawValue): \(message)" }
+    package var description: String { "\(source): \(severity.rawValue): \(message)" }
 }

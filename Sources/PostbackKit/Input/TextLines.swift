@@ -10,18 +10,18 @@ import Darwin
 /// lines skipped, each with its 1-based number. For the JSON Lines inputs of `encode` and
 /// `apple-ads add`. A line longer than the limit is skipped as it is read, so no line takes
 /// more memory than the limit.
-public final class TextLines {
+package final class TextLines {
     /// A line read.
-    public enum Line: Sendable, Hashable {
+    package enum Line: Sendable, Hashable {
         case text([UInt8])
         /// Longer than the limit: its length, its bytes not kept.
         case tooLong(Int)
     }
 
     /// The input as messages name it: the path, or `standard input`.
-    public let name: String
+    package let name: String
     /// The number of the line ``next()`` returned last.
-    public private(set) var number = 0
+    package private(set) var number = 0
     private let maximumBytes: Int
     private let file: UnsafeMutablePointer<FILE>
     private var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -32,7 +32,7 @@ public final class TextLines {
     /// this leaves standard input open), for lines of at most `maximumBytes`.
     ///
     /// - Throws: ``TextLinesError`` naming the input when it cannot be opened.
-    public init(_ path: String, maximumBytes: Int) throws(TextLinesError) {
+    package init(_ path: String, maximumBytes: Int) throws(TextLinesError) {
         self.maximumBytes = maximumBytes
         if path == "-" {
             guard let standardInput = fdopen(dup(STDIN_FILENO), "rb") else {
@@ -56,7 +56,7 @@ public final class TextLines {
     /// The next line that is not blank, without its line end; nil at the end of the input.
     ///
     /// - Throws: ``TextLinesError`` when reading fails part way.
-    public func next() throws(TextLinesError) -> Line? {
+    package func next() throws(TextLinesError) -> Line? {
         while let line = try rawLine() {
             number += 1
             guard case .text(var bytes) = line else { return line }
@@ -97,6 +97,6 @@ public final class TextLines {
 }
 
 /// An input that cannot be read.
-public struct TextLinesError: Error, CustomStringConvertible {
-    public var description: String
+package struct TextLinesError: Error, CustomStringConvertible {
+    package var description: String
 }

@@ -8,13 +8,13 @@ import Darwin
 
 /// Small files read whole (models, campaign mappings, configuration, key files), with a size
 /// limit; postbacks are never read this way.
-public enum WholeFile {
+package enum WholeFile {
     /// The bytes of the file at `path` (`-`: standard input), at most `limit` of them.
     ///
     /// - Parameter what: what the file is, for the message (`a model file`).
     /// - Throws: ``WholeFileError`` saying which: no such file, not permitted, a folder, over
     ///   the limit (named), or a read that failed.
-    public static func read(_ path: String, limit: Int, what: String) throws(WholeFileError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int, what: String) throws(WholeFileError) -> [UInt8] {
         let name = path == "-" ? "standard input" : path
         guard let file = path == "-" ? fdopen(dup(0), "rb") : fopen(path, "rb") else {
             let code = errno
@@ -72,22 +72,22 @@ public enum WholeFile {
 }
 
 /// Why a small file could not be read.
-public struct WholeFileError: CodedError {
-    public struct Code: Hashable, Sendable {
+package struct WholeFileError: CodedError {
+    package struct Code: Hashable, Sendable {
         fileprivate enum Value: Hashable { case notFound, notPermitted, tooLarge, unreadable }
         fileprivate let value: Value
         /// No such file.
-        public static let notFound = Code(value: .notFound)
+        package static let notFound = Code(value: .notFound)
         /// The user may not read it.
-        public static let notPermitted = Code(value: .notPermitted)
+        package static let notPermitted = Code(value: .notPermitted)
         /// Larger than the limit.
-        public static let tooLarge = Code(value: .tooLarge)
+        package static let tooLarge = Code(value: .tooLarge)
         /// A folder, or a read that failed.
-        public static let unreadable = Code(value: .unreadable)
+        package static let unreadable = Code(value: .unreadable)
     }
 
-    public let code: Code
-    public let reason: String
+    package let code: Code
+    package let reason: String
 
     init(_ code: Code, _ reason: String) {
         self.code = code

@@ -1,9 +1,9 @@
 /// Why some bytes are not the JSON postbackd accepts, and where.
-public struct JSONSyntaxError: Error, Hashable, Sendable {
+package struct JSONSyntaxError: Error, Hashable, Sendable {
     /// Byte offset of the problem from the start of the scanned bytes.
-    public var offset: Int
+    package var offset: Int
     /// What is wrong, for a person.
-    public var message: String
+    package var message: String
 
     init(_ message: String, at offset: Int) {
         self.message = message
@@ -12,11 +12,11 @@ public struct JSONSyntaxError: Error, Hashable, Sendable {
 }
 
 /// The kind of a scanned JSON value.
-public enum JSONKind: UInt8, Sendable {
+package enum JSONKind: UInt8, Sendable {
     case null, `true`, `false`, number, string, array, object
 
     /// The kind as a person names it in an error message.
-    public var name: String {
+    package var name: String {
         switch self {
         case .null: "null"
         case .true, .false: "a boolean"
@@ -29,24 +29,24 @@ public enum JSONKind: UInt8, Sendable {
 }
 
 /// A scanned value: its kind and where its bytes are. Strings exclude their quotes.
-public struct JSONSlice: Sendable {
-    public var kind: JSONKind
+package struct JSONSlice: Sendable {
+    package var kind: JSONKind
     /// First byte (for a string: after the opening quote).
-    public var start: Int
+    package var start: Int
     /// One past the last byte (for a string: the closing quote's offset).
-    public var end: Int
+    package var end: Int
     /// For strings: the bytes hold at least one escape. For numbers: the number has a
     /// fraction or an exponent.
-    public var flag: Bool
+    package var flag: Bool
 }
 
 /// One member of a scanned object.
-public struct JSONMember: Sendable {
+package struct JSONMember: Sendable {
     /// The key's bytes (without quotes, before unescaping).
-    public var keyStart: Int
-    public var keyEnd: Int
-    public var keyEscaped: Bool
-    public var value: JSONSlice
+    package var keyStart: Int
+    package var keyEnd: Int
+    package var keyEscaped: Bool
+    package var value: JSONSlice
 }
 
 /// A validating, non-allocating-where-possible JSON scanner over a byte buffer.
@@ -444,7 +444,7 @@ struct JSONScanner: ~Copyable {
 }
 
 /// The top level of a scanned document.
-public enum JSONDocument: Sendable {
+package enum JSONDocument: Sendable {
     /// An object, with its members in document order.
     case object([JSONMember])
     /// A value of another kind.

@@ -1,7 +1,7 @@
 /// A parsed JSON document, for inputs read as a whole (conversion models): strict like every
 /// JSON postbackd reads (duplicate keys, invalid UTF-8 and deep nesting refused), with numbers
 /// kept as their text so that nothing is rounded before the reader decides what it needs.
-public indirect enum JSONValue: Sendable, Hashable {
+package indirect enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     /// A number as written (`42`, `0.99`, `1e3`).
@@ -12,7 +12,7 @@ public indirect enum JSONValue: Sendable, Hashable {
     case object([(key: String, value: JSONValue)])
 
     /// Parses `bytes`, which must hold one JSON object or array.
-    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONSyntaxError) in
             var scanner = JSONScanner(buffer)
             _ = try scanner.scanDocument()
@@ -22,13 +22,13 @@ public indirect enum JSONValue: Sendable, Hashable {
     }
 
     /// The member named `key` of an object.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
     /// What kind of value this is, for error messages.
-    public var kindName: String {
+    package var kindName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -39,7 +39,7 @@ public indirect enum JSONValue: Sendable, Hashable {
         }
     }
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -52,7 +52,7 @@ public indirect enum JSONValue: Sendable, Hashable {
         }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)
@@ -68,7 +68,7 @@ public indirect enum JSONValue: Sendable, Hashable {
     }
 
     /// Compact JSON text.
-    public var text: String {
+    package var text: String {
         switch self {
         case .null: "null"
         case .bool(let value): value ? "true" : "false"
@@ -178,7 +178,7 @@ private struct JSONTreeBuilder {
 
 extension JSONValue {
     /// Indented JSON text, two spaces per level.
-    public var prettyText: String {
+    package var prettyText: String {
         pretty(indent: "")
     }
 

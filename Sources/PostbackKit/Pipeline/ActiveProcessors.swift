@@ -12,8 +12,8 @@ import Darwin
 /// verification width must follow; `sysconf` and Foundation's `activeProcessorCount` report
 /// every online core. The mask is read from `/proc/self/status` because Glibc's Swift module
 /// does not expose `sched_getaffinity`.
-public enum ActiveProcessors {
-    public static let count: Int = {
+package enum ActiveProcessors {
+    package static let count: Int = {
         let online = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         guard let status = readSmallFile("/proc/self/status") else { return online }
         for line in status.split(separator: "\n") where line.hasPrefix("Cpus_allowed:") {

@@ -4,21 +4,21 @@
 /// Reading happens on the calling task; each batch is verified by a child task of a bounded
 /// task group (width = active cores); finished batches are buffered until their turn so that
 /// `consume` sees them in exactly the order they were read, however the work was spread.
-public struct VerificationPipeline: Sendable {
-    public let pool: VerifierPool
+package struct VerificationPipeline: Sendable {
+    package let pool: VerifierPool
     /// Batches verified at once.
-    public let width: Int
+    package let width: Int
     /// Also hash each entry's raw bytes (for the store).
-    public let hashingRaw: Bool
+    package let hashingRaw: Bool
 
-    public init(keyRing: KeyRing, width: Int = ActiveProcessors.count, hashingRaw: Bool = false) {
+    package init(keyRing: KeyRing, width: Int = ActiveProcessors.count, hashingRaw: Bool = false) {
         self.pool = VerifierPool(keyRing: keyRing)
         self.width = max(1, width)
         self.hashingRaw = hashingRaw
     }
 
     /// Verifies every entry `reader` yields, calling `consume` once per batch, in order.
-    public func run(
+    package func run(
         _ reader: EntryReader,
         consume: (VerifiedBatch) async throws -> Void
     ) async throws {

@@ -1,27 +1,27 @@
 /// A batch of entries with the verdict of each, in input order.
-public struct VerifiedBatch: Sendable {
-    public var batch: EntryBatch
+package struct VerifiedBatch: Sendable {
+    package var batch: EntryBatch
     /// One result per entry of ``batch``, in the same order.
-    public var results: [VerificationResult]
+    package var results: [VerificationResult]
     /// The SHA-256 of each entry's raw bytes, when the pipeline was asked for them (the store
     /// keys sightings and quarantine by them); empty otherwise.
-    public var rawDigests: [[UInt8]] = []
+    package var rawDigests: [[UInt8]] = []
 
-    public init(batch: EntryBatch, results: [VerificationResult], rawDigests: [[UInt8]] = []) {
+    package init(batch: EntryBatch, results: [VerificationResult], rawDigests: [[UInt8]] = []) {
         self.batch = batch
         self.results = results
         self.rawDigests = rawDigests
     }
 
     /// The entries with their results.
-    public var items: Zip2Sequence<[RawEntry], [VerificationResult]> {
+    package var items: Zip2Sequence<[RawEntry], [VerificationResult]> {
         zip(batch.entries, results)
     }
 }
 
 extension VerifierPool {
     /// Checks every entry of `batch`, and hashes its raw bytes when `hashingRaw`.
-    public func verify(_ batch: EntryBatch, hashingRaw: Bool = false) -> VerifiedBatch {
+    package func verify(_ batch: EntryBatch, hashingRaw: Bool = false) -> VerifiedBatch {
         withVerifier { verifier in
             batch.bytes.withUnsafeBufferPointer { bytes in
                 var verified = VerifiedBatch(batch: batch, results: verifier.check(batch.entries, in: bytes))

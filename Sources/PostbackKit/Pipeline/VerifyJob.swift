@@ -1,20 +1,20 @@
 /// `postbackd verify`: reads postbacks, verifies each, and prints one result per postback.
-public struct VerifyJob: Sendable {
+package struct VerifyJob: Sendable {
     /// Files, folders, or `-` for standard input (nothing also means standard input).
-    public var paths: [String]
-    public var keyRing: KeyRing
-    public var format: ResultFormat
+    package var paths: [String]
+    package var keyRing: KeyRing
+    package var format: ResultFormat
     /// Print the signed message, its SHA-256 and the key outcome for each postback.
-    public var explain: Bool
+    package var explain: Bool
     /// Verification width; defaults to the active cores.
-    public var width: Int
+    package var width: Int
     /// `--model`: decode each valid postback's conversion value through these models.
-    public var models: ConversionModels?
+    package var models: ConversionModels?
     /// When each postback counts as received, for its estimated install time (as `ingest`
     /// decides it: `--received-at`, a forwarder's `timestamp`, or now).
-    public var receivedTime: ReceivedTimeRule
+    package var receivedTime: ReceivedTimeRule
 
-    public init(
+    package init(
         paths: [String],
         keyRing: KeyRing = .apple,
         format: ResultFormat = .text,
@@ -38,7 +38,7 @@ public struct VerifyJob: Sendable {
     /// JSON output stays pure JSON Lines.
     ///
     /// - Throws: ``InputError`` when a path does not exist (before anything is read).
-    public func run(output: TextOutput, errors: TextOutput) async throws -> VerificationSummary {
+    package func run(output: TextOutput, errors: TextOutput) async throws -> VerificationSummary {
         let (files, walkDiagnostics) = try InputPaths.expand(paths)
         for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }
         let reader = EntryReader(files: files)

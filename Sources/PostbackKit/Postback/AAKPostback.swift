@@ -4,7 +4,7 @@ public struct AAKPostback: Sendable, Hashable {
     /// The JWS header's `kid`, after JSON decoding (devices escape its slash).
     public var keyID: String
     /// The JWS header's `alg`.
-    public var algorithm: String
+    package var algorithm: String
     /// `impression-type`.
     public var impressionType: String
     /// `ad-network-identifier`.
@@ -32,12 +32,12 @@ public struct AAKPostback: Sendable, Hashable {
     /// The envelope's unsigned `country-code`.
     public var countryCode: String?
     /// A forwarder's `timestamp` field, if any.
-    public var forwarderTimestamp: Double?
+    package var forwarderTimestamp: Double?
     /// The compact JWS exactly as received.
     public var jws: String
     /// The `conversion-type` as signed, when it is another spelling of ``conversionType``'s
     /// (Apple's pages write the re-engagement type both `re-engagement` and `reengagement`).
-    public var conversionTypeSpelling: String? = nil
+    package var conversionTypeSpelling: String? = nil
 
     /// Oddities worth a warning.
     public var warnings: [String] {
@@ -49,13 +49,13 @@ public struct AAKPostback: Sendable, Hashable {
 
     /// The JWS signing input: the header and payload segments and the '.' between them,
     /// exactly as received.
-    public var signingInput: Substring {
+    package var signingInput: Substring {
         guard let lastDot = jws.lastIndex(of: ".") else { return jws[...] }
         return jws[..<lastDot]
     }
 
     /// The JWS signature segment (base64url of the raw 64-byte R‖S).
-    public var signatureSegment: Substring {
+    package var signatureSegment: Substring {
         guard let lastDot = jws.lastIndex(of: ".") else { return "" }
         return jws[jws.index(after: lastDot)...]
     }

@@ -52,7 +52,7 @@ public enum Postback: Sendable, Hashable {
     }
 
     /// A forwarder's `timestamp` field, if any.
-    public var forwarderTimestamp: Double? {
+    package var forwarderTimestamp: Double? {
         switch self {
         case .skan(let postback): postback.forwarderTimestamp
         case .aak(let postback): postback.forwarderTimestamp
@@ -60,7 +60,7 @@ public enum Postback: Sendable, Hashable {
     }
 
     /// Identifying fields for reports.
-    public var identity: PostbackIdentity {
+    package var identity: PostbackIdentity {
         switch self {
         case .skan(let postback):
             PostbackIdentity(

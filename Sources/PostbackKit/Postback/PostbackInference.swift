@@ -13,30 +13,30 @@
 /// without them, 1 with only a coarse value, 0 with no value.
 ///
 /// **Source identifier digits**: 2, 3 or 4 as observed; nil before 4.0 (no source identifier).
-public struct PostbackInference: Sendable, Hashable {
-    public var estimatedInstallAt: UTCInstant
+package struct PostbackInference: Sendable, Hashable {
+    package var estimatedInstallAt: UTCInstant
     /// Hours subtracted from the received time.
-    public var installOffsetHours: Int
-    public var crowdAnonymityTier: Int?
-    public var sourceIdentifierDigits: Int?
+    package var installOffsetHours: Int
+    package var crowdAnonymityTier: Int?
+    package var sourceIdentifierDigits: Int?
     /// Why the tier is what it is (or why there is none), for `verify --explain`.
-    public var tierBasis: String
+    package var tierBasis: String
     /// SKAdNetwork 4.0 or AdAttributionKit: three conversion windows.
-    public var windowed: Bool
-    public var sequenceIndex: Int
+    package var windowed: Bool
+    package var sequenceIndex: Int
 
     /// The UTC day of ``estimatedInstallAt``.
-    public var installDate: UTCDay { estimatedInstallAt.day }
+    package var installDate: UTCDay { estimatedInstallAt.day }
 
     /// The SKAdNetwork versions with the three conversion windows of 4.0.
-    public static let windowedVersions: [SKANVersion] = SKANVersion.allCases.filter { $0 >= .v4_0 }
+    package static let windowedVersions: [SKANVersion] = SKANVersion.allCases.filter { $0 >= .v4_0 }
 
     /// Before 4.0: the one postback arrives 24 h after the last update plus 0–24 h.
-    public static let singleWindowOffsetHours = 36
+    package static let singleWindowOffsetHours = 36
 
     /// 4.0 and AdAttributionKit: the end of the window (48, 168, 840 h after install) plus the
     /// mean delay after it (36 h for postback 0, 84 h for postbacks 1 and 2).
-    public static func windowedOffsetHours(sequenceIndex: Int) -> Int {
+    package static func windowedOffsetHours(sequenceIndex: Int) -> Int {
         switch sequenceIndex {
         case ...0: 48 + 36
         case 1: 168 + 84
@@ -46,13 +46,13 @@ public struct PostbackInference: Sendable, Hashable {
 
     /// Every offset in hours, smallest first: the received days that can hold an install day
     /// are those from `smallest` to `largest` hours after it.
-    public static let offsetsHours: [Int] = [
+    package static let offsetsHours: [Int] = [
         singleWindowOffsetHours, windowedOffsetHours(sequenceIndex: 0), windowedOffsetHours(sequenceIndex: 1),
         windowedOffsetHours(sequenceIndex: 2),
     ].sorted()
 
     /// The received days whose postbacks can have an install date within `from...to`.
-    public static func receivedDays(forInstallDays from: UTCDay, _ to: UTCDay) -> (from: UTCDay, to: UTCDay) {
+    package static func receivedDays(forInstallDays from: UTCDay, _ to: UTCDay) -> (from: UTCDay, to: UTCDay) {
         let smallest = Int64(offsetsHours.first ?? 0)
         let largest = Int64(offsetsHours.last ?? 0)
         // install = received - h, so received = install + h: from the first instant of `from`
@@ -64,7 +64,7 @@ public struct PostbackInference: Sendable, Hashable {
 
     /// The install days a postback received within `from...to` can have: the inverse of
     /// ``receivedDays(forInstallDays:_:)``.
-    public static func installDays(forReceivedDays from: UTCDay, _ to: UTCDay) -> (from: UTCDay, to: UTCDay) {
+    package static func installDays(forReceivedDays from: UTCDay, _ to: UTCDay) -> (from: UTCDay, to: UTCDay) {
         let smallest = Int64(offsetsHours.first ?? 0)
         let largest = Int64(offsetsHours.last ?? 0)
         // install = received - h: from the first instant of `from` minus the largest offset to
@@ -74,7 +74,7 @@ public struct PostbackInference: Sendable, Hashable {
         return (first, last)
     }
 
-    public init(_ postback: Postback, receivedAt: UTCInstant) {
+    package init(_ postback: Postback, receivedAt: UTCInstant) {
         switch postback {
         case .skan(let skan):
             self.init(
@@ -102,7 +102,7 @@ public struct PostbackInference: Sendable, Hashable {
     }
 
     /// The rules over the fields they read. `windowed`: SKAdNetwork 4.0 or AdAttributionKit.
-    public init(
+    package init(
         windowed: Bool,
         sequenceIndex: Int,
         didWin: Bool?,
@@ -146,7 +146,7 @@ public struct PostbackInference: Sendable, Hashable {
     }
 
     /// `minus 84 h (postback 0, SKAdNetwork 4.0/AdAttributionKit windows)`.
-    public var installBasis: String {
+    package var installBasis: String {
         windowed
             ? "minus \(installOffsetHours) h (postback \(sequenceIndex), SKAdNetwork 4.0/AdAttributionKit windows)"
             : "minus \(installOffsetHours) h (one window, before SKAdNetwork 4.0)"

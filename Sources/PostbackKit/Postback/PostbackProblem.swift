@@ -1,11 +1,11 @@
 /// Why a postback is malformed or unsupported: which field, and what was wrong with it.
-public struct PostbackProblem: Error, Sendable, Hashable, CustomStringConvertible {
+package struct PostbackProblem: Error, Sendable, Hashable, CustomStringConvertible {
     /// `.malformed` or `.unsupported`.
-    public var verdict: Verdict
+    package var verdict: Verdict
     /// The JSON field at fault, when one is.
-    public var field: String?
+    package var field: String?
     /// What was wrong, for a person; names the field first when there is one.
-    public var reason: String
+    package var reason: String
 
     /// A malformed postback.
     init(field: String? = nil, _ message: String) {
@@ -18,5 +18,5 @@ public struct PostbackProblem: Error, Sendable, Hashable, CustomStringConvertibl
         self.reason = field.map { "\($0): \(message)" } ?? message
     }
 
-    public var description: String { reason }
+    package var description: String { reason }
 }

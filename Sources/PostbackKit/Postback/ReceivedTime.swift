@@ -1,5 +1,5 @@
 /// Where a stored postback's received time came from.
-public enum ReceivedTimeSource: String, Sendable, Hashable {
+package enum ReceivedTimeSource: String, Sendable, Hashable {
     /// `--received-at`.
     case option
     /// A forwarder's `timestamp` field.
@@ -15,11 +15,11 @@ public enum ReceivedTimeSource: String, Sendable, Hashable {
 /// `--received-at` when given; otherwise a forwarder's `timestamp` field when it holds an epoch
 /// between 2018-01-01 and 2100-01-01, in seconds or in milliseconds (number or numeric
 /// string); otherwise the time of ingestion. Always UTC.
-public struct ReceivedTimeRule: Sendable, Hashable {
+package struct ReceivedTimeRule: Sendable, Hashable {
     /// The `--received-at` instant, if given.
-    public var fixed: UTCInstant?
+    package var fixed: UTCInstant?
 
-    public init(fixed: UTCInstant? = nil) {
+    package init(fixed: UTCInstant? = nil) {
         self.fixed = fixed
     }
 
@@ -28,7 +28,7 @@ public struct ReceivedTimeRule: Sendable, Hashable {
     static let latest: Double = 4_102_444_800
 
     /// When `postback` was received, given that it is being stored at `now`.
-    public func receivedTime(forwarderTimestamp: Double?, now: UTCInstant) -> (UTCInstant, ReceivedTimeSource) {
+    package func receivedTime(forwarderTimestamp: Double?, now: UTCInstant) -> (UTCInstant, ReceivedTimeSource) {
         if let fixed { return (fixed, .option) }
         if let instant = Self.instant(fromForwarderTimestamp: forwarderTimestamp) { return (instant, .timestamp) }
         return (now, .ingestion)

@@ -4,7 +4,7 @@ extension SKANPostback {
     ///
     /// - Parameter extraFields: JSON members appended as they are (forwarder fields), e.g.
     ///   `("timestamp", "1613095729")`.
-    public func jsonText(extraFields: [(name: String, json: String)] = []) -> String {
+    package func jsonText(extraFields: [(name: String, json: String)] = []) -> String {
         var object = JSONObjectWriter()
         if hasVersionField || version != .v1_0 { object.add("version", version.rawValue) }
         object.add("ad-network-id", adNetworkID)

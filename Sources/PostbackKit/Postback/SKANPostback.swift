@@ -9,7 +9,7 @@ public struct SKANPostback: Sendable, Hashable {
     /// The version, from `version` (absent means 1.0).
     public var version: SKANVersion
     /// Whether the postback carried a `version` field (1.0 postbacks may or may not).
-    public var hasVersionField: Bool
+    package var hasVersionField: Bool
     /// `ad-network-id`, byte for byte as received (never case-folded: it is signed).
     public var adNetworkID: String
     /// `campaign-id` (1.0–3.0). Apple's range is 1–100; values outside it are a warning.
@@ -41,9 +41,9 @@ public struct SKANPostback: Sendable, Hashable {
     public var attributionSignature: String
     /// A forwarder's `timestamp` field (a number or a numeric string) when it has one; never
     /// signed, used only as a hint for when the postback was received.
-    public var forwarderTimestamp: Double?
+    package var forwarderTimestamp: Double?
 
-    public init(
+    package init(
         version: SKANVersion,
         hasVersionField: Bool,
         adNetworkID: String,

@@ -35,14 +35,14 @@ enum PostbackKey: Int, JSONFieldKey {
 
 /// The identifying fields of a postback as far as they could be read, for reporting even a
 /// malformed one.
-public struct PostbackIdentity: Sendable, Hashable {
+package struct PostbackIdentity: Sendable, Hashable {
     /// The SKAdNetwork version; nil for AdAttributionKit.
-    public var version: String?
-    public var adNetworkID: String?
+    package var version: String?
+    package var adNetworkID: String?
     /// `transaction-id`, or AdAttributionKit's `postback-identifier`.
-    public var transactionID: String?
+    package var transactionID: String?
 
-    public init(version: String? = nil, adNetworkID: String? = nil, transactionID: String? = nil) {
+    package init(version: String? = nil, adNetworkID: String? = nil, transactionID: String? = nil) {
         self.version = version
         self.adNetworkID = adNetworkID
         self.transactionID = transactionID

@@ -11,7 +11,7 @@ public enum SKANVersion: String, Sendable, Hashable, CaseIterable, Comparable, C
     case v4_0 = "4.0"
 
     /// The curve of Apple's key for this version: P-192 for 1.0 and 2.0, P-256 after.
-    public var curve: ECCurve {
+    package var curve: ECCurve {
         switch self {
         case .v1_0, .v2_0: .p192
         default: .p256
@@ -36,7 +36,7 @@ public enum SKANVersion: String, Sendable, Hashable, CaseIterable, Comparable, C
     ///
     /// A 1.0 postback that carries `version` or `redownload` is still signed over the four 1.0
     /// fields.
-    public var signedFields: [SignedField] {
+    package var signedFields: [SignedField] {
         switch self {
         case .v1_0:
             [.adNetworkID, .campaignID, .appID, .transactionID]
@@ -65,7 +65,7 @@ public enum SKANVersion: String, Sendable, Hashable, CaseIterable, Comparable, C
 }
 
 /// One slot of a version's signed message.
-public enum SignedField: Sendable, Hashable {
+package enum SignedField: Sendable, Hashable {
     case version, adNetworkID, campaignID, sourceIdentifier, appID, transactionID, redownload
     /// `[source-app-id]`: only when present.
     case sourceAppID

@@ -1,5 +1,5 @@
 /// Output formats for per-postback results.
-public enum ResultFormat: String, Sendable, CaseIterable {
+package enum ResultFormat: String, Sendable, CaseIterable {
     /// One readable line per postback and a summary.
     case text
     /// JSON Lines: one object per postback.
@@ -7,22 +7,22 @@ public enum ResultFormat: String, Sendable, CaseIterable {
 }
 
 /// Counts of verdicts over a run of `verify`.
-public struct VerificationSummary: Sendable, Hashable {
-    public var postbacks = 0
-    public var valid = 0
-    public var invalid = 0
-    public var malformed = 0
-    public var unsupported = 0
+package struct VerificationSummary: Sendable, Hashable {
+    package var postbacks = 0
+    package var valid = 0
+    package var invalid = 0
+    package var malformed = 0
+    package var unsupported = 0
     /// Valid postbacks verified as test-mode (included in ``valid``).
-    public var testMode = 0
+    package var testMode = 0
     /// Valid AdAttributionKit postbacks verified with a development key (included in ``valid``).
-    public var development = 0
+    package var development = 0
     /// Inputs opened.
-    public var files = 0
+    package var files = 0
     /// Inputs that could not be read (an I/O error, not a verdict).
-    public var unreadableFiles = 0
+    package var unreadableFiles = 0
 
-    public init() {}
+    package init() {}
 
     mutating func count(_ result: VerificationResult) {
         postbacks += 1
@@ -38,10 +38,10 @@ public struct VerificationSummary: Sendable, Hashable {
     }
 
     /// Whether every postback read was valid (vacuously true when none was read).
-    public var allValid: Bool { valid == postbacks }
+    package var allValid: Bool { valid == postbacks }
 
     /// `12 postbacks in 3 files: 10 valid (1 test mode), 1 invalid, 1 malformed, 0 unsupported`.
-    public var text: String {
+    package var text: String {
         let notes = [
             testMode > 0 ? "\(testMode) test mode" : nil, development > 0 ? "\(development) development" : nil,
         ]
@@ -55,7 +55,7 @@ public struct VerificationSummary: Sendable, Hashable {
     }
 
     /// The summary as one JSON object.
-    public var json: String {
+    package var json: String {
         var object = JSONObjectWriter()
         object.add("postbacks", postbacks)
         object.add("valid", valid)
@@ -71,11 +71,11 @@ public struct VerificationSummary: Sendable, Hashable {
 }
 
 /// How one result is printed by `postbackd verify`.
-public enum VerificationReport {
+package enum VerificationReport {
     /// `path[2]: valid 4.0 com.example 6aafb7a5-… (apple-p256)`,
     /// `path: valid aak development.adattributionkit 85546EB7-… (apple-development-identifier/1, development)` or
     /// `path:7: malformed: app-id: expected an integer, found a string ("12")`.
-    public static func textLine(_ location: EntryLocation, _ result: VerificationResult) -> String {
+    package static func textLine(_ location: EntryLocation, _ result: VerificationResult) -> String {
         var line = "\(location): \(result.verdict.rawValue)"
         let version = result.kind == .aak ? "aak" : result.identity.version
         let identity = [version, result.identity.adNetworkID, result.identity.transactionID]
@@ -100,7 +100,7 @@ public enum VerificationReport {
     /// `install_date`, `crowd_anonymity_tier` and `source_identifier_digits`; and with
     /// `explain` the signed message and its SHA-256, and how the install time and tier were
     /// inferred.
-    public static func jsonLine(
+    package static func jsonLine(
         _ location: EntryLocation,
         _ result: VerificationResult,
         explain: Bool,
@@ -154,7 +154,7 @@ public enum VerificationReport {
 
     /// `verdict`, `kind`, `version`, `transaction_id`, `ad_network_id`, `field` and `reason`:
     /// what `verify --format json` and `serve`'s answers both say of a postback.
-    public static func addVerdict(_ result: VerificationResult, to object: inout JSONObjectWriter) {
+    package static func addVerdict(_ result: VerificationResult, to object: inout JSONObjectWriter) {
         object.add("verdict", result.verdict.rawValue)
         object.add("kind", result.kind?.rawValue)
         object.add("version", result.identity.version)
@@ -165,7 +165,7 @@ public enum VerificationReport {
     }
 
     /// `    decoded: purchase ×1–2 (USD 5.00–10.00); revenue …` under a valid postback's line.
-    public static func decodedText(_ result: VerificationResult, _ models: ConversionModels) -> String? {
+    package static func decodedText(_ result: VerificationResult, _ models: ConversionModels) -> String? {
         guard result.verdict == .valid, let postback = result.postback else { return nil }
         let decoded = models.decode(
             appID: postback.appID,
@@ -182,7 +182,7 @@ public enum VerificationReport {
 
     /// The indented `--explain` block printed under a text line: the signature, then for a
     /// valid postback with its received time the inferred install time and tier.
-    public static func explanationText(
+    package static func explanationText(
         _ result: VerificationResult,
         received: (UTCInstant, ReceivedTimeSource)? = nil
     ) -> String? {

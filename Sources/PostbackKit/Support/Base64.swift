@@ -1,7 +1,7 @@
 /// Strict base64 and base64url, as signatures need: anything but the canonical encoding of some
 /// bytes is refused rather than repaired.
-public enum Base64 {
-    public enum Alphabet: Sendable {
+package enum Base64 {
+    package enum Alphabet: Sendable {
         /// RFC 4648 section 4 (`+`, `/`): `attribution-signature`.
         case standard
         /// RFC 4648 section 5 (`-`, `_`), no padding: JWS segments.
@@ -27,7 +27,7 @@ public enum Base64 {
     ///
     /// Standard base64 may omit its `=` padding; base64url must. Whitespace, characters of the
     /// other alphabet, impossible lengths and non-zero bits in the last character are refused.
-    public static func decode<Text: Collection<UInt8>>(_ text: Text, alphabet: Alphabet = .standard) -> [UInt8]? {
+    package static func decode<Text: Collection<UInt8>>(_ text: Text, alphabet: Alphabet = .standard) -> [UInt8]? {
         var characters = Array(text)
         if alphabet == .standard, characters.count % 4 == 0 {
             var padding = 0
@@ -59,7 +59,7 @@ public enum Base64 {
     }
 
     /// Encodes `bytes`; standard base64 is padded, base64url is not.
-    public static func encode<Bytes: Collection<UInt8>>(_ bytes: Bytes, alphabet: Alphabet = .standard) -> String {
+    package static func encode<Bytes: Collection<UInt8>>(_ bytes: Bytes, alphabet: Alphabet = .standard) -> String {
         let table = alphabet == .standard ? standardEncoding : urlEncoding
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)

@@ -1,46 +1,46 @@
 /// Writes one JSON object with its keys in the order they are added (our outputs are
 /// snake_case and ordered for people reading them).
-public struct JSONObjectWriter {
+package struct JSONObjectWriter {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
 
-    public init() {}
+    package init() {}
 
     /// Escape everything outside printable ASCII as `\uXXXX` (for byte-exact debugging output).
-    public var asciiOnly = false
+    package var asciiOnly = false
 
-    public mutating func add(_ key: String, _ value: String?) {
+    package mutating func add(_ key: String, _ value: String?) {
         addKey(key)
         if let value { appendString(value) } else { appendLiteral("null") }
     }
 
-    public mutating func add(_ key: String, _ value: Int?) {
+    package mutating func add(_ key: String, _ value: Int?) {
         addKey(key)
         appendLiteral(value.map { String($0) } ?? "null")
     }
 
-    public mutating func add(_ key: String, _ value: Int64?) {
+    package mutating func add(_ key: String, _ value: Int64?) {
         addKey(key)
         appendLiteral(value.map { String($0) } ?? "null")
     }
 
-    public mutating func add(_ key: String, _ value: Bool?) {
+    package mutating func add(_ key: String, _ value: Bool?) {
         addKey(key)
         appendLiteral(value.map { $0 ? "true" : "false" } ?? "null")
     }
 
-    public mutating func add(_ key: String, _ value: Double?) {
+    package mutating func add(_ key: String, _ value: Double?) {
         addKey(key)
         appendLiteral(value.map(formatJSONNumber) ?? "null")
     }
 
     /// Adds a value that is already JSON text.
-    public mutating func addRaw(_ key: String, json: String) {
+    package mutating func addRaw(_ key: String, json: String) {
         addKey(key)
         bytes.append(contentsOf: json.utf8)
     }
 
-    public mutating func add(_ key: String, strings: [String]) {
+    package mutating func add(_ key: String, strings: [String]) {
         addKey(key)
         bytes.append(UInt8(ascii: "["))
         for (index, string) in strings.enumerated() {
@@ -51,7 +51,7 @@ public struct JSONObjectWriter {
     }
 
     /// The finished object.
-    public var text: String {
+    package var text: String {
         String(decoding: bytes + [UInt8(ascii: "}")], as: UTF8.self)
     }
 
@@ -72,7 +72,7 @@ public struct JSONObjectWriter {
 }
 
 /// `string` as a JSON string literal.
-public func jsonQuoted(_ string: String, asciiOnly: Bool = false) -> String {
+package func jsonQuoted(_ string: String, asciiOnly: Bool = false) -> String {
     var out = "\""
     out.reserveCapacity(string.utf8.count + 2)
     for scalar in string.unicodeScalars {

@@ -1,5 +1,5 @@
 /// `1234567` as `1,234,567`.
-public func formatCount(_ value: Int) -> String {
+package func formatCount(_ value: Int) -> String {
     let digits = String(value.magnitude)
     var out = ""
     for (index, character) in digits.enumerated() {
@@ -23,7 +23,7 @@ package func format2(_ value: Double) -> String {
 }
 
 /// `1234.5` as `1,234.50`.
-public func formatMoney(_ value: Double) -> String {
+package func formatMoney(_ value: Double) -> String {
     let cents = Int64((value * 100).rounded())
     let fraction = abs(cents % 100)
     return formatCount(Int(cents / 100)) + "." + (fraction < 10 ? "0" : "") + String(fraction)

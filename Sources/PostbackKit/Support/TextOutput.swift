@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// Where a command writes what it prints: a file descriptor (buffered) or, in tests, memory.
-public final class TextOutput: Sendable {
+package final class TextOutput: Sendable {
     private enum Target {
         case descriptor(Int32, owned: Bool)
         case memory
@@ -29,11 +29,11 @@ public final class TextOutput: Sendable {
     }
 
     /// Standard output.
-    public static func standardOutput() -> TextOutput { TextOutput(target: .descriptor(STDOUT_FILENO, owned: false)) }
+    package static func standardOutput() -> TextOutput { TextOutput(target: .descriptor(STDOUT_FILENO, owned: false)) }
     /// Standard error.
-    public static func standardError() -> TextOutput { TextOutput(target: .descriptor(STDERR_FILENO, owned: false)) }
+    package static func standardError() -> TextOutput { TextOutput(target: .descriptor(STDERR_FILENO, owned: false)) }
     /// A file, created or truncated.
-    public static func file(_ path: String) throws -> TextOutput {
+    package static func file(_ path: String) throws -> TextOutput {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw InputError(.unreadable, "\(path): cannot write: \(String(cString: strerror(errno)))")
@@ -46,15 +46,15 @@ public final class TextOutput: Sendable {
         if case .descriptor(let descriptor, owned: true) = target { close(descriptor) }
     }
     /// Keeps everything written, for ``text``.
-    public static func memory() -> TextOutput { TextOutput(target: .memory) }
+    package static func memory() -> TextOutput { TextOutput(target: .memory) }
 
     /// Writes `text` followed by a line feed.
-    public func line(_ text: String) {
+    package func line(_ text: String) {
         write(text + "\n")
     }
 
     /// Writes `text` as it is.
-    public func write(_ text: String) {
+    package func write(_ text: String) {
         let overflow: [UInt8]? = state.withLock { state in
             switch target {
             case .memory:
@@ -71,7 +71,7 @@ public final class TextOutput: Sendable {
     }
 
     /// Writes out what is buffered.
-    public func flush() {
+    package func flush() {
         let pending = state.withLock { state -> [UInt8] in
             defer { state.buffer.removeAll(keepingCapacity: true) }
             return state.buffer
@@ -80,12 +80,12 @@ public final class TextOutput: Sendable {
     }
 
     /// Everything written to a ``memory()`` output.
-    public var text: String {
+    package var text: String {
         state.withLock { String(decoding: $0.captured, as: UTF8.self) }
     }
 
     /// Whether this output is a terminal (for progress display and colour).
-    public var isTerminal: Bool {
+    package var isTerminal: Bool {
         guard case .descriptor(let descriptor, _) = target else { return false }
         return isatty(descriptor) == 1
     }

@@ -8,35 +8,35 @@ import Darwin
 
 /// An instant in UTC with millisecond precision, formatted and parsed without Foundation's
 /// formatters (one is formatted per stored postback, so it must be cheap).
-public struct UTCInstant: Sendable, Hashable, Comparable, CustomStringConvertible {
+package struct UTCInstant: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Milliseconds since 1970-01-01T00:00:00Z.
-    public var milliseconds: Int64
+    package var milliseconds: Int64
 
-    public init(milliseconds: Int64) {
+    package init(milliseconds: Int64) {
         self.milliseconds = milliseconds
     }
 
-    public init(seconds: Int64) {
+    package init(seconds: Int64) {
         self.milliseconds = seconds * 1000
     }
 
     /// The current time.
-    public static func now() -> UTCInstant {
+    package static func now() -> UTCInstant {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return UTCInstant(milliseconds: Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000)
     }
 
-    public static func < (lhs: UTCInstant, rhs: UTCInstant) -> Bool { lhs.milliseconds < rhs.milliseconds }
+    package static func < (lhs: UTCInstant, rhs: UTCInstant) -> Bool { lhs.milliseconds < rhs.milliseconds }
 
     /// `2026-11-21T08:30:00.000Z`: sorts as text in time order.
-    public var iso8601: String {
+    package var iso8601: String {
         withISO8601Bytes { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the 24 ASCII bytes of ``iso8601``, formatted on the stack (one is
     /// formatted per stored postback).
-    public func withISO8601Bytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    package func withISO8601Bytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         let (days, millisecondOfDay) = milliseconds.floorDivided(by: 86_400_000)
         let (year, month, day) = civilDate(fromDays: days)
         let seconds = millisecondOfDay / 1000
@@ -68,16 +68,16 @@ public struct UTCInstant: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 
     /// The UTC day, `2026-11-21`.
-    public var day: UTCDay {
+    package var day: UTCDay {
         UTCDay(daysSinceEpoch: milliseconds.floorDivided(by: 86_400_000).quotient)
     }
 
-    public var description: String { iso8601 }
+    package var description: String { iso8601 }
 
     /// Parses an ISO 8601 date (`2026-11-21`, midnight UTC) or date-time
     /// (`2026-11-21T08:30`, `…:00`, `…:00.250`, with `Z`, `+02:00`, `+0200` or no offset,
     /// which means UTC).
-    public init?(iso8601 text: String) {
+    package init?(iso8601 text: String) {
         var scanner = DigitScanner(Array(text.utf8))
         guard let date = scanner.date() else { return nil }
         var milliseconds = date.daysSinceEpoch * 86_400_000
@@ -120,15 +120,15 @@ public struct UTCInstant: Sendable, Hashable, Comparable, CustomStringConvertibl
 }
 
 /// A UTC calendar day.
-public struct UTCDay: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public var daysSinceEpoch: Int64
+package struct UTCDay: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package var daysSinceEpoch: Int64
 
-    public init(daysSinceEpoch: Int64) {
+    package init(daysSinceEpoch: Int64) {
         self.daysSinceEpoch = daysSinceEpoch
     }
 
     /// Parses `YYYY-MM-DD`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         var scanner = DigitScanner(Array(text.utf8))
         guard let day = scanner.date(), scanner.atEnd else { return nil }
         self = day
@@ -136,7 +136,7 @@ public struct UTCDay: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// Parses `YYYY-MM-DD` from UTF-8 bytes, as ``init(_:)`` does, without making a String or an
     /// array (a stored column read a million times by `aggregate`).
-    public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    package init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
         func number(_ range: Range<Int>) -> Int64? {
             var value: Int64 = 0
@@ -153,16 +153,16 @@ public struct UTCDay: Sendable, Hashable, Comparable, CustomStringConvertible {
         self.init(daysSinceEpoch: days(fromCivil: year, month, day))
     }
 
-    public static func < (lhs: UTCDay, rhs: UTCDay) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
+    package static func < (lhs: UTCDay, rhs: UTCDay) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
 
     /// Midnight UTC at the start of the day.
-    public var start: UTCInstant { UTCInstant(milliseconds: daysSinceEpoch * 86_400_000) }
+    package var start: UTCInstant { UTCInstant(milliseconds: daysSinceEpoch * 86_400_000) }
 
     /// The following day.
-    public var next: UTCDay { UTCDay(daysSinceEpoch: daysSinceEpoch + 1) }
+    package var next: UTCDay { UTCDay(daysSinceEpoch: daysSinceEpoch + 1) }
 
     /// `2026-11-21`.
-    public var description: String {
+    package var description: String {
         let (year, month, day) = civilDate(fromDays: daysSinceEpoch)
         return UTCInstant.dateText(year, month, day)
     }

@@ -7,26 +7,26 @@ import Darwin
 #endif
 
 /// A public key with the name results report it by (`apple-p256`, `test-p192`).
-public struct NamedKey: Sendable {
-    public var name: String
-    public var key: ECPublicKey
+package struct NamedKey: Sendable {
+    package var name: String
+    package var key: ECPublicKey
 
-    public init(name: String, key: ECPublicKey) {
+    package init(name: String, key: ECPublicKey) {
         self.name = name
         self.key = key
     }
 }
 
 /// An AdAttributionKit key, chosen by the JWS header's `kid`.
-public struct AAKKey: Sendable {
+package struct AAKKey: Sendable {
     /// The `kid` it verifies (`apple-cas-identifier/0`).
-    public var keyID: String
+    package var keyID: String
     /// The name results report (`apple-cas-identifier/0`, or `test:<kid>` for a `--keys` folder).
-    public var name: String
-    public var key: ECPublicKey
+    package var name: String
+    package var key: ECPublicKey
     /// A development key: any phone in Developer Mode can mint postbacks it verifies, so they
     /// never count as production.
-    public var isDevelopment: Bool
+    package var isDevelopment: Bool
 }
 
 /// Why keys could not be loaded.
@@ -57,11 +57,11 @@ public struct KeyRingError: CodedError {
 /// Parsed once when loaded and shared by every worker: parsing a key costs more than a verify.
 public struct KeyRing: Sendable {
     /// Keys for SKAdNetwork 1.0 and 2.0, tried in order.
-    public private(set) var p192: [NamedKey] = []
+    package private(set) var p192: [NamedKey] = []
     /// Keys for SKAdNetwork 2.1 and later, tried in order.
-    public private(set) var p256: [NamedKey] = []
+    package private(set) var p256: [NamedKey] = []
     /// AdAttributionKit keys by `kid`.
-    public private(set) var aak: [String: AAKKey] = [:]
+    package private(set) var aak: [String: AAKKey] = [:]
 
     public init() {}
 
@@ -91,7 +91,7 @@ public struct KeyRing: Sendable {
     }()
 
     /// The keys for `curve`, in the order they are tried.
-    public func keys(for curve: ECCurve) -> [NamedKey] {
+    package func keys(for curve: ECCurve) -> [NamedKey] {
         switch curve {
         case .p192: p192
         case .p256: p256
@@ -99,13 +99,13 @@ public struct KeyRing: Sendable {
     }
 
     /// Whether no key at all is loaded.
-    public var isEmpty: Bool { p192.isEmpty && p256.isEmpty && aak.isEmpty }
+    package var isEmpty: Bool { p192.isEmpty && p256.isEmpty && aak.isEmpty }
 
     /// Adds the keys of a `--keys` folder: `p192.pem` verifies 1.0 and 2.0, `p256.pem` 2.1 and
     /// later, `aak-<kid with / replaced by _>.pem` AdAttributionKit postbacks with that `kid`
     /// (a development key when the kid contains `development`); any may be absent. Keys are
     /// named after the folder (`Keys/test` gives `test-p192`, `test-p256`, `test:<kid>`).
-    public mutating func addKeys(fromDirectory directory: String) throws(KeyRingError) {
+    package mutating func addKeys(fromDirectory directory: String) throws(KeyRingError) {
         var info = stat()
         guard stat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw KeyRingError(.noSuchDirectory, "--keys \(directory): no such folder")

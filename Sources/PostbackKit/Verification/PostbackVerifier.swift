@@ -15,12 +15,12 @@
 /// its header's `kid` names; any `alg` but ES256 and any unknown `kid` are refused.
 // @unchecked: a verifier is used by one task at a time; VerifierPool hands it from task to task.
 public final class PostbackVerifier: @unchecked Sendable {
-    public let keyRing: KeyRing
+    package let keyRing: KeyRing
     private let ecdsa: ECDSAVerifier
 
     /// - Parameter fixedBaseThreshold: uses of a key after which its signatures are verified
     ///   with its precomputed table (``ECDSAVerifier``).
-    public init(keyRing: KeyRing, fixedBaseThreshold: Int = ECDSAVerifier.defaultFixedBaseThreshold) {
+    package init(keyRing: KeyRing, fixedBaseThreshold: Int = ECDSAVerifier.defaultFixedBaseThreshold) {
         self.keyRing = keyRing
         self.ecdsa = ECDSAVerifier(fixedBaseThreshold: fixedBaseThreshold)
     }
@@ -31,7 +31,7 @@ public final class PostbackVerifier: @unchecked Sendable {
     ///   - bytes: the entry's bytes.
     ///   - problem: a reason the reader already refused the entry for.
     ///   - line: the line the entry starts on in its file, so JSON errors name the file's line.
-    public func check(
+    package func check(
         _ bytes: UnsafeBufferPointer<UInt8>,
         problem: EntryReadProblem? = nil,
         line: Int = 1
@@ -47,7 +47,7 @@ public final class PostbackVerifier: @unchecked Sendable {
     /// `kid`) is made for all of them at once, sharing the modular inversion
     /// (``ECDSAVerifier/verify(_:)``). A postback that does not verify that way takes the
     /// one-by-one path (other keys, test mode) for its verdict and reason.
-    public func check(_ entries: [RawEntry], in bytes: UnsafeBufferPointer<UInt8>) -> [VerificationResult] {
+    package func check(_ entries: [RawEntry], in bytes: UnsafeBufferPointer<UInt8>) -> [VerificationResult] {
         let prepared = entries.map { entry in
             prepare(
                 UnsafeBufferPointer(rebasing: bytes[entry.range]),
@@ -143,12 +143,12 @@ public final class PostbackVerifier: @unchecked Sendable {
     }
 
     /// The SHA-256 of `bytes`, with this verifier's OpenSSL context.
-    public func sha256(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+    package func sha256(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         ecdsa.sha256(UnsafeRawBufferPointer(bytes))
     }
 
     /// Checks one entry held in an array.
-    public func check(_ bytes: [UInt8], problem: EntryReadProblem? = nil, line: Int = 1) -> VerificationResult {
+    package func check(_ bytes: [UInt8], problem: EntryReadProblem? = nil, line: Int = 1) -> VerificationResult {
         bytes.withUnsafeBufferPointer { check($0, problem: problem, line: line) }
     }
 
@@ -179,7 +179,7 @@ public final class PostbackVerifier: @unchecked Sendable {
 
     /// Verifies the signature of a well-formed SKAdNetwork postback with the keys for its
     /// version.
-    public func verifySignature(of postback: SKANPostback) -> SignatureResult {
+    package func verifySignature(of postback: SKANPostback) -> SignatureResult {
         let signature: [UInt8]
         let keys: [NamedKey]
         switch signatureAndKeys(of: postback) {
@@ -239,7 +239,7 @@ public final class PostbackVerifier: @unchecked Sendable {
     }
 
     /// Verifies an AdAttributionKit postback's JWS (ES256, key by `kid`).
-    public func verifySignature(of postback: AAKPostback) -> SignatureResult {
+    package func verifySignature(of postback: AAKPostback) -> SignatureResult {
         let der: [UInt8]
         let key: AAKKey
         switch signatureAndKey(of: postback) {

@@ -1,12 +1,12 @@
 /// One value of a signed message, typed so that it renders exactly as Apple signs it.
-public enum SignedValue: Sendable, Hashable, CustomStringConvertible {
+package enum SignedValue: Sendable, Hashable, CustomStringConvertible {
     case text(String)
     case integer(Int64)
     case boolean(Bool)
 
     /// The value as it appears in the message: strings as received, integers in plain
     /// decimal, booleans as `true`/`false`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .text(let text): text
         case .integer(let value): String(value)
@@ -28,14 +28,14 @@ private let trueBytes: [UInt8] = Array("true".utf8)
 private let falseBytes: [UInt8] = Array("false".utf8)
 
 /// U+2063 INVISIBLE SEPARATOR in UTF-8: what Apple joins signed fields with.
-public let signedFieldSeparator: [UInt8] = [0xE2, 0x81, 0xA3]
+package let signedFieldSeparator: [UInt8] = [0xE2, 0x81, 0xA3]
 
 extension SKANPostback {
     /// The fields of this postback's signed message, in order, by JSON name.
     ///
     /// - Parameter omittingSourceAppID: leave out a `source-app-id` of 0, which is how a real
     ///   device signs a test-mode postback (see ``PostbackVerifier``).
-    public func signedValues(omittingSourceAppID: Bool = false) -> [(field: String, value: SignedValue)] {
+    package func signedValues(omittingSourceAppID: Bool = false) -> [(field: String, value: SignedValue)] {
         var values: [(field: String, value: SignedValue)] = []
         values.reserveCapacity(10)
         for slot in version.signedFields {
@@ -75,7 +75,7 @@ extension SKANPostback {
     }
 
     /// The exact bytes Apple signs for this postback: the signed values joined by U+2063.
-    public func signedMessage(omittingSourceAppID: Bool = false) -> [UInt8] {
+    package func signedMessage(omittingSourceAppID: Bool = false) -> [UInt8] {
         var message: [UInt8] = []
         message.reserveCapacity(192)
         for (index, entry) in signedValues(omittingSourceAppID: omittingSourceAppID).enumerated() {
@@ -87,7 +87,7 @@ extension SKANPostback {
 
     /// Things worth a warning in a postback whose signature verifies: Apple would not send
     /// them, but they are not reasons to reject a signed postback.
-    public var warnings: [String] {
+    package var warnings: [String] {
         var warnings: [String] = []
         if let campaignID, !(1...100).contains(campaignID) {
             warnings.append("campaign-id \(campaignID) is outside Apple's range 1–100")

@@ -11,7 +11,7 @@ public struct VerificationResult: Sendable {
     /// The typed postback, when it could be read (valid and invalid verdicts).
     public var postback: Postback?
     /// Identifying fields as far as they could be read, for reporting even malformed entries.
-    public var identity: PostbackIdentity
+    package var identity: PostbackIdentity
     /// The name of the key that verified the signature (`apple-p256`).
     public var keyName: String?
     /// Verified as a test-mode SKAdNetwork postback (`source-app-id` 0): never a production
@@ -19,7 +19,7 @@ public struct VerificationResult: Sendable {
     public var testMode: Bool = false
     /// The signature verified only over the message without `source-app-id` 0 (how a device
     /// signs a test postback).
-    public var verifiedWithoutSourceAppID: Bool = false
+    package var verifiedWithoutSourceAppID: Bool = false
     /// Verified with an AdAttributionKit development key: never a production install.
     public var development: Bool = false
     /// Oddities in a valid postback that Apple would not send but that are no reason to reject it.
@@ -43,7 +43,7 @@ public struct VerificationResult: Sendable {
 }
 
 /// The outcome of checking a postback's signature.
-public struct SignatureResult: Sendable, Hashable {
+package struct SignatureResult: Sendable, Hashable {
     /// `.valid` or `.invalid`.
     public var verdict: Verdict
     /// The key that verified it.
@@ -51,7 +51,7 @@ public struct SignatureResult: Sendable, Hashable {
     /// Verified with `source-app-id` 0 (see ``PostbackVerifier``).
     public var testMode: Bool = false
     /// The signature verified only once `source-app-id` 0 was left out of the message.
-    public var verifiedWithoutSourceAppID: Bool = false
+    package var verifiedWithoutSourceAppID: Bool = false
     /// Verified with an AdAttributionKit development key.
     public var development: Bool = false
     /// Why it did not verify.

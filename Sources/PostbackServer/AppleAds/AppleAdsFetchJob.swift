@@ -14,8 +14,8 @@ import Synchronization
 /// is recorded, durably, only by the lease's holder: several processes on one database share
 /// the tokens, and after a kill a token in flight is sent again once its lease ends (a
 /// resolved token never is: it is deleted, its SHA-256 kept).
-public struct AppleAdsFetchJob: Sendable {
-    public enum Mode: Sendable, Equatable {
+package struct AppleAdsFetchJob: Sendable {
+    package enum Mode: Sendable, Equatable {
         /// One pass: every due token, including the three quick retries of a 404; tokens left
         /// to retry later stay pending.
         case once
@@ -25,21 +25,21 @@ public struct AppleAdsFetchJob: Sendable {
     }
 
     /// Apple's endpoint.
-    public static let appleEndpoint = "https://api-adservices.apple.com/api/v1/"
-    public static let defaultTimeout: Duration = .seconds(10)
-    public static let defaultConcurrency = 8
+    package static let appleEndpoint = "https://api-adservices.apple.com/api/v1/"
+    package static let defaultTimeout: Duration = .seconds(10)
+    package static let defaultConcurrency = 8
     /// The longest answer read.
     static let maximumAnswer = 65_536
 
-    public var location: StoreLocation
-    public var endpoint: String
-    public var rules: AppleAdsExchangeRules
+    package var location: StoreLocation
+    package var endpoint: String
+    package var rules: AppleAdsExchangeRules
     /// A request's limit: well above the second Apple may hold one before answering 404.
-    public var timeout: Duration
-    public var concurrency: Int
-    public var logger: Logger
+    package var timeout: Duration
+    package var concurrency: Int
+    package var logger: Logger
 
-    public init(
+    package init(
         location: StoreLocation,
         endpoint: String = AppleAdsFetchJob.appleEndpoint,
         rules: AppleAdsExchangeRules = AppleAdsExchangeRules(),
@@ -59,7 +59,7 @@ public struct AppleAdsFetchJob: Sendable {
 
     /// Exchanges tokens until the pass ends (`once`) or SIGTERM or SIGINT (`follow`), and
     /// returns what this run did.
-    public func run(_ mode: Mode) async throws -> AppleAdsFetchSummary {
+    package func run(_ mode: Mode) async throws -> AppleAdsFetchSummary {
         let service = AppleAdsFetchService(job: self, mode: mode)
         var configuration = ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
@@ -73,16 +73,16 @@ public struct AppleAdsFetchJob: Sendable {
 }
 
 /// What a fetch run did.
-public struct AppleAdsFetchSummary: Sendable, Hashable {
+package struct AppleAdsFetchSummary: Sendable, Hashable {
     /// Requests sent.
-    public var requests = 0
-    public var attributed = 0
-    public var organic = 0
-    public var invalid = 0
+    package var requests = 0
+    package var attributed = 0
+    package var organic = 0
+    package var invalid = 0
     /// Closed unsent, past their 24 hours.
-    public var expired = 0
+    package var expired = 0
     /// Requests answered 404, or not answered for good (5xx, timeouts): retried later.
-    public var retrying = 0
+    package var retrying = 0
 
     mutating func count(_ outcome: AppleAdsOutcome) {
         if outcome.state != .expired { requests += 1 }

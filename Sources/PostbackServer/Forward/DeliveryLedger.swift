@@ -204,7 +204,7 @@ final class DeliveryLedger: Sendable {
 }
 
 /// Why `forward` cannot go on.
-public struct ForwardError: Error, CustomStringConvertible {
-    public var description: String
+package struct ForwardError: Error, CustomStringConvertible {
+    package var description: String
     init(_ description: String) { self.description = description }
 }

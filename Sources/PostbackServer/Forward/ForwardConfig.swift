@@ -2,11 +2,11 @@ import PostbackKit
 
 /// Where `postbackd forward` delivers, read from its config file:
 /// `{"destinations": [{"name": "network", "url": "https://…", "payload": "raw", …}]}`.
-public struct ForwardConfig: Sendable {
-    public var destinations: [Destination]
+package struct ForwardConfig: Sendable {
+    package var destinations: [Destination]
 
-    public struct Destination: Sendable {
-        public enum Payload: String, Sendable {
+    package struct Destination: Sendable {
+        package enum Payload: String, Sendable {
             /// The postback's bytes exactly as received.
             case raw
             /// The export line (`postbackd export`) as JSON.
@@ -14,21 +14,21 @@ public struct ForwardConfig: Sendable {
         }
 
         /// Which postbacks go to a destination; by default production postbacks only.
-        public struct Filter: Sendable {
-            public var appIDs: Set<Int64>?
-            public var adNetworkIDs: Set<String>?
-            public var kinds: Set<String>?
-            public var keySpaces: Set<String> = ["production"]
+        package struct Filter: Sendable {
+            package var appIDs: Set<Int64>?
+            package var adNetworkIDs: Set<String>?
+            package var kinds: Set<String>?
+            package var keySpaces: Set<String> = ["production"]
         }
 
-        public struct Retry: Sendable {
-            public var baseSeconds: Double = 1
-            public var maxSeconds: Double = 3600
-            public var giveUpHours: Double = 72
+        package struct Retry: Sendable {
+            package var baseSeconds: Double = 1
+            package var maxSeconds: Double = 3600
+            package var giveUpHours: Double = 72
 
             /// The wait before attempt `attempt + 1` after `attempt` failures: exponential from
             /// ``baseSeconds``, capped at ``maxSeconds``, with full jitter (`unit` in [0, 1)).
-            public func delaySeconds(afterFailures attempt: Int, unit: Double) -> Double {
+            package func delaySeconds(afterFailures attempt: Int, unit: Double) -> Double {
                 let exponential = baseSeconds * Double(1 << min(max(attempt - 1, 0), 40))
                 let ceiling = min(maxSeconds, exponential)
                 // Half fixed, half random: never zero, never in lockstep with other senders.
@@ -36,27 +36,27 @@ public struct ForwardConfig: Sendable {
             }
         }
 
-        public var name: String
-        public var url: String
-        public var payload: Payload
-        public var filter = Filter()
-        public var headers: [(name: String, value: String)] = []
+        package var name: String
+        package var url: String
+        package var payload: Payload
+        package var filter = Filter()
+        package var headers: [(name: String, value: String)] = []
         /// The environment variable holding the HMAC secret (never the secret itself).
-        public var hmacSecretEnvironment: String?
-        public var timeoutSeconds: Double = 10
-        public var concurrency: Int = 8
-        public var retry = Retry()
+        package var hmacSecretEnvironment: String?
+        package var timeoutSeconds: Double = 10
+        package var concurrency: Int = 8
+        package var retry = Retry()
     }
 
     /// Why a config cannot be used: the JSON path and what is wrong.
-    public struct Problem: Error, CustomStringConvertible {
-        public var path: String
-        public var message: String
-        public var description: String { "\(path): \(message)" }
+    package struct Problem: Error, CustomStringConvertible {
+        package var path: String
+        package var message: String
+        package var description: String { "\(path): \(message)" }
     }
 
     /// Reads and checks a config; every problem is named with its JSON path.
-    public static func parse(_ bytes: [UInt8]) throws(Problem) -> ForwardConfig {
+    package static func parse(_ bytes: [UInt8]) throws(Problem) -> ForwardConfig {
         let root: JSONValue
         do {
             root = try JSONValue.parse(bytes)
@@ -232,7 +232,7 @@ public struct ForwardConfig: Sendable {
 
 extension ForwardConfig.Destination.Filter {
     /// Whether a stored postback goes to the destination.
-    public func admits(appID: Int64, adNetworkID: String, kind: String, keySpace: String) -> Bool {
+    package func admits(appID: Int64, adNetworkID: String, kind: String, keySpace: String) -> Bool {
         keySpaces.contains(keySpace) && (appIDs?.contains(appID) ?? true)
             && (adNetworkIDs?.contains(adNetworkID) ?? true) && (kinds?.contains(kind) ?? true)
     }
@@ -240,7 +240,7 @@ extension ForwardConfig.Destination.Filter {
 
 extension ForwardConfig.Destination {
     /// `Postbackd-Delivery-Id`: the same on every attempt of one postback to one destination.
-    public static func deliveryID(dedupKey: [UInt8], destination: String) -> String {
+    package static func deliveryID(dedupKey: [UInt8], destination: String) -> String {
         hexString(SHA256Digest(hashing: dedupKey + Array(destination.utf8)).bytes.prefix(16))
     }
 }

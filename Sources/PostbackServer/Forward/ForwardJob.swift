@@ -13,8 +13,8 @@ import Glibc
 /// `postbackd forward`: pushes stored postbacks (raw, or decoded as `export` writes them) to
 /// the destinations of a config, one POST per postback, with durable per-delivery state so
 /// that nothing is lost and nothing is sent again after success, across kills and restarts.
-public struct ForwardJob: Sendable {
-    public enum Mode: Sendable {
+package struct ForwardJob: Sendable {
+    package enum Mode: Sendable {
         /// Until SIGTERM or SIGINT (then the requests in flight finish), picking up newly
         /// stored postbacks within a second.
         case follow
@@ -22,10 +22,10 @@ public struct ForwardJob: Sendable {
         case drain
     }
 
-    public var location: StoreLocation
-    public var config: ForwardConfig
-    public var policy: RevenueEstimatePolicy
-    public var logger: Logger
+    package var location: StoreLocation
+    package var config: ForwardConfig
+    package var policy: RevenueEstimatePolicy
+    package var logger: Logger
     /// HMAC secrets by destination name, read from the environment.
     let secrets: [String: [UInt8]]
     /// A secret missing from the environment: delivering is refused, `status` is not.
@@ -35,7 +35,7 @@ public struct ForwardJob: Sendable {
     ///
     /// A variable unset or empty makes ``run(_:)`` throw ``ForwardError`` naming the
     /// destination and the variable (never a value).
-    public init(
+    package init(
         location: StoreLocation,
         config: ForwardConfig,
         environment: [String: String],
@@ -66,7 +66,7 @@ public struct ForwardJob: Sendable {
 
     /// Delivers until drained or until SIGTERM or SIGINT, and returns what this run did and
     /// the status after it.
-    public func run(_ mode: Mode) async throws -> ForwardSummary {
+    package func run(_ mode: Mode) async throws -> ForwardSummary {
         if let missingSecret { throw missingSecret }
         let service = ForwarderService(job: self, mode: mode == .follow ? .follow : .drain, metrics: nil)
         var configuration = ServiceGroupConfiguration(
@@ -87,7 +87,7 @@ public struct ForwardJob: Sendable {
     }
 
     /// Discovers what is new, then reads each destination's deliveries by state.
-    public func status() async throws -> [DeliveryStatus] {
+    package func status() async throws -> [DeliveryStatus] {
         try await PostbackStores.with(location, logger: logger) { store in
             _ = try await store.discoverAllDeliveries(
                 Self.routes(config.destinations),

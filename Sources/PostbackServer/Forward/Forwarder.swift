@@ -427,19 +427,19 @@ protocol ForwardMetrics: Sendable {
 }
 
 /// What a forward run did, and the state after it.
-public struct ForwardSummary: Sendable {
-    public struct Counts: Sendable, Hashable {
-        public var delivered = 0
-        public var rejected = 0
-        public var failed = 0
+package struct ForwardSummary: Sendable {
+    package struct Counts: Sendable, Hashable {
+        package var delivered = 0
+        package var rejected = 0
+        package var failed = 0
         /// Attempts that failed and will be retried.
-        public var retried = 0
+        package var retried = 0
 
-        public init() {}
+        package init() {}
     }
 
     /// This run's attempts by destination.
-    public var attempts: [String: Counts]
+    package var attempts: [String: Counts]
     /// Every destination's deliveries after the run.
-    public var status: [DeliveryStatus]
+    package var status: [DeliveryStatus]
 }

@@ -1,7 +1,7 @@
 import PostbackKit
 
 /// A dimension the daily aggregate rows are grouped by, and reports can group by.
-public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
+package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     /// The UTC day of `received_at`.
     case date
     case appID = "app_id"
@@ -38,7 +38,7 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     case creative
 
     /// The column name, which is also the name in reports.
-    public var column: String { rawValue }
+    package var column: String { rawValue }
 
     /// The SQL type of the column.
     var sqlType: String {
@@ -53,10 +53,10 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     }
 
     /// The dimensions a report groups by when none are given.
-    public static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
+    package static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
 
     /// Parses `date,ad_network_id`, naming any unknown dimension.
-    public static func list(_ text: String) throws(AggregateDimensionError) -> [AggregateDimension] {
+    package static func list(_ text: String) throws(AggregateDimensionError) -> [AggregateDimension] {
         switch dimensionList(text, as: AggregateDimension.self) {
         case .success(let dimensions): dimensions
         case .failure(let unknown): throw AggregateDimensionError(name: unknown.name)
@@ -84,25 +84,25 @@ public enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
 }
 
 /// An unknown dimension name in `--by`.
-public struct AggregateDimensionError: Error, Hashable, CustomStringConvertible {
-    public var name: String
-    public var description: String {
+package struct AggregateDimensionError: Error, Hashable, CustomStringConvertible {
+    package var name: String
+    package var description: String {
         "\"\(name)\" is not a dimension; use \(AggregateDimension.allCases.map(\.rawValue).joined(separator: ", "))"
     }
 }
 
 /// The App Store placements Apple Ads stands for with the campaign ids of its SKAdNetwork (and
 /// AdAttributionKit) postbacks.
-public enum ApplePlacement: String, Sendable, CaseIterable {
+package enum ApplePlacement: String, Sendable, CaseIterable {
     case searchResults = "Search results"
     case searchTab = "Search tab"
     case todayTab = "Today tab"
     case productPages = "Product pages"
 
     /// Apple Ads' ad network id.
-    public static let adNetworkID = "com.apple.ads"
+    package static let adNetworkID = "com.apple.ads"
 
-    public var campaignID: Int {
+    package var campaignID: Int {
         switch self {
         case .searchResults: 10
         case .searchTab: 20

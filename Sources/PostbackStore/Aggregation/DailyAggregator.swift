@@ -1,7 +1,7 @@
 import PostbackKit
 
 /// Which days `postbackd aggregate` recomputes.
-public enum DaySelection: Sendable, Hashable {
+package enum DaySelection: Sendable, Hashable {
     /// Every day that has postbacks.
     case all
     /// `from` through `to`, inclusive (UTC days of `received_at`).
@@ -23,20 +23,20 @@ public enum DaySelection: Sendable, Hashable {
 }
 
 /// What one `postbackd aggregate` did.
-public struct AggregateSummary: Sendable, Hashable {
+package struct AggregateSummary: Sendable, Hashable {
     /// The days recomputed.
-    public var days: [UTCDay] = []
+    package var days: [UTCDay] = []
     /// Stored postbacks read.
-    public var postbacks = 0
+    package var postbacks = 0
     /// `aggregate_daily` rows written.
-    public var rows = 0
+    package var rows = 0
     /// Apps that have postbacks in those days but no model.
-    public var unmodelledApps: [Int64] = []
-    public var seconds: Double = 0
-    public var policy: RevenueEstimatePolicy = .midpoint
+    package var unmodelledApps: [Int64] = []
+    package var seconds: Double = 0
+    package var policy: RevenueEstimatePolicy = .midpoint
 
     /// For people.
-    public var text: String {
+    package var text: String {
         let span =
             days.isEmpty
             ? "no days" : days.count == 1 ? "\(days[0])" : "\(days.count) days, \(days[0]) to \(days[days.count - 1])"
@@ -50,7 +50,7 @@ public struct AggregateSummary: Sendable, Hashable {
     }
 
     /// As one JSON object.
-    public var json: String {
+    package var json: String {
         var object = JSONObjectWriter()
         object.add("days", strings: days.map(\.description))
         object.add("postbacks", postbacks)
@@ -70,8 +70,8 @@ public struct AggregateSummary: Sendable, Hashable {
 /// corrects history, and a reader never sees half a run. The grouping and decoding are the same
 /// code for every engine (``DayAggregation``); each engine reads postbacks and writes rows its
 /// own fastest way.
-public enum DailyAggregator {
-    public static func run(
+package enum DailyAggregator {
+    package static func run(
         _ location: StoreLocation,
         _ selection: DaySelection,
         policy: RevenueEstimatePolicy

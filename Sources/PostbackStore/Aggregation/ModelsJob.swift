@@ -1,12 +1,12 @@
 import PostbackKit
 
 /// `postbackd models`: add, list and show conversion models in the database.
-public enum ModelsJob {
+package enum ModelsJob {
     /// One model read from a file, and what adding it did.
-    public struct Added: Sendable {
-        public var file: String
-        public var model: ConversionModel
-        public var outcome: ModelAddOutcome
+    package struct Added: Sendable {
+        package var file: String
+        package var model: ConversionModel
+        package var outcome: ModelAddOutcome
     }
 
     /// Reads every file (one model, an API-wrapped model, or an array of them), validates all
@@ -17,7 +17,7 @@ public enum ModelsJob {
     ///
     /// - Throws: ``ModelFilesError`` naming each file and JSON path at fault (nothing is
     ///   stored then); ``BundleIDConflict``; ``DatabaseOpenError``.
-    public static func add(files: [String], bundleID: String? = nil, location: StoreLocation) async throws -> [Added] {
+    package static func add(files: [String], bundleID: String? = nil, location: StoreLocation) async throws -> [Added] {
         var read: [(model: ConversionModel, source: String)] = []
         var problems: [String] = []
         for file in files {
@@ -65,18 +65,18 @@ public enum ModelsJob {
     }
 
     /// The current models.
-    public static func list(location: StoreLocation) async throws -> [StoredModel] {
+    package static func list(location: StoreLocation) async throws -> [StoredModel] {
         try await PostbackStores.with(location, access: .readOnly) { store in try await store.currentModels() }
     }
 
     /// The current model of an app, by its App Store id or its bundle identifier.
-    public static func show(app: String, location: StoreLocation) async throws -> StoredModel? {
+    package static func show(app: String, location: StoreLocation) async throws -> StoredModel? {
         try await list(location: location).first { $0.matches(app) }
     }
 
     /// Why `text` cannot be a bundle identifier (letters, digits, `-` and `.`, at most 155
     /// characters, as App Store Connect allows), or nil.
-    public static func bundleIDProblem(_ text: String) -> String? {
+    package static func bundleIDProblem(_ text: String) -> String? {
         if text.isEmpty || text.utf8.count > 155 { return "a bundle identifier has 1 to 155 characters" }
         let allowed = text.utf8.allSatisfy { byte in
             (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
@@ -88,7 +88,7 @@ public enum ModelsJob {
     }
 
     /// A one-line description of a model: what it maps.
-    public static func describe(_ model: ConversionModel) -> String {
+    package static func describe(_ model: ConversionModel) -> String {
         let fine = model.fineValues.count
         let windows = model.coarseValues.keys.sorted().map(String.init).joined(separator: ",")
         let events = model.eventNames.sorted().joined(separator: ", ")

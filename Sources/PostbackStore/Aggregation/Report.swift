@@ -1,7 +1,7 @@
 import PostbackKit
 
 /// The count metrics of a report row, in the order they are shown.
-public enum ReportMetric: String, Sendable, CaseIterable {
+package enum ReportMetric: String, Sendable, CaseIterable {
     case postbacks, installs, redownloads, reengagements
     case nonWinning = "non_winning"
     case testMode = "test_mode"
@@ -47,11 +47,11 @@ public enum ReportMetric: String, Sendable, CaseIterable {
 /// An array in ``ReportMetric/allCases`` order rather than a dictionary: a year's dashboard
 /// reads and sums tens of thousands of rows, and hashing each metric of each row was a fifth
 /// of its time.
-public struct ReportCounts: Sendable, Equatable {
+package struct ReportCounts: Sendable, Equatable {
     /// Empty, or one value per metric in ``ReportMetric/allCases`` order.
     package private(set) var values: [Int]
 
-    public init() { values = [] }
+    package init() { values = [] }
 
     /// `values` in ``ReportMetric/allCases`` order.
     package init(_ values: [Int]) {
@@ -61,7 +61,7 @@ public struct ReportCounts: Sendable, Equatable {
 
     /// The metric's count; nil when the row has no counts. Setting one metric of a row without
     /// counts gives the others 0.
-    public subscript(metric: ReportMetric) -> Int? {
+    package subscript(metric: ReportMetric) -> Int? {
         get { values.isEmpty ? nil : values[metric.index] }
         set {
             if values.isEmpty { values = Array(repeating: 0, count: ReportMetric.allCases.count) }
@@ -71,12 +71,12 @@ public struct ReportCounts: Sendable, Equatable {
 }
 
 /// Revenue in one currency: the range and the point estimate, in currency units.
-public struct RevenueTotal: Sendable, Hashable {
-    public var min: Double
-    public var max: Double
-    public var estimate: Double
+package struct RevenueTotal: Sendable, Hashable {
+    package var min: Double
+    package var max: Double
+    package var estimate: Double
 
-    public init(min: Double, max: Double, estimate: Double) {
+    package init(min: Double, max: Double, estimate: Double) {
         self.min = min
         self.max = max
         self.estimate = estimate
@@ -84,30 +84,30 @@ public struct RevenueTotal: Sendable, Hashable {
 }
 
 /// One row of a report: its dimension values, and either the count metrics or one event's.
-public struct ReportRow: Sendable {
+package struct ReportRow: Sendable {
     /// Dimension values in the report's dimension order (`nil` is SQL NULL).
-    public var dimensions: [DimensionValue]
+    package var dimensions: [DimensionValue]
     /// Count metrics (not for `--events` rows).
-    public var counts = ReportCounts()
+    package var counts = ReportCounts()
     /// `--events` rows: the event and its sums.
-    public var event: String?
-    public var occurrencesMin: Int = 0
-    public var occurrencesMax: Int = 0
+    package var event: String?
+    package var occurrencesMin: Int = 0
+    package var occurrencesMax: Int = 0
     /// `--events` rows: postbacks with the event.
-    public var eventPostbacks: Int = 0
+    package var eventPostbacks: Int = 0
     /// Revenue by currency code.
-    public var revenue: [String: RevenueTotal] = [:]
+    package var revenue: [String: RevenueTotal] = [:]
     /// Columns from other measurements (``Report/extraColumns``), by name.
-    public var extras: [String: Int] = [:]
+    package var extras: [String: Int] = [:]
     /// With `crowd_anonymity_tier` among the dimensions: this row's share of the production
     /// postbacks that have a tier (postback 0 of a winning 4.0 or AdAttributionKit
     /// attribution) among the rows with the same other dimensions; nil for the rows without a
     /// tier.
-    public var tierShare: Double?
+    package var tierShare: Double?
 
     /// `null_rate`: winning postbacks without a conversion value over winning postbacks (every
     /// key space, as `null_conversion_values` counts them); nil when there are none.
-    public var nullRate: Double? {
+    package var nullRate: Double? {
         let winning = (counts[.postbacks] ?? 0) - (counts[.nonWinning] ?? 0)
         return winning > 0 ? Double(counts[.nullConversionValues] ?? 0) / Double(winning) : nil
     }
@@ -119,25 +119,25 @@ public struct ReportRow: Sendable {
 }
 
 /// A dimension value as stored: text, integer, or NULL.
-public enum DimensionValue: Sendable, Hashable, Comparable {
+package enum DimensionValue: Sendable, Hashable, Comparable {
     case null
     case integer(Int64)
     case text(String)
 }
 
 /// `postbackd report`: sums the aggregate rows over a period, grouped by chosen dimensions.
-public struct Report: Sendable {
-    public var dimensions: [AggregateDimension]
-    public var events: Bool
-    public var rows: [ReportRow]
+package struct Report: Sendable {
+    package var dimensions: [AggregateDimension]
+    package var events: Bool
+    package var rows: [ReportRow]
     /// Every currency with revenue in the report, sorted.
-    public var currencies: [String]
+    package var currencies: [String]
     /// The revenue estimate policy of the aggregate runs the rows come from.
-    public var policy: String?
+    package var policy: String?
     /// Count columns from other measurements shown after the metrics (`--with-apple-ads`).
-    public var extraColumns: [String] = []
+    package var extraColumns: [String] = []
 
-    public init(
+    package init(
         dimensions: [AggregateDimension],
         events: Bool,
         rows: [ReportRow],
@@ -154,7 +154,7 @@ public struct Report: Sendable {
 
 extension Report {
     /// `postbackd report`: the report and, when the aggregates may be out of date, a warning.
-    public static func read(
+    package static func read(
         _ location: StoreLocation,
         _ query: ReportQuery
     ) async throws -> (report: Report, warning: String?) {
@@ -162,7 +162,7 @@ extension Report {
     }
 
     /// The dimensions `--with-apple-ads` can group by: those both measurements have.
-    public static let sideBySideDimensions: [AggregateDimension] = [.date, .appID]
+    package static let sideBySideDimensions: [AggregateDimension] = [.date, .appID]
 
     /// `postbackd report --with-apple-ads`: the SKAN report (by date and/or app id) with three
     /// columns beside it, never added into its counts: `apple_ads_skan_installs`, the SKAN

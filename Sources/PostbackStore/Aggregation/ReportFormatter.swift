@@ -1,7 +1,7 @@
 import PostbackKit
 
 /// How `postbackd report` prints.
-public enum ReportFormat: String, Sendable, CaseIterable {
+package enum ReportFormat: String, Sendable, CaseIterable {
     /// Aligned columns for a terminal, fitted to 100 columns.
     case table
     /// RFC 4180 CSV with a header row, revenue flattened to `revenue_<CUR>_min`,
@@ -13,7 +13,7 @@ public enum ReportFormat: String, Sendable, CaseIterable {
 
 extension Report {
     /// The report in `format`.
-    public func formatted(_ format: ReportFormat, width: Int = 100) -> String {
+    package func formatted(_ format: ReportFormat, width: Int = 100) -> String {
         switch format {
         case .table: table(width: width)
         case .csv: csv()

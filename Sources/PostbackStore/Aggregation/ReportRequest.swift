@@ -3,34 +3,34 @@ import PostbackKit
 /// A report as asked for, by `postbackd report`'s options or `GET /api/v1/report`'s query
 /// parameters: parsed and checked in one place, so the two give the same answer (and the same
 /// refusal) for the same options.
-public struct ReportRequest: Sendable, Hashable {
-    public var query: ReportQuery
+package struct ReportRequest: Sendable, Hashable {
+    package var query: ReportQuery
     /// `--with-apple-ads`: Apple Ads' two measurements beside each row.
-    public var withAppleAds: Bool
+    package var withAppleAds: Bool
 
     /// The options as given, text as typed (nil or empty: not given).
-    public struct Options: Sendable, Hashable {
-        public var from: String?
-        public var to: String?
-        public var by: String?
-        public var events = false
-        public var dateBasis: String?
+    package struct Options: Sendable, Hashable {
+        package var from: String?
+        package var to: String?
+        package var by: String?
+        package var events = false
+        package var dateBasis: String?
         /// Each may be a comma-separated list.
-        public var appIDs: [String] = []
-        public var adNetworkIDs: [String] = []
-        public var withAppleAds = false
+        package var appIDs: [String] = []
+        package var adNetworkIDs: [String] = []
+        package var withAppleAds = false
 
-        public init() {}
+        package init() {}
     }
 
     /// The most apps or networks one request may name.
-    public static let maximumFilterValues = 100
+    package static let maximumFilterValues = 100
 
     /// Parses and checks `options`.
     ///
     /// - Throws: ``ReportRequestError`` naming the option (`by`, `from`, …; the CLI spells it
     ///   `--by`) and what is wrong with it.
-    public static func parse(_ options: Options) throws(ReportRequestError) -> ReportRequest {
+    package static func parse(_ options: Options) throws(ReportRequestError) -> ReportRequest {
         func day(_ text: String?, _ option: String) throws(ReportRequestError) -> UTCDay? {
             guard let text, !text.isEmpty else { return nil }
             guard let day = UTCDay(text) else {
@@ -109,7 +109,7 @@ public struct ReportRequest: Sendable, Hashable {
     }
 
     /// Reads the report from `location` (opened for this call only).
-    public func read(_ location: StoreLocation) async throws -> (report: Report, warning: String?) {
+    package func read(_ location: StoreLocation) async throws -> (report: Report, warning: String?) {
         try await PostbackStores.with(location, access: .readOnly) { store in try await read(store) }
     }
 
@@ -122,11 +122,11 @@ public struct ReportRequest: Sendable, Hashable {
 }
 
 /// An option of a report request that cannot be used.
-public struct ReportRequestError: Error, Hashable, CustomStringConvertible {
+package struct ReportRequestError: Error, Hashable, CustomStringConvertible {
     /// The option's name without dashes (`by`, `from`, `app-id`, …).
-    public var option: String
-    public var reason: String
-    public var description: String { "--\(option): \(reason)" }
+    package var option: String
+    package var reason: String
+    package var description: String { "--\(option): \(reason)" }
 
     package init(option: String, reason: String) {
         self.option = option

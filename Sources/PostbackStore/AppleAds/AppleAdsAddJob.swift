@@ -4,22 +4,22 @@ import PostbackKit
 /// `POST /v1/apple-ads/token` takes), stored in batches. A line that cannot be used is named
 /// (file, line, field) and the rest goes on; storing is idempotent, so a run killed part way
 /// and run again ends as one clean run would.
-public enum AppleAdsAddJob {
-    public struct Summary: Sendable, Hashable {
-        public var read = 0
-        public var added = 0
-        public var known = 0
-        public var expired = 0
-        public var refused = 0
+package enum AppleAdsAddJob {
+    package struct Summary: Sendable, Hashable {
+        package var read = 0
+        package var added = 0
+        package var known = 0
+        package var expired = 0
+        package var refused = 0
     }
 
     /// The longest line read.
-    public static let maximumLineBytes = 65_536
+    package static let maximumLineBytes = 65_536
     static let batchSize = 1_000
 
     /// Reads `input` (a path, or `-` for standard input) into the store at `location`;
     /// `problem` gets one line per refused line.
-    public static func run(
+    package static func run(
         location: StoreLocation,
         input: String,
         problem: (String) -> Void
@@ -85,21 +85,21 @@ public enum AppleAdsAddJob {
 }
 
 /// An input `apple-ads add` cannot read.
-public struct AppleAdsAddError: Error, CustomStringConvertible {
-    public var description: String
+package struct AppleAdsAddError: Error, CustomStringConvertible {
+    package var description: String
     init(_ description: String) { self.description = description }
 }
 
 extension AppleAdsReport {
     /// `postbackd apple-ads report`.
-    public static func read(_ location: StoreLocation, _ query: AppleAdsReportQuery) async throws -> AppleAdsReport {
+    package static func read(_ location: StoreLocation, _ query: AppleAdsReportQuery) async throws -> AppleAdsReport {
         try await PostbackStores.with(location, access: .readOnly) { store in try await store.appleAdsReport(query) }
     }
 }
 
 extension AppleAdsStatus {
     /// `postbackd apple-ads status`.
-    public static func read(_ location: StoreLocation) async throws -> AppleAdsStatus {
+    package static func read(_ location: StoreLocation) async throws -> AppleAdsStatus {
         try await PostbackStores.with(location, access: .readOnly) { store in try await store.appleAdsStatus() }
     }
 }

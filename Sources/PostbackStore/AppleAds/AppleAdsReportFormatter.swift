@@ -2,7 +2,7 @@ import PostbackKit
 
 extension AppleAdsReport {
     /// The report in `format`: the same shapes as `postbackd report`'s.
-    public func formatted(_ format: ReportFormat) -> String {
+    package func formatted(_ format: ReportFormat) -> String {
         switch format {
         case .json:
             let objects = rows.map { row -> String in
@@ -68,7 +68,7 @@ extension AppleAdsReport {
 
 extension AppleAdsStatus {
     /// `apple-ads status` as JSON: `{"tokens": {"pending": 3, …}, …}`.
-    public func json(nowMs: Int64) -> String {
+    package func json(nowMs: Int64) -> String {
         var object = JSONObjectWriter()
         var states = JSONObjectWriter()
         for state in AppleAdsTokenState.allCases { states.add(state.rawValue, counts[state] ?? 0) }
@@ -89,7 +89,7 @@ extension AppleAdsStatus {
     }
 
     /// `apple-ads status` for a terminal.
-    public func text(nowMs: Int64) -> String {
+    package func text(nowMs: Int64) -> String {
         var lines = AppleAdsTokenState.allCases.map { state in
             state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + formatCount(counts[state] ?? 0)
         }

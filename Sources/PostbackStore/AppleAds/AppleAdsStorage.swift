@@ -1,7 +1,7 @@
 import PostbackKit
 
 /// What storing a token did.
-public enum AppleAdsAddOutcome: String, Sendable, Hashable {
+package enum AppleAdsAddOutcome: String, Sendable, Hashable {
     /// Stored, pending its exchange.
     case added
     /// The same token was stored already (pending, or resolved and deleted: its SHA-256 is
@@ -12,28 +12,28 @@ public enum AppleAdsAddOutcome: String, Sendable, Hashable {
 }
 
 /// `apple-ads status`: tokens by state, and what waits.
-public struct AppleAdsStatus: Sendable, Hashable {
-    public var counts: [AppleAdsTokenState: Int] = [:]
+package struct AppleAdsStatus: Sendable, Hashable {
+    package var counts: [AppleAdsTokenState: Int] = [:]
     /// When the oldest pending token was obtained.
-    public var oldestPendingObtainedMs: Int64?
+    package var oldestPendingObtainedMs: Int64?
     /// When the next pending token is due.
-    public var nextDueMs: Int64?
+    package var nextDueMs: Int64?
     /// Pending tokens by the last answer they had (`404`, `503`, `timeout`, …; `none` when not
     /// sent yet).
-    public var pendingByLastStatus: [String: Int] = [:]
+    package var pendingByLastStatus: [String: Int] = [:]
     /// Attributed records whose `conversionType` is not one of the documented values (`none`
     /// when absent), and how many.
-    public var unknownConversionTypes: [String: Int] = [:]
+    package var unknownConversionTypes: [String: Int] = [:]
     /// The same for `claimType` (absent is documented, so not counted).
-    public var unknownClaimTypes: [String: Int] = [:]
+    package var unknownClaimTypes: [String: Int] = [:]
 
-    public init() {}
+    package init() {}
 
-    public var total: Int { counts.values.reduce(0, +) }
+    package var total: Int { counts.values.reduce(0, +) }
 }
 
 /// A dimension of `apple-ads report`.
-public enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
+package enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     /// The click's or impression's UTC day when the record has one, else the day the app
     /// obtained the token.
     case date
@@ -47,7 +47,7 @@ public enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     case claimType = "claim_type"
     case supplyPlacement = "supply_placement"
 
-    public var column: String { rawValue }
+    package var column: String { rawValue }
 
     var isText: Bool {
         switch self {
@@ -57,7 +57,7 @@ public enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Parses `date,app_id`, naming any unknown dimension.
-    public static func list(_ text: String) throws(AppleAdsDimensionError) -> [AppleAdsDimension] {
+    package static func list(_ text: String) throws(AppleAdsDimensionError) -> [AppleAdsDimension] {
         switch dimensionList(text, as: AppleAdsDimension.self) {
         case .success(let dimensions): dimensions
         case .failure(let unknown): throw AppleAdsDimensionError(name: unknown.name)
@@ -66,15 +66,15 @@ public enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
 }
 
 /// An unknown dimension name in `apple-ads report --by`.
-public struct AppleAdsDimensionError: Error, Hashable, CustomStringConvertible {
-    public var name: String
-    public var description: String {
+package struct AppleAdsDimensionError: Error, Hashable, CustomStringConvertible {
+    package var name: String
+    package var description: String {
         "\"\(name)\" is not a dimension; use \(AppleAdsDimension.allCases.map(\.rawValue).joined(separator: ", "))"
     }
 }
 
 /// The counts of `apple-ads report`, each token counted once.
-public enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
+package enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
     /// `attribution: true`, `conversionType` `Download`.
     case installs
     /// `attribution: true`, `conversionType` `Redownload`.
@@ -100,12 +100,12 @@ public enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
 }
 
 /// What `apple-ads report` sums.
-public struct AppleAdsReportQuery: Sendable, Hashable {
-    public var from: UTCDay?
-    public var to: UTCDay?
-    public var dimensions: [AppleAdsDimension]
+package struct AppleAdsReportQuery: Sendable, Hashable {
+    package var from: UTCDay?
+    package var to: UTCDay?
+    package var dimensions: [AppleAdsDimension]
 
-    public init(from: UTCDay?, to: UTCDay?, by dimensions: [AppleAdsDimension]) {
+    package init(from: UTCDay?, to: UTCDay?, by dimensions: [AppleAdsDimension]) {
         self.from = from
         self.to = to
         self.dimensions = dimensions
@@ -145,22 +145,22 @@ public struct AppleAdsReportQuery: Sendable, Hashable {
 }
 
 /// One row of `apple-ads report`.
-public struct AppleAdsReportRow: Sendable, Hashable {
-    public var dimensions: [DimensionValue]
-    public var counts: [AppleAdsMetric: Int]
+package struct AppleAdsReportRow: Sendable, Hashable {
+    package var dimensions: [DimensionValue]
+    package var counts: [AppleAdsMetric: Int]
 
-    public init(dimensions: [DimensionValue], counts: [AppleAdsMetric: Int]) {
+    package init(dimensions: [DimensionValue], counts: [AppleAdsMetric: Int]) {
         self.dimensions = dimensions
         self.counts = counts
     }
 }
 
 /// `apple-ads report`: the exchanged tokens' attribution records, counted over a period.
-public struct AppleAdsReport: Sendable, Hashable {
-    public var dimensions: [AppleAdsDimension]
-    public var rows: [AppleAdsReportRow]
+package struct AppleAdsReport: Sendable, Hashable {
+    package var dimensions: [AppleAdsDimension]
+    package var rows: [AppleAdsReportRow]
 
-    public init(dimensions: [AppleAdsDimension], rows: [AppleAdsReportRow]) {
+    package init(dimensions: [AppleAdsDimension], rows: [AppleAdsReportRow]) {
         self.dimensions = dimensions
         self.rows = rows
     }

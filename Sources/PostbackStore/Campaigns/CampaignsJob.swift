@@ -1,24 +1,24 @@
 import PostbackKit
 
 /// A stored campaign mapping row and when it was added.
-public struct StoredCampaignMapping: Sendable, Hashable {
-    public var mapping: CampaignMapping
+package struct StoredCampaignMapping: Sendable, Hashable {
+    package var mapping: CampaignMapping
     /// ISO 8601.
-    public var addedAt: String
+    package var addedAt: String
 }
 
 /// What `campaigns add` changed: per network, the rows it had and has.
-public struct CampaignMappingChange: Sendable, Hashable {
-    public struct Network: Sendable, Hashable {
-        public var adNetworkID: String
-        public var removed: Int
-        public var added: Int
+package struct CampaignMappingChange: Sendable, Hashable {
+    package struct Network: Sendable, Hashable {
+        package var adNetworkID: String
+        package var removed: Int
+        package var added: Int
     }
 
-    public var networks: [Network] = []
+    package var networks: [Network] = []
 
     /// For people: one line per network.
-    public var text: String {
+    package var text: String {
         networks.map { network in
             "\(network.adNetworkID): \(formatCount(network.added)) row\(network.added == 1 ? "" : "s") stored"
                 + (network.removed > 0 ? ", replacing \(formatCount(network.removed))" : "")
@@ -26,7 +26,7 @@ public struct CampaignMappingChange: Sendable, Hashable {
             + "\nrun postbackd aggregate to apply the mappings to the aggregates"
     }
 
-    public var json: String {
+    package var json: String {
         var object = JSONObjectWriter()
         object.addRaw(
             "networks",
@@ -44,10 +44,10 @@ public struct CampaignMappingChange: Sendable, Hashable {
 }
 
 /// `postbackd campaigns add` and `campaigns list`.
-public enum CampaignsJob {
+package enum CampaignsJob {
     /// Reads and checks the files together, then replaces the mappings of the networks they
     /// name, in one transaction: any problem in any file, and nothing is stored.
-    public static func add(_ location: StoreLocation, files: [String]) async throws -> CampaignMappingChange {
+    package static func add(_ location: StoreLocation, files: [String]) async throws -> CampaignMappingChange {
         let rows: [CampaignMapping]
         switch CampaignMappingFile.read(files) {
         case .success(let read): rows = read
@@ -62,7 +62,7 @@ public enum CampaignsJob {
     }
 
     /// Every stored row, or those of `network`.
-    public static func list(_ location: StoreLocation, network: String?) async throws -> [StoredCampaignMapping] {
+    package static func list(_ location: StoreLocation, network: String?) async throws -> [StoredCampaignMapping] {
         try await PostbackStores.with(location) { store in
             try await store.campaignMappings().filter { network == nil || $0.mapping.adNetworkID == network }
         }
@@ -70,7 +70,7 @@ public enum CampaignsJob {
 
     /// The rows as CSV: a mapping file's columns (`campaigns add` reads it back), then where
     /// each was read and when it was added.
-    public static func csv(_ rows: [StoredCampaignMapping]) -> String {
+    package static func csv(_ rows: [StoredCampaignMapping]) -> String {
         var out = CampaignMapping.header + ",source,line,added_at\n"
         for stored in rows {
             let row = stored.mapping
@@ -84,7 +84,7 @@ public enum CampaignsJob {
     }
 
     /// JSON Lines, one object per row (null for empty cells).
-    public static func json(_ rows: [StoredCampaignMapping]) -> String {
+    package static func json(_ rows: [StoredCampaignMapping]) -> String {
         rows.map { stored in
             let row = stored.mapping
             var object = JSONObjectWriter()
@@ -103,7 +103,7 @@ public enum CampaignsJob {
     }
 
     /// An aligned table for people.
-    public static func table(_ rows: [StoredCampaignMapping]) -> String {
+    package static func table(_ rows: [StoredCampaignMapping]) -> String {
         guard !rows.isEmpty else { return "no campaign mappings (postbackd campaigns add FILE)\n" }
         func column(_ header: String, _ cell: (CampaignMapping) -> String) -> TableColumn {
             TableColumn(header: header, rightAligned: false, cells: rows.map { cell($0.mapping) }, priority: 90)

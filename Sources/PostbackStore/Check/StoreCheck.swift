@@ -14,17 +14,17 @@ import PostbackKit
 ///   after the last `aggregate`, which is a notice).
 ///
 /// Ingest runs left `running` (killed runs; a re-run finishes their work) are notices too.
-public enum StoreCheck {
+package enum StoreCheck {
     /// What to check, and how to tell of progress.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// SQLite's `quick_check` instead of `integrity_check` (no index is compared with its table).
-        public var quick = false
+        package var quick = false
         /// Rows read at a time.
-        public var pageSize = 2_000
+        package var pageSize = 2_000
         /// At most this many findings are kept (the count goes on).
-        public var maximumFindings = 1_000
+        package var maximumFindings = 1_000
 
-        public init(quick: Bool = false) {
+        package init(quick: Bool = false) {
             self.quick = quick
         }
     }
@@ -33,7 +33,7 @@ public enum StoreCheck {
     ///
     /// - Throws: ``StoreFault`` when the store cannot be opened at all (``CheckReport`` holds
     ///   every fault found once it is open).
-    public static func run(
+    package static func run(
         _ location: StoreLocation,
         options: Options = Options(),
         progress: (@Sendable (CheckProgress) -> Void)? = nil
@@ -183,7 +183,7 @@ public enum StoreCheck {
 }
 
 /// The tables whose rows `check` reads one by one.
-public enum CheckedTable: String, Sendable, Hashable, CaseIterable {
+package enum CheckedTable: String, Sendable, Hashable, CaseIterable {
     case postbacks, sightings, quarantine
 }
 
@@ -262,55 +262,55 @@ package struct UnfinishedRun: Sendable {
 }
 
 /// The engine's own check.
-public struct EngineCheck: Sendable {
-    public enum Outcome: String, Sendable {
+package struct EngineCheck: Sendable {
+    package enum Outcome: String, Sendable {
         case sound, problems, skipped
     }
     /// What ran: `integrity_check`, `quick_check`, `amcheck bt_index_check`.
-    public var name: String
-    public var outcome: Outcome
+    package var name: String
+    package var outcome: Outcome
     /// The engine's messages (problems), or why it was skipped.
-    public var messages: [String]
+    package var messages: [String]
 }
 
 /// One thing wrong in the store.
-public struct CheckFinding: Sendable, Hashable {
-    public var table: String
+package struct CheckFinding: Sendable, Hashable {
+    package var table: String
     /// The row's id (for conflicts the sighting's, for deliveries the postback's); nil for a
     /// finding about a day or a whole table.
-    public var rowID: Int64?
-    public var problem: String
+    package var rowID: Int64?
+    package var problem: String
 }
 
 /// How far `check` has got, for a progress line.
-public struct CheckProgress: Sendable {
-    public var table: CheckedTable
-    public var checked: Int
-    public var total: Int
+package struct CheckProgress: Sendable {
+    package var table: CheckedTable
+    package var checked: Int
+    package var total: Int
 }
 
 /// What `check` found.
-public struct CheckReport: Sendable {
-    public var store: String
-    public var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
-    public var checked: [CheckedTable: Int] = [:]
-    public var aggregatedDays = 0
+package struct CheckReport: Sendable {
+    package var store: String
+    package var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
+    package var checked: [CheckedTable: Int] = [:]
+    package var aggregatedDays = 0
     /// The first findings (``StoreCheck/Options/maximumFindings``).
-    public var findings: [CheckFinding] = []
-    public var findingCount = 0
+    package var findings: [CheckFinding] = []
+    package var findingCount = 0
     /// What is not a fault but worth knowing: runs left running, days not yet aggregated.
-    public var notices: [String] = []
-    public var seconds: Double = 0
+    package var notices: [String] = []
+    package var seconds: Double = 0
 
     /// No finding, and the engine found nothing.
-    public var sound: Bool { findingCount == 0 && engine.outcome != .problems }
+    package var sound: Bool { findingCount == 0 && engine.outcome != .problems }
 
     init(store: String) {
         self.store = store
     }
 
     /// The report as text: each finding on a line with its table and row.
-    public var text: String {
+    package var text: String {
         var lines: [String] = []
         let engineLine: String
         switch engine.outcome {
@@ -341,7 +341,7 @@ public struct CheckReport: Sendable {
     }
 
     /// The report as one JSON object.
-    public var json: String {
+    package var json: String {
         var object = JSONObjectWriter()
         object.add("store", store)
         object.add("sound", sound)

@@ -2,32 +2,32 @@ import PostbackKit
 
 /// The numbers of the dashboard (`GET /dashboard`, `report --format html`) and of
 /// `GET /api/v1/summary`, read from the aggregate tables in a few grouped queries.
-public struct Dashboard: Sendable {
+package struct Dashboard: Sendable {
     /// The filters: period, basis, apps and networks (its dimensions unused).
-    public var query: ReportQuery
+    package var query: ReportQuery
     /// Installs, redownloads and revenue per day (received or install, by the basis) and network.
-    public var byDayAndNetwork: Report
+    package var byDayAndNetwork: Report
     /// The same per day: revenue per currency, null rate.
-    public var byDay: Report
+    package var byDay: Report
     /// Per crowd-anonymity tier.
-    public var byTier: Report
+    package var byTier: Report
     /// One row of totals (none when nothing matched).
-    public var totals: Report
+    package var totals: Report
     /// The fine-value histogram over the period and the intake per day received.
-    public var series: DashboardSeries
+    package var series: DashboardSeries
     /// Apple Ads' AdServices installs per day, for the apps of the query (all when none), when
     /// the basis is the day received and the networks filter lets Apple Ads through.
-    public var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
+    package var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
     /// The staleness warning of the aggregates, if any.
-    public var warning: String?
-    public var generatedAt: UTCInstant
+    package var warning: String?
+    package var generatedAt: UTCInstant
 
     /// The days shown when no `from` is given.
-    public static let defaultDays = 30
+    package static let defaultDays = 30
 
     /// The filters a dashboard takes: `from`, `to`, `date_basis`, `app_id`, `ad_network_id`.
     /// Parsed as the report options are, with the same refusals.
-    public static func query(_ options: ReportRequest.Options) throws(ReportRequestError) -> ReportQuery {
+    package static func query(_ options: ReportRequest.Options) throws(ReportRequestError) -> ReportQuery {
         var options = options
         options.by = ""
         options.events = false
@@ -102,17 +102,17 @@ public struct Dashboard: Sendable {
     }
 
     /// Reads the dashboard from `location` (opened for this call only).
-    public static func read(_ location: StoreLocation, _ query: ReportQuery) async throws -> Dashboard {
+    package static func read(_ location: StoreLocation, _ query: ReportQuery) async throws -> Dashboard {
         try await PostbackStores.with(location, access: .readOnly) { store in try await read(store, query) }
     }
 
     /// The totals row (zeros when nothing matched).
-    public var total: ReportRow {
+    package var total: ReportRow {
         totals.rows.first ?? ReportRow(dimensions: [])
     }
 
     /// Quarantined, duplicate and conflicting copies over the period.
-    public var intakeTotals: (quarantined: Int, duplicates: Int, conflicts: Int) {
+    package var intakeTotals: (quarantined: Int, duplicates: Int, conflicts: Int) {
         series.intake.reduce(into: (0, 0, 0)) { sums, day in
             sums.0 += day.quarantined
             sums.1 += day.duplicates
@@ -121,7 +121,7 @@ public struct Dashboard: Sendable {
     }
 
     /// `GET /api/v1/summary`: the headline numbers as one JSON object.
-    public var summaryJSON: String {
+    package var summaryJSON: String {
         var object = JSONObjectWriter()
         object.add("from", query.from?.description)
         object.add("to", query.to?.description)

@@ -7,9 +7,9 @@ import PostbackKit
 /// URL of another host, so it works on a network without internet and in an email. Each chart
 /// is a `<figure>` with a caption, an SVG with a title and a description for assistive
 /// technology, a legend, and its numbers as a table.
-public struct DashboardPage {
+package struct DashboardPage {
     /// Where the page is shown.
-    public enum Mode: Sendable {
+    package enum Mode: Sendable {
         /// Served: the filters are a form, the basis a pair of links to `path`.
         case served(path: String)
         /// A file: the filters are written out.
@@ -21,7 +21,7 @@ public struct DashboardPage {
     /// The days on the x axis: every day of the period, those without rows as zeros.
     let days: [UTCDay]
 
-    public init(_ dashboard: Dashboard, mode: Mode) {
+    package init(_ dashboard: Dashboard, mode: Mode) {
         self.dashboard = dashboard
         self.mode = mode
         var seen = Set(dashboard.byDay.rows.compactMap { $0.day })
@@ -44,7 +44,7 @@ public struct DashboardPage {
     /// The most networks drawn apart; the rest are "other".
     static let maximumNetworks = 7
 
-    public var html: String {
+    package var html: String {
         let query = dashboard.query
         var out = """
             <!DOCTYPE html>

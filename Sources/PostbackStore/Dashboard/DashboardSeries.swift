@@ -1,14 +1,14 @@
 import PostbackKit
 
 /// What the dashboard reads beside the reports (``PostbackStorage/dashboardSeries(_:)``).
-public struct DashboardSeries: Sendable, Hashable {
+package struct DashboardSeries: Sendable, Hashable {
     /// Winning postbacks per fine value (nil: no fine value) over the period's days received,
     /// by value.
-    public var fineValues: [FineValueCount] = []
+    package var fineValues: [FineValueCount] = []
     /// Quarantined, duplicate and conflicting copies per day received.
-    public var intake: [DailyIntake] = []
+    package var intake: [DailyIntake] = []
 
-    public init(fineValues: [FineValueCount] = [], intake: [DailyIntake] = []) {
+    package init(fineValues: [FineValueCount] = [], intake: [DailyIntake] = []) {
         self.fineValues = fineValues
         self.intake = intake
     }
@@ -25,27 +25,27 @@ public struct DashboardSeries: Sendable, Hashable {
 }
 
 /// Postbacks with one fine value (or none).
-public struct FineValueCount: Sendable, Hashable {
-    public var fineValue: Int?
-    public var postbacks: Int
+package struct FineValueCount: Sendable, Hashable {
+    package var fineValue: Int?
+    package var postbacks: Int
 
-    public init(fineValue: Int?, postbacks: Int) {
+    package init(fineValue: Int?, postbacks: Int) {
         self.fineValue = fineValue
         self.postbacks = postbacks
     }
 }
 
 /// What arrived on a day besides the postbacks stored.
-public struct DailyIntake: Sendable, Hashable {
-    public var day: UTCDay
+package struct DailyIntake: Sendable, Hashable {
+    package var day: UTCDay
     /// Bodies quarantined (a body refused repeatedly by `serve` counts each time).
-    public var quarantined: Int
+    package var quarantined: Int
     /// Further copies of stored postbacks.
-    public var duplicates: Int
+    package var duplicates: Int
     /// Copies among them whose unsigned values differ from the stored postback.
-    public var conflicts: Int
+    package var conflicts: Int
 
-    public init(day: UTCDay, quarantined: Int, duplicates: Int, conflicts: Int) {
+    package init(day: UTCDay, quarantined: Int, duplicates: Int, conflicts: Int) {
         self.day = day
         self.quarantined = quarantined
         self.duplicates = duplicates

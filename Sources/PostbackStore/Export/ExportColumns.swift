@@ -1,13 +1,13 @@
 import PostbackKit
 
 /// What `postbackd export` reads: the stored postbacks, or the quarantine.
-public enum ExportTable: String, Sendable, CaseIterable {
+package enum ExportTable: String, Sendable, CaseIterable {
     case postbacks
     case quarantine
 }
 
 /// One exported value, the same whichever engine stored it.
-public enum ExportValue: Sendable, Hashable {
+package enum ExportValue: Sendable, Hashable {
     case null
     case integer(Int64)
     case text(String)
@@ -75,27 +75,27 @@ extension ExportTable {
 }
 
 /// One exported row: its values in ``ExportTable/columns`` order, and the raw bytes.
-public struct ExportRow: Sendable {
-    public var values: [ExportValue]
-    public var raw: [UInt8]
+package struct ExportRow: Sendable {
+    package var values: [ExportValue]
+    package var raw: [UInt8]
 }
 
 /// Where a consumer's last export ended; engine-specific and opaque to the job.
-public struct ExportCursor: Sendable, Hashable, CustomStringConvertible {
-    public var position: String
-    public init(_ position: String) { self.position = position }
-    public var description: String { position }
+package struct ExportCursor: Sendable, Hashable, CustomStringConvertible {
+    package var position: String
+    package init(_ position: String) { self.position = position }
+    package var description: String { position }
 }
 
 /// The part of the stored rows an export reads.
-public struct ExportSelection: Sendable {
-    public var table: ExportTable
+package struct ExportSelection: Sendable {
+    package var table: ExportTable
     /// Days received (UTC), inclusive; nil for all.
-    public var days: ClosedRange<UTCDay>?
+    package var days: ClosedRange<UTCDay>?
     /// Rows stored after this cursor only; nil for all.
-    public var after: ExportCursor?
+    package var after: ExportCursor?
 
-    public init(table: ExportTable, days: ClosedRange<UTCDay>? = nil, after: ExportCursor? = nil) {
+    package init(table: ExportTable, days: ClosedRange<UTCDay>? = nil, after: ExportCursor? = nil) {
         self.table = table
         self.days = days
         self.after = after
@@ -103,6 +103,6 @@ public struct ExportSelection: Sendable {
 }
 
 /// A cursor one engine cannot read (made by the other).
-public struct ExportCursorError: Error, CustomStringConvertible {
-    public var description: String
+package struct ExportCursorError: Error, CustomStringConvertible {
+    package var description: String
 }

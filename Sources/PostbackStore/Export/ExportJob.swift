@@ -8,23 +8,23 @@ import Glibc
 /// and the postback decoded through its app's current model, as JSON Lines or CSV, for a
 /// warehouse. With a consumer name, each run exports only what was stored since that
 /// consumer's last complete export.
-public enum ExportJob {
-    public enum Format: String, Sendable, CaseIterable {
+package enum ExportJob {
+    package enum Format: String, Sendable, CaseIterable {
         case jsonl
         case csv
     }
 
-    public struct Options: Sendable {
-        public var table: ExportTable
-        public var days: ClosedRange<UTCDay>?
-        public var consumer: String?
-        public var format: Format
+    package struct Options: Sendable {
+        package var table: ExportTable
+        package var days: ClosedRange<UTCDay>?
+        package var consumer: String?
+        package var format: Format
         /// A file, written under a temporary name and renamed once complete; nil for
         /// standard output.
-        public var output: String?
-        public var policy: RevenueEstimatePolicy
+        package var output: String?
+        package var policy: RevenueEstimatePolicy
 
-        public init(
+        package init(
             table: ExportTable = .postbacks,
             days: ClosedRange<UTCDay>? = nil,
             consumer: String? = nil,
@@ -41,10 +41,10 @@ public enum ExportJob {
         }
     }
 
-    public struct Summary: Sendable {
-        public var rows: Int
+    package struct Summary: Sendable {
+        package var rows: Int
         /// Where the consumer's next export starts (saved only with a consumer).
-        public var cursor: ExportCursor
+        package var cursor: ExportCursor
     }
 
     /// Exports, then (with a consumer) moves its cursor, only once everything is written and
@@ -53,7 +53,7 @@ public enum ExportJob {
     ///
     /// - Throws: ``ExportOutputError`` (the output cannot be written; nothing is recorded),
     ///   ``ExportCursorError``, ``DatabaseOpenError``, store errors.
-    public static func run(_ options: Options, location: StoreLocation) async throws -> Summary {
+    package static func run(_ options: Options, location: StoreLocation) async throws -> Summary {
         try await PostbackStores.with(location) { store in
             let models = ConversionModels(try await store.currentModels().map(\.model))
             let after =
@@ -92,15 +92,15 @@ extension Optional {
 }
 
 /// The output cannot be written (a full disk, a closed pipe): nothing was recorded.
-public struct ExportOutputError: Error, CustomStringConvertible {
-    public var description: String
+package struct ExportOutputError: Error, CustomStringConvertible {
+    package var description: String
 }
 
 /// Writes a whole output at once: to a file under `NAME.partial`, synced and renamed into
 /// place (a reader never sees half of it), or to standard output when there is no path.
-public enum OutputFile {
+package enum OutputFile {
     /// - Throws: ``ExportOutputError`` naming the file and what failed.
-    public static func write(_ text: String, to path: String?) throws {
+    package static func write(_ text: String, to path: String?) throws {
         let sink = try ExportSink(path: path)
         do {
             try sink.write(text)

@@ -8,7 +8,7 @@ import PostbackKit
 /// never skipped), then claimed under a lease by one forward process at a time, attempted, and
 /// its outcome recorded only while that lease is still held. A process killed mid-request
 /// leaves a lease that expires, and the delivery is attempted again: at-least-once.
-public enum DeliveryState: String, Sendable, CaseIterable {
+package enum DeliveryState: String, Sendable, CaseIterable {
     /// Not yet delivered: waiting for its first attempt, or for a retry.
     case pending
     /// A 2xx answer.
@@ -20,14 +20,14 @@ public enum DeliveryState: String, Sendable, CaseIterable {
 }
 
 /// Which postbacks a destination takes, as the store selects them.
-public struct DeliveryRoute: Sendable {
-    public var destination: String
-    public var appIDs: [Int64]?
-    public var adNetworkIDs: [String]?
-    public var kinds: [String]?
-    public var keySpaces: [String]
+package struct DeliveryRoute: Sendable {
+    package var destination: String
+    package var appIDs: [Int64]?
+    package var adNetworkIDs: [String]?
+    package var kinds: [String]?
+    package var keySpaces: [String]
 
-    public init(destination: String, appIDs: [Int64]?, adNetworkIDs: [String]?, kinds: [String]?, keySpaces: [String]) {
+    package init(destination: String, appIDs: [Int64]?, adNetworkIDs: [String]?, kinds: [String]?, keySpaces: [String]) {
         self.destination = destination
         self.appIDs = appIDs
         self.adNetworkIDs = adNetworkIDs
@@ -41,32 +41,32 @@ public struct DeliveryRoute: Sendable {
 
 /// A delivery claimed for an attempt: its history and the stored postback (nil when the
 /// postback is no longer stored).
-public struct ClaimedDelivery: Sendable {
-    public var postbackID: Int64
+package struct ClaimedDelivery: Sendable {
+    package var postbackID: Int64
     /// Attempts made before this one.
-    public var attempts: Int
-    public var firstAttemptMs: Int64?
+    package var attempts: Int
+    package var firstAttemptMs: Int64?
     /// The postback's columns, in ``ExportTable/postbacks`` order.
-    public var row: ExportRow?
+    package var row: ExportRow?
 }
 
 /// What an attempt ended with, to record.
-public struct DeliveryOutcome: Sendable {
-    public var destination: String
-    public var postbackID: Int64
-    public var state: DeliveryState
+package struct DeliveryOutcome: Sendable {
+    package var destination: String
+    package var postbackID: Int64
+    package var state: DeliveryState
     /// Attempts made, this one included.
-    public var attempts: Int
-    public var firstAttemptMs: Int64
-    public var lastAttemptMs: Int64
+    package var attempts: Int
+    package var firstAttemptMs: Int64
+    package var lastAttemptMs: Int64
     /// When a pending delivery is next due.
-    public var nextAttemptMs: Int64
+    package var nextAttemptMs: Int64
     /// The HTTP status, or nil (a timeout, a connection error).
-    public var status: Int?
+    package var status: Int?
     /// The first 1 KiB of the answer, or what went wrong.
-    public var answer: String?
+    package var answer: String?
 
-    public init(
+    package init(
         destination: String,
         postbackID: Int64,
         state: DeliveryState,
@@ -90,19 +90,19 @@ public struct DeliveryOutcome: Sendable {
 }
 
 /// One destination's deliveries by state (`forward --status`).
-public struct DeliveryStatus: Sendable, Hashable {
-    public var destination: String
-    public var delivered = 0
+package struct DeliveryStatus: Sendable, Hashable {
+    package var destination: String
+    package var delivered = 0
     /// Pending, never attempted.
-    public var pending = 0
+    package var pending = 0
     /// Pending after at least one failed attempt.
-    public var retrying = 0
-    public var rejected = 0
-    public var failed = 0
+    package var retrying = 0
+    package var rejected = 0
+    package var failed = 0
     /// When the oldest delivery still pending was discovered.
-    public var oldestPendingMs: Int64?
+    package var oldestPendingMs: Int64?
 
-    public init(destination: String) { self.destination = destination }
+    package init(destination: String) { self.destination = destination }
 }
 
 extension DeliveryStatus {

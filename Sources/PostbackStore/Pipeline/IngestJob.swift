@@ -16,20 +16,20 @@ import Darwin
 /// insert is idempotent (unique keys with `ON CONFLICT DO NOTHING`), so a run that is killed
 /// and started again ends in the state of one uninterrupted run. Several runs, on one machine
 /// or many, may write into one store at once.
-public struct IngestJob: Sendable {
-    public var paths: [String]
-    public var location: StoreLocation
-    public var keyRing: KeyRing
+package struct IngestJob: Sendable {
+    package var paths: [String]
+    package var location: StoreLocation
+    package var keyRing: KeyRing
     /// `--received-at`: the time every postback of this run was received.
-    public var receivedAt: UTCInstant?
-    public var width: Int
-    public var logger: Logger
+    package var receivedAt: UTCInstant?
+    package var width: Int
+    package var logger: Logger
     /// Quarantined entries described on standard error, at most; the rest are counted.
-    public var quarantineMessageLimit: Int
+    package var quarantineMessageLimit: Int
     /// Postbacks written per transaction, at most (it also commits after a second).
-    public var entriesPerTransaction: Int
+    package var entriesPerTransaction: Int
 
-    public init(
+    package init(
         paths: [String],
         location: StoreLocation,
         keyRing: KeyRing = .apple,
@@ -53,14 +53,14 @@ public struct IngestJob: Sendable {
     /// loses at most this much work (which a re-run redoes).
     static let millisecondsPerTransaction: Int64 = 1_000
     /// Postbacks written per transaction, at most, unless told otherwise.
-    public static let defaultEntriesPerTransaction = 65_536
+    package static let defaultEntriesPerTransaction = 65_536
 
     /// Runs the job. Diagnostics and progress go to `errors`; the caller prints the summary.
     ///
     /// - Throws: ``InputError`` (a path does not exist) and ``DatabaseOpenError`` before
     ///   anything is read; a database error while writing (what was committed stays, and a
     ///   re-run completes it).
-    public func run(errors: TextOutput, showProgress: Bool) async throws -> IngestSummary {
+    package func run(errors: TextOutput, showProgress: Bool) async throws -> IngestSummary {
         let started = UTCInstant.now()
         let (files, walkDiagnostics) = try InputPaths.expand(paths)
         return try await PostbackStores.with(location, access: .ingest, logger: logger) { store in

@@ -1,33 +1,33 @@
 import PostbackKit
 
 /// What one `postbackd ingest` run did. `read = accepted + duplicates + quarantined`.
-public struct IngestSummary: Sendable, Hashable {
+package struct IngestSummary: Sendable, Hashable {
     /// Entries read.
-    public var read = 0
+    package var read = 0
     /// Postbacks stored by this run.
-    public var accepted = 0
+    package var accepted = 0
     /// Valid postbacks whose dedup key was already taken (conflicts included).
-    public var duplicates = 0
+    package var duplicates = 0
     /// Duplicates whose conversion value, coarse value or country code differ from the stored
     /// postback's.
-    public var conflicts = 0
+    package var conflicts = 0
     /// Entries quarantined: invalid + malformed + unsupported.
-    public var quarantined = 0
-    public var invalid = 0
-    public var malformed = 0
-    public var unsupported = 0
+    package var quarantined = 0
+    package var invalid = 0
+    package var malformed = 0
+    package var unsupported = 0
     /// Test-mode postbacks stored by this run (included in ``accepted``).
-    public var testMode = 0
+    package var testMode = 0
     /// AdAttributionKit development-key postbacks stored by this run (included in ``accepted``).
-    public var development = 0
+    package var development = 0
     /// Inputs read, and inputs that could not be read.
-    public var files = 0
-    public var unreadableFiles = 0
+    package var files = 0
+    package var unreadableFiles = 0
     /// The `ingest_runs` row of this run.
-    public var runID: Int64 = 0
-    public var seconds: Double = 0
+    package var runID: Int64 = 0
+    package var seconds: Double = 0
 
-    public init() {}
+    package init() {}
 
     package mutating func add(_ other: IngestSummary) {
         read += other.read
@@ -43,10 +43,10 @@ public struct IngestSummary: Sendable, Hashable {
     }
 
     /// Postbacks per second over the run.
-    public var rate: Double { seconds > 0 ? Double(read) / seconds : 0 }
+    package var rate: Double { seconds > 0 ? Double(read) / seconds : 0 }
 
     /// The summary for people.
-    public var text: String {
+    package var text: String {
         var lines = [
             "read \(formatCount(read)) postback\(read == 1 ? "" : "s") from \(files) input\(files == 1 ? "" : "s") in \(formatSeconds(seconds)) (\(formatCount(Int(rate.rounded())))/s)",
             "  accepted     \(formatCount(accepted))"
@@ -62,7 +62,7 @@ public struct IngestSummary: Sendable, Hashable {
     }
 
     /// The summary as one JSON object on one line.
-    public var json: String {
+    package var json: String {
         var object = JSONObjectWriter()
         object.add("read", read)
         object.add("accepted", accepted)

@@ -1,18 +1,18 @@
 import PostbackKit
 
 /// One postback received over HTTP, as the store keeps it beside its bytes.
-public struct ReceivedRequest: Sendable {
+package struct ReceivedRequest: Sendable {
     /// When the request arrived (server clock, UTC): the postback's `received_at`.
-    public var receivedAt: UTCInstant
+    package var receivedAt: UTCInstant
     /// The client's address: the peer, or the header a trusted proxy sets.
-    public var clientAddress: String?
+    package var clientAddress: String?
     /// The request's id, as answered in `X-Request-Id`.
-    public var requestID: String
+    package var requestID: String
     /// Whether a refused body may add a quarantine row; false once the hour's quarantine budget
     /// is spent (the body is then counted, not stored).
-    public var mayQuarantine: Bool
+    package var mayQuarantine: Bool
 
-    public init(receivedAt: UTCInstant, clientAddress: String?, requestID: String, mayQuarantine: Bool = true) {
+    package init(receivedAt: UTCInstant, clientAddress: String?, requestID: String, mayQuarantine: Bool = true) {
         self.receivedAt = receivedAt
         self.clientAddress = clientAddress
         self.requestID = requestID
@@ -20,14 +20,14 @@ public struct ReceivedRequest: Sendable {
     }
 
     /// The `source` stored for every postback received over HTTP.
-    public static let source = "http"
+    package static let source = "http"
     /// Where an HTTP postback was "read": one object, position 0, line 1. With the source and
     /// the body's SHA-256 it keys sightings and quarantine, so a repeated body adds one row.
-    public static let location = EntryLocation(source: source, index: 0, line: 1, form: .object)
+    package static let location = EntryLocation(source: source, index: 0, line: 1, form: .object)
 }
 
 /// What the store did with one received postback, once durable.
-public enum ReceiptOutcome: Sendable, Hashable {
+package enum ReceiptOutcome: Sendable, Hashable {
     /// The first copy of its key: stored.
     case stored
     /// A copy of a stored postback with the same values.

@@ -7,12 +7,12 @@ import Glibc
 
 /// The SQLite file postbackd stores postbacks in: opened in WAL mode, with a busy timeout so
 /// that several processes can share it, and its schema migrated forward on open.
-public enum PostbackDatabase {
+package enum PostbackDatabase {
     /// The default file: `postbackd.sqlite` in the working directory, or `$POSTBACKD_DB`.
-    public static let defaultFileName = "postbackd.sqlite"
+    package static let defaultFileName = "postbackd.sqlite"
 
     /// How long a writer waits for another process's transaction before giving up.
-    public static let busyTimeoutSeconds: Double = 60
+    package static let busyTimeoutSeconds: Double = 60
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
@@ -25,7 +25,7 @@ public enum PostbackDatabase {
     ///   between two accesses (``PostbackStore`` spans a transaction over many batches; GRDB
     ///   otherwise stops the process when an access leaves one open), and commit without an
     ///   fsync (`synchronous = NORMAL`).
-    public static func open(
+    package static func open(
         _ path: String,
         allowingOpenTransactions: Bool = false
     ) throws(DatabaseOpenError) -> DatabaseQueue {
@@ -107,7 +107,7 @@ public enum PostbackDatabase {
     ///
     /// - Throws: ``StoreFault``: no such file, not a postbackd store, damaged, a newer
     ///   schema, or an older one (which a writer must migrate first).
-    public static func openReadOnly(_ path: String) throws(StoreFault) -> DatabaseQueue {
+    package static func openReadOnly(_ path: String) throws(StoreFault) -> DatabaseQueue {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let detail = String(cString: strerror(errno))

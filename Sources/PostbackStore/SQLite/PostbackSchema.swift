@@ -25,7 +25,7 @@ import PostbackKit
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
-public enum PostbackSchema {
+package enum PostbackSchema {
     /// A released migration: GRDB's identifier for it and its SQL, literal.
     ///
     /// Frozen: a migration that has shipped is never edited, and names no application type
@@ -46,7 +46,7 @@ public enum PostbackSchema {
         }
     }
 
-    public static var migrator: DatabaseMigrator {
+    package static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         for migration in migrations {
             migrator.registerMigration(migration.identifier) { db in

@@ -1,5 +1,5 @@
 /// The elliptic curves Apple signs postbacks with.
-public enum ECCurve: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+package enum ECCurve: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// NIST P-192 (prime192v1): SKAdNetwork 1.0 and 2.0.
     case p192
     /// NIST P-256 (prime256v1): SKAdNetwork 2.1 and later, AdAttributionKit.
@@ -7,7 +7,7 @@ public enum ECCurve: String, Sendable, Hashable, CaseIterable, CustomStringConve
 
     /// The largest DER ECDSA signature on this curve: SEQUENCE of two INTEGERs of at most
     /// (field size + 1) bytes each.
-    public var maximumDERSignatureLength: Int {
+    package var maximumDERSignatureLength: Int {
         switch self {
         case .p192: 56
         case .p256: 72
@@ -15,14 +15,14 @@ public enum ECCurve: String, Sendable, Hashable, CaseIterable, CustomStringConve
     }
 
     /// The size in bytes of one coordinate (and of R or S in a raw signature).
-    public var coordinateLength: Int {
+    package var coordinateLength: Int {
         switch self {
         case .p192: 24
         case .p256: 32
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .p192: "P-192"
         case .p256: "P-256"

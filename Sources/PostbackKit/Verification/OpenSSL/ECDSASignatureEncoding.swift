@@ -1,10 +1,10 @@
 import CPostbackdOpenSSL
 
 /// Conversions between ECDSA signature encodings.
-public enum ECDSASignatureEncoding {
+package enum ECDSASignatureEncoding {
     /// Converts a raw `R‖S` signature (JWS ES256: 64 bytes) to the DER SEQUENCE OpenSSL
     /// verifies. Returns nil when the length is odd or OpenSSL cannot encode it.
-    public static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
+    package static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
         guard !raw.isEmpty, raw.count % 2 == 0 else { return nil }
         let half = raw.count / 2
         guard let signature = ECDSA_SIG_new() else { return nil }
@@ -34,7 +34,7 @@ public enum ECDSASignatureEncoding {
 
     /// Converts a DER ECDSA signature to raw `R‖S` with each half `coordinateLength` bytes
     /// (for signing JWS test postbacks).
-    public static func raw(fromDER der: [UInt8], coordinateLength: Int) -> [UInt8]? {
+    package static func raw(fromDER der: [UInt8], coordinateLength: Int) -> [UInt8]? {
         let signature: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_ECDSA_SIG(nil, &cursor, buffer.count)

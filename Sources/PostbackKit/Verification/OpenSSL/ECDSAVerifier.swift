@@ -1,7 +1,7 @@
 import CPostbackdOpenSSL
 
 /// What OpenSSL said about one signature.
-public enum SignatureCheck: Sendable, Hashable {
+package enum SignatureCheck: Sendable, Hashable {
     /// The signature verifies with the key.
     case verified
     /// A well-formed signature that does not verify with the key.
@@ -23,10 +23,10 @@ public enum SignatureCheck: Sendable, Hashable {
 /// with OpenSSL's EC arithmetic, with exactly OpenSSL's checks (strict DER, 0 < r, s < n, the
 /// digest truncated to the order's length, x(R) mod n = r). A one-off verify never pays the
 /// table's 25 ms. Not `Sendable`: give each worker its own (see ``VerifierPool``).
-public final class ECDSAVerifier {
+package final class ECDSAVerifier {
     /// Uses of one key, by this verifier, after which it verifies with the key's fixed-base
     /// table: the table costs about as much as 700 P-256 verifies and saves about half of each.
-    public static let defaultFixedBaseThreshold = 1024
+    package static let defaultFixedBaseThreshold = 1024
 
     private struct KeyState {
         /// Keeps the key alive as long as its cached state (the dictionary is keyed by identity).
@@ -45,7 +45,7 @@ public final class ECDSAVerifier {
     ///
     /// - Parameter fixedBaseThreshold: uses of a key after which it is verified through its
     ///   fixed-base table (0: from the first signature; `Int.max`: never).
-    public init(fixedBaseThreshold: Int = ECDSAVerifier.defaultFixedBaseThreshold) {
+    package init(fixedBaseThreshold: Int = ECDSAVerifier.defaultFixedBaseThreshold) {
         // Both fail only when the process is out of memory.
         guard let digest = EVP_MD_CTX_new(), let numbers = BN_CTX_new() else {
             fatalError("OpenSSL could not allocate a digest or big-number context")
@@ -63,7 +63,7 @@ public final class ECDSAVerifier {
 
     /// The SHA-256 digest of `message`.
     @inline(__always)
-    public func sha256(_ message: UnsafeRawBufferPointer) -> [UInt8] {
+    package func sha256(_ message: UnsafeRawBufferPointer) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let ok =
@@ -75,12 +75,12 @@ public final class ECDSAVerifier {
     }
 
     /// The SHA-256 digest of `message`.
-    public func sha256(_ message: [UInt8]) -> [UInt8] {
+    package func sha256(_ message: [UInt8]) -> [UInt8] {
         message.withUnsafeBytes { sha256($0) }
     }
 
     /// Checks a DER ECDSA `signature` over a SHA-256 `digest` with `key`.
-    public func verify(signature: UnsafeRawBufferPointer, digest: [UInt8], key: ECPublicKey) -> SignatureCheck {
+    package func verify(signature: UnsafeRawBufferPointer, digest: [UInt8], key: ECPublicKey) -> SignatureCheck {
         if let base = fixedBase(for: key), let generator = ECFixedBase.generator(of: key.curve) {
             switch parseStrictly(signature, order: generator) {
             case .decided(let check):
@@ -96,12 +96,12 @@ public final class ECDSAVerifier {
     }
 
     /// One signature of a batch: DER `signature` over a SHA-256 `digest` by `key`.
-    public struct Request {
-        public var signature: [UInt8]
-        public var digest: [UInt8]
-        public var key: ECPublicKey
+    package struct Request {
+        package var signature: [UInt8]
+        package var digest: [UInt8]
+        package var key: ECPublicKey
 
-        public init(signature: [UInt8], digest: [UInt8], key: ECPublicKey) {
+        package init(signature: [UInt8], digest: [UInt8], key: ECPublicKey) {
             self.signature = signature
             self.digest = digest
             self.key = key
@@ -114,7 +114,7 @@ public final class ECDSAVerifier {
     /// costs a third of the rest of the verify (about 13 µs on P-256). Here the signatures of
     /// each curve share one inversion (Montgomery's trick: invert the product of all the s
     /// values, then recover each inverse with two multiplications).
-    public func verify(_ requests: [Request]) -> [SignatureCheck] {
+    package func verify(_ requests: [Request]) -> [SignatureCheck] {
         var results = [SignatureCheck?](repeating: nil, count: requests.count)
         for curve in ECCurve.allCases {
             guard let generator = ECFixedBase.generator(of: curve) else { continue }
@@ -247,7 +247,7 @@ public final class ECDSAVerifier {
     }
 
     /// Checks a DER ECDSA `signature` over a SHA-256 `digest` with `key`.
-    public func verify(signature: [UInt8], digest: [UInt8], key: ECPublicKey) -> SignatureCheck {
+    package func verify(signature: [UInt8], digest: [UInt8], key: ECPublicKey) -> SignatureCheck {
         signature.withUnsafeBytes { verify(signature: $0, digest: digest, key: key) }
     }
 

@@ -5,15 +5,15 @@ import CPostbackdOpenSSL
 /// Apple's private keys are, of course, not available: postbacks signed with this type verify
 /// only against the matching public key passed with `--keys`.
 // @unchecked: the EVP_PKEY is immutable after init; each signature uses its own EVP_PKEY_CTX.
-public final class ECPrivateKey: @unchecked Sendable {
+package final class ECPrivateKey: @unchecked Sendable {
     let pointer: OpaquePointer
     /// The curve the key lies on.
-    public let curve: ECCurve
+    package let curve: ECCurve
     /// The matching public key.
-    public let publicKey: ECPublicKey
+    package let publicKey: ECPublicKey
 
     /// Reads a key from a PEM `PRIVATE KEY` or `EC PRIVATE KEY` block.
-    public init(pemRepresentation pem: String) throws {
+    package init(pemRepresentation pem: String) throws {
         let bytes = Array(pem.utf8)
         let key: OpaquePointer? = bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
@@ -49,7 +49,7 @@ public final class ECPrivateKey: @unchecked Sendable {
     ///
     /// The nonce is derived from the key and the digest (RFC 6979), so the same message and key
     /// always give the same signature.
-    public func signature(forDigest digest: [UInt8]) throws -> [UInt8] {
+    package func signature(forDigest digest: [UInt8]) throws -> [UInt8] {
         guard let signature = DeterministicECDSA.sign(digest: digest, key: pointer, curve: curve) else {
             OpenSSLErrorQueue.clear()
             throw ECKeyError(.unreadable, "OpenSSL failed to sign")
@@ -58,7 +58,7 @@ public final class ECPrivateKey: @unchecked Sendable {
     }
 
     /// Signs `message` (hashed with SHA-256) and returns the DER ECDSA signature.
-    public func signature<Message: Collection<UInt8>>(for message: Message) throws -> [UInt8] {
+    package func signature<Message: Collection<UInt8>>(for message: Message) throws -> [UInt8] {
         try signature(forDigest: SHA256Digest.hash(message))
     }
 }

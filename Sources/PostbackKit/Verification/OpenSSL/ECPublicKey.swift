@@ -7,18 +7,18 @@ import Synchronization
 /// again.
 // @unchecked: the EVP_PKEY is never mutated after init; OpenSSL 3 locks its internal caches,
 // and each thread verifies through its own EVP_PKEY_CTX.
-public final class ECPublicKey: @unchecked Sendable {
+package final class ECPublicKey: @unchecked Sendable {
     let pointer: OpaquePointer
     /// The curve the key lies on.
-    public let curve: ECCurve
+    package let curve: ECCurve
     /// The key as DER SubjectPublicKeyInfo.
-    public let derRepresentation: [UInt8]
+    package let derRepresentation: [UInt8]
     /// The key's table of precomputed multiples, built on first request (about 25 ms on
     /// P-256): `.none` until then, `.some(nil)` when OpenSSL could not build one.
     private let fixedBaseTable = Mutex<ECFixedBase??>(.none)
 
     /// Reads a key from a PEM `PUBLIC KEY` block.
-    public convenience init(pemRepresentation pem: String) throws {
+    package convenience init(pemRepresentation pem: String) throws {
         let bytes = Array(pem.utf8)
         let key: OpaquePointer? = bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
@@ -29,7 +29,7 @@ public final class ECPublicKey: @unchecked Sendable {
     }
 
     /// Reads a key from DER SubjectPublicKeyInfo bytes.
-    public convenience init(derRepresentation der: [UInt8]) throws {
+    package convenience init(derRepresentation der: [UInt8]) throws {
         let key: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_PUBKEY(nil, &cursor, buffer.count)

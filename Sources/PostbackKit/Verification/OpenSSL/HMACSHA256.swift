@@ -1,9 +1,9 @@
 import CPostbackdOpenSSL
 
 /// HMAC-SHA256 through OpenSSL: how `forward` signs what it delivers.
-public enum HMACSHA256 {
+package enum HMACSHA256 {
     /// The 32-byte MAC of `message` under `key`.
-    public static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
+    package static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         key.withUnsafeBufferPointer { keyBytes in
@@ -25,7 +25,7 @@ public enum HMACSHA256 {
     }
 
     /// The MAC in lower-case hex.
-    public static func hex(key: [UInt8], message: [UInt8]) -> String {
+    package static func hex(key: [UInt8], message: [UInt8]) -> String {
         hexString(mac(key: key, message: message))
     }
 }

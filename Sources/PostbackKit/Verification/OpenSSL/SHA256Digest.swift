@@ -1,27 +1,27 @@
 import CPostbackdOpenSSL
 
 /// A SHA-256 digest.
-public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
+package struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// The 32 digest bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
     }
 
     /// The digest of `message`.
-    public init<Message: Collection<UInt8>>(hashing message: Message) {
+    package init<Message: Collection<UInt8>>(hashing message: Message) {
         self.bytes = Self.hash(message)
     }
 
     /// Lower-case hexadecimal, as `sha256sum` prints it.
-    public var description: String {
+    package var description: String {
         hexString(bytes)
     }
 
     /// Hashes `message` through OpenSSL with a one-off context. Hot paths use
     /// ``ECDSAVerifier/sha256(_:)`` instead, which reuses its context.
-    public static func hash<Message: Collection<UInt8>>(_ message: Message) -> [UInt8] {
+    package static func hash<Message: Collection<UInt8>>(_ message: Message) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let bytes = Array(message)

@@ -2,19 +2,20 @@
 // explains, decodes and encodes postbacks (see the DocC catalog's getting-started article).
 // Each is a thin door onto what postbackd's commands use, so the two never disagree.
 
-extension PostbackVerifier {
-    /// A verifier with `keys`: Apple's production and development keys by default.
+extension VerifierPool {
+    /// Verifiers with `keys`: Apple's production and development keys by default. Make one
+    /// and share it: the keys are parsed once, and each task verifies with a verifier of its own.
     public convenience init(keys: KeyRing = .apple) {
         self.init(keyRing: keys)
     }
 
-    /// Parses and verifies one postback, as a device sent it (the HTTP body of a
-    /// SKAdNetwork or AdAttributionKit postback).
+    /// Parses and verifies one postback as a device sent it (the HTTP body of a SKAdNetwork
+    /// or AdAttributionKit postback). Safe to call from any number of tasks at once.
     ///
     /// - Returns: the verdict (valid, invalid, malformed, unsupported), the field and reason
     ///   when not valid, and the typed postback when it could be read.
     public func verify(_ body: [UInt8]) -> VerificationResult {
-        check(body)
+        withVerifier { $0.check(body) }
     }
 }
 

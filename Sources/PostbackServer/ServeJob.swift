@@ -36,7 +36,7 @@ package struct ServeJob: Sendable {
     /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`).
     package var clientAddressHeader: String?
     /// Postbacks written per transaction, at most.
-    package var maximumGroup: Int
+    var maximumGroup: Int
     /// `--api-key`: when any, the conversion value endpoints take only these (never logged).
     package var apiKeys: [String]
     /// `--forward`: delivers as `forward --follow` does, beside serving, on a store

@@ -268,7 +268,7 @@ package enum PostbackStores {
 /// in Developer Mode can sign a development postback with any identifier), so letting them
 /// claim the production key would let a forgery suppress the genuine postback. They never
 /// count as installs, so keeping them apart never counts anything twice.
-package enum KeySpace: String, Sendable, Hashable {
+enum KeySpace: String, Sendable, Hashable {
     case production, test, development
 
     init(_ result: VerificationResult) {
@@ -320,7 +320,7 @@ extension StoredModel {
 package struct BundleIDConflict: Error, CustomStringConvertible {
     package var bundleID: String
     package var appID: Int64
-    package var otherAppID: Int64
+    var otherAppID: Int64
     package var description: String {
         "bundle identifier \(bundleID) belongs to app \(otherAppID) already; it cannot name app \(appID) too"
     }
@@ -354,7 +354,7 @@ package struct ReportQuery: Sendable, Hashable {
     package var detailedRowsOnly = false
     /// Only the count metrics: no revenue, no tier shares (the dashboard's report by day,
     /// network and tier, which it sums; it reads revenue by day alone).
-    package var countsOnly = false
+    var countsOnly = false
 
     package init(
         from: UTCDay?,

@@ -20,12 +20,12 @@ package struct StoreFault: CodedError {
         package var description: String { name }
 
         /// The file cannot be opened or created (no such folder, no permission).
-        package static let cannotOpen = Code(name: "cannot_open")
+        static let cannotOpen = Code(name: "cannot_open")
         /// The file or folder holds no store (read-only commands do not create one).
         package static let noStore = Code(name: "no_store")
         /// The file is not a postbackd store (or not SQLite at all), or the database holds
         /// tables postbackd did not make.
-        package static let notPostbackd = Code(name: "not_postbackd")
+        static let notPostbackd = Code(name: "not_postbackd")
         /// A newer postbackd wrote the schema.
         package static let newerSchema = Code(name: "newer_schema")
         /// An older postbackd wrote the schema, and this command does not migrate.
@@ -33,19 +33,19 @@ package struct StoreFault: CodedError {
         /// The database's pages are damaged (malformed, truncated, corrupt).
         package static let damaged = Code(name: "damaged")
         /// The disk (or the database's quota) is full.
-        package static let diskFull = Code(name: "disk_full")
+        static let diskFull = Code(name: "disk_full")
         /// The store may not be written here: a read-only file, folder, mount or server.
-        package static let readOnly = Code(name: "read_only")
+        static let readOnly = Code(name: "read_only")
         /// The database user lacks a privilege the command needs.
         package static let notPermitted = Code(name: "not_permitted")
         /// Another process held the store locked for longer than the wait.
         package static let locked = Code(name: "locked")
         /// The disk failed a read or a write.
-        package static let ioError = Code(name: "io_error")
+        static let ioError = Code(name: "io_error")
         /// The database server cannot be reached, went away, or has no such database.
         package static let unreachable = Code(name: "unreachable")
         /// The database server refused the user or password.
-        package static let authenticationRefused = Code(name: "authentication_refused")
+        static let authenticationRefused = Code(name: "authentication_refused")
         /// Anything else the store reported.
         package static let failed = Code(name: "failed")
     }

@@ -73,12 +73,12 @@ package struct AppleAdsExchangeRules: Sendable, Hashable {
     }
 
     /// Apple's minimum wait after a 404.
-    package static let notReadyRetryMs: Int64 = 5_000
+    static let notReadyRetryMs: Int64 = 5_000
     /// The 404 retries at ``notReadyRetryMs``, before the interval grows.
     package static let quickRetries = 3
     /// The first of the growing intervals after the quick retries, and the largest.
-    package static let slowRetryMs: Int64 = 60_000
-    package static let maximumRetryMs: Int64 = 3_600_000
+    static let slowRetryMs: Int64 = 60_000
+    static let maximumRetryMs: Int64 = 3_600_000
 
     /// A token found past its 24 hours just before its request: closed unsent.
     package func expired(_ claim: AppleAdsClaim, nowMs: Int64) -> AppleAdsOutcome {

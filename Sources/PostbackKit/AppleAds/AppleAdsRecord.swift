@@ -29,9 +29,9 @@ package struct AppleAdsRecord: Sendable, Hashable {
 
     /// The documented `conversionType` values: `Download`, `Redownload`, and `preorder` (added
     /// later). Others are kept and reported apart.
-    package static let knownConversionTypes: Set<String> = ["Download", "Redownload", "preorder"]
+    static let knownConversionTypes: Set<String> = ["Download", "Redownload", "preorder"]
     /// The documented `claimType` values.
-    package static let knownClaimTypes: Set<String> = ["Click", "Impression"]
+    static let knownClaimTypes: Set<String> = ["Click", "Impression"]
 
     /// Reads a 200 answer's body.
     ///

@@ -25,9 +25,9 @@ package struct AppleAdsToken: Sendable, Hashable {
     /// How long Apple accepts a token after the app obtained it.
     package static let validityMs: Int64 = 24 * 3_600_000
     /// The longest token accepted. Apple's are a few hundred characters.
-    package static let maximumLength = 4_096
+    static let maximumLength = 4_096
     /// How far in the future `obtained_at` may be (a phone's clock runs fast).
-    package static let clockSkewMs: Int64 = 3_600_000
+    static let clockSkewMs: Int64 = 3_600_000
 
     /// When Apple stops accepting the token.
     package var expiresAt: UTCInstant { UTCInstant(milliseconds: obtainedAt.milliseconds + Self.validityMs) }

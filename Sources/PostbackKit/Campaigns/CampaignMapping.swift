@@ -61,9 +61,9 @@ package enum CampaignMappingFile {
     /// The largest file read (a mapping of every prefix of a thousand networks is far less).
     package static let maximumBytes = ConversionModelFile.maximumBytes
     /// The most problems listed (the count of the rest follows).
-    package static let maximumProblems = 200
+    static let maximumProblems = 200
     /// The longest campaign, ad group or creative name.
-    package static let maximumNameBytes = 1_024
+    static let maximumNameBytes = 1_024
 
     /// Reads and checks the files (`-`: standard input) together: every problem, each naming
     /// its file and line, or every row. Rows of one network and prefix whose validity periods

@@ -3,7 +3,7 @@
 ///
 /// Read from the schema App Attribution Partners share with Google Ads
 /// (`SkAdNetworkConversionValueSchema`, protobuf JSON with lowerCamelCase names); see
-/// ``ConversionModelParser`` and `spec/conversion-model.md`.
+/// `ConversionModelParser` and `spec/conversion-model.md`.
 public struct ConversionModel: Sendable, Hashable {
     /// The App Store id the model belongs to (`appId`).
     public var appID: Int64

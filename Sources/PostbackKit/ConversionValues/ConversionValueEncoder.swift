@@ -89,24 +89,24 @@ public struct ConversionValueAnswer: Sendable, Hashable {
     /// Whether to lock the window.
     public var lock: Bool
     /// Why, when asked for (`--explain`).
-    package var explanation: Explanation?
+    var explanation: Explanation?
 
     /// Which mappings held, and what kept the next higher value from holding.
-    package struct Explanation: Sendable, Hashable {
+    struct Explanation: Sendable, Hashable {
         /// A mapped value above the answer, and the first condition of its mapping that failed.
-        package struct Next<Value: Sendable & Hashable>: Sendable, Hashable {
+        struct Next<Value: Sendable & Hashable>: Sendable, Hashable {
             package var value: Value
             package var failed: String
         }
 
         /// The fine values whose mappings held (window 0), ascending.
-        package var fineHeld: [Int] = []
+        var fineHeld: [Int] = []
         /// The lowest mapped fine value above the answer.
-        package var fineNext: Next<Int>? = nil
+        var fineNext: Next<Int>? = nil
         /// The coarse values whose mappings held in this window, ascending.
-        package var coarseHeld: [CoarseConversionValue] = []
+        var coarseHeld: [CoarseConversionValue] = []
         /// The lowest mapped coarse value above the answer.
-        package var coarseNext: Next<CoarseConversionValue>? = nil
+        var coarseNext: Next<CoarseConversionValue>? = nil
         /// The window's lock trigger and whether the answer reached it, in words.
         package var lock: String = "no lock trigger for this window"
         /// Set when the answer is the current values because the window is locked or over.

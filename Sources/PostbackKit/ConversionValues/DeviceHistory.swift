@@ -90,7 +90,7 @@ package struct DeviceHistory: Sendable, Hashable {
     package static let retentionMilliseconds: Int64 = 35 * 24 * 3_600_000
     /// One of the last ``recentRequestCount`` requests again within this time is a retry, and
     /// records nothing.
-    package static let retryMilliseconds: Int64 = 60_000
+    static let retryMilliseconds: Int64 = 60_000
     package static let recentRequestCount = 8
     /// Events kept per device: past it, calls are answered but add no event (a client cannot
     /// grow a row without bound).
@@ -176,7 +176,7 @@ package struct DeviceHistory: Sendable, Hashable {
     }
 
     /// The client snippet's name for a session.
-    package static let snippetSession = "__SESSION__"
+    static let snippetSession = "__SESSION__"
 
     /// Whether a call's `event` can change an answer of `model` (the model maps it or locks on
     /// it, `__SESSION__` counting as `session`), and so is kept.

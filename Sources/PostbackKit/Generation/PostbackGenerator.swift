@@ -28,7 +28,7 @@ package struct GeneratorOptions: Sendable {
     /// Forwarder `timestamp`s are spread over this many days ending at ``endTime``.
     package var days: Int
     /// Epoch seconds of the end of the period (default 2026-11-21T00:00:00Z).
-    package var endTime: Int64
+    var endTime: Int64
     package var kind: GeneratedKind
     /// Share of AdAttributionKit postbacks signed under the development kid.
     package var developmentRate: Double

@@ -16,12 +16,12 @@ package struct SeededRandom: RandomNumberGenerator, Sendable {
     }
 
     /// True with probability `p`.
-    package mutating func chance(_ p: Double) -> Bool {
+    mutating func chance(_ p: Double) -> Bool {
         Double(next() >> 11) / Double(1 << 53) < p
     }
 
     /// A version 4 UUID in upper- or lower-case hex.
-    package mutating func uuid(uppercase: Bool = false) -> String {
+    mutating func uuid(uppercase: Bool = false) -> String {
         var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: next()) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80

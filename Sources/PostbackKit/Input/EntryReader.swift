@@ -43,7 +43,7 @@ package final class EntryReader {
     package var bytesRead: Int { finishedBytes + (current?.cursor.bytesRead ?? 0) }
 
     /// The number of inputs in this run.
-    package var fileCount: Int { files.count }
+    var fileCount: Int { files.count }
 
     /// Problems with whole inputs found since the last call.
     package func takeDiagnostics() -> [InputDiagnostic] {

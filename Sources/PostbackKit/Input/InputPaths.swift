@@ -12,7 +12,7 @@ package struct InputError: CodedError {
         fileprivate enum Value: Hashable { case noSuchPath, unreadable }
         fileprivate let value: Value
         /// A path given on the command line does not exist.
-        package static let noSuchPath = Code(value: .noSuchPath)
+        static let noSuchPath = Code(value: .noSuchPath)
         /// A path exists but cannot be opened or listed.
         package static let unreadable = Code(value: .unreadable)
     }
@@ -41,7 +41,7 @@ package struct InputFile: Sendable, Hashable {
 package enum InputPaths {
     /// File name endings read when walking a folder (case-insensitive). A file named directly
     /// is read whatever its name.
-    package static let postbackExtensions = ["json", "jsonl", "ndjson"]
+    static let postbackExtensions = ["json", "jsonl", "ndjson"]
 
     /// The files to read for `paths`, in order: paths in the order given, each folder's files
     /// (found recursively, hidden entries skipped) in byte order of their paths. `-` or no

@@ -12,7 +12,7 @@ package struct JSONSyntaxError: Error, Hashable, Sendable {
 }
 
 /// The kind of a scanned JSON value.
-package enum JSONKind: UInt8, Sendable {
+enum JSONKind: UInt8, Sendable {
     case null, `true`, `false`, number, string, array, object
 
     /// The kind as a person names it in an error message.
@@ -29,7 +29,7 @@ package enum JSONKind: UInt8, Sendable {
 }
 
 /// A scanned value: its kind and where its bytes are. Strings exclude their quotes.
-package struct JSONSlice: Sendable {
+struct JSONSlice: Sendable {
     package var kind: JSONKind
     /// First byte (for a string: after the opening quote).
     package var start: Int
@@ -41,11 +41,11 @@ package struct JSONSlice: Sendable {
 }
 
 /// One member of a scanned object.
-package struct JSONMember: Sendable {
+struct JSONMember: Sendable {
     /// The key's bytes (without quotes, before unescaping).
-    package var keyStart: Int
-    package var keyEnd: Int
-    package var keyEscaped: Bool
+    var keyStart: Int
+    var keyEnd: Int
+    var keyEscaped: Bool
     package var value: JSONSlice
 }
 
@@ -444,7 +444,7 @@ struct JSONScanner: ~Copyable {
 }
 
 /// The top level of a scanned document.
-package enum JSONDocument: Sendable {
+enum JSONDocument: Sendable {
     /// An object, with its members in document order.
     case object([JSONMember])
     /// A value of another kind.

@@ -1,8 +1,8 @@
 import Synchronization
 
-/// Hands out ``PostbackVerifier``s so that each worker has its own OpenSSL state while all
-/// share one parsed key ring.
-package final class VerifierPool: Sendable {
+/// Verifies postbacks from any number of tasks at once: hands out `PostbackVerifier`s so that
+/// each task has its own OpenSSL state while all share one parsed key ring.
+public final class VerifierPool: Sendable {
     private let keyRing: KeyRing
     private let idle: Mutex<[PostbackVerifier]>
 

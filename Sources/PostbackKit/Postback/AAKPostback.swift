@@ -37,7 +37,7 @@ public struct AAKPostback: Sendable, Hashable {
     public var jws: String
     /// The `conversion-type` as signed, when it is another spelling of ``conversionType``'s
     /// (Apple's pages write the re-engagement type both `re-engagement` and `reengagement`).
-    package var conversionTypeSpelling: String? = nil
+    var conversionTypeSpelling: String? = nil
 
     /// Oddities worth a warning.
     public var warnings: [String] {
@@ -49,13 +49,13 @@ public struct AAKPostback: Sendable, Hashable {
 
     /// The JWS signing input: the header and payload segments and the '.' between them,
     /// exactly as received.
-    package var signingInput: Substring {
+    var signingInput: Substring {
         guard let lastDot = jws.lastIndex(of: ".") else { return jws[...] }
         return jws[..<lastDot]
     }
 
     /// The JWS signature segment (base64url of the raw 64-byte R‖S).
-    package var signatureSegment: Substring {
+    var signatureSegment: Substring {
         guard let lastDot = jws.lastIndex(of: ".") else { return "" }
         return jws[jws.index(after: lastDot)...]
     }

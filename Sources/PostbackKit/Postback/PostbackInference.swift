@@ -20,23 +20,23 @@ package struct PostbackInference: Sendable, Hashable {
     package var crowdAnonymityTier: Int?
     package var sourceIdentifierDigits: Int?
     /// Why the tier is what it is (or why there is none), for `verify --explain`.
-    package var tierBasis: String
+    var tierBasis: String
     /// SKAdNetwork 4.0 or AdAttributionKit: three conversion windows.
-    package var windowed: Bool
+    var windowed: Bool
     package var sequenceIndex: Int
 
     /// The UTC day of ``estimatedInstallAt``.
     package var installDate: UTCDay { estimatedInstallAt.day }
 
     /// The SKAdNetwork versions with the three conversion windows of 4.0.
-    package static let windowedVersions: [SKANVersion] = SKANVersion.allCases.filter { $0 >= .v4_0 }
+    static let windowedVersions: [SKANVersion] = SKANVersion.allCases.filter { $0 >= .v4_0 }
 
     /// Before 4.0: the one postback arrives 24 h after the last update plus 0–24 h.
-    package static let singleWindowOffsetHours = 36
+    static let singleWindowOffsetHours = 36
 
     /// 4.0 and AdAttributionKit: the end of the window (48, 168, 840 h after install) plus the
     /// mean delay after it (36 h for postback 0, 84 h for postbacks 1 and 2).
-    package static func windowedOffsetHours(sequenceIndex: Int) -> Int {
+    static func windowedOffsetHours(sequenceIndex: Int) -> Int {
         switch sequenceIndex {
         case ...0: 48 + 36
         case 1: 168 + 84
@@ -46,7 +46,7 @@ package struct PostbackInference: Sendable, Hashable {
 
     /// Every offset in hours, smallest first: the received days that can hold an install day
     /// are those from `smallest` to `largest` hours after it.
-    package static let offsetsHours: [Int] = [
+    static let offsetsHours: [Int] = [
         singleWindowOffsetHours, windowedOffsetHours(sequenceIndex: 0), windowedOffsetHours(sequenceIndex: 1),
         windowedOffsetHours(sequenceIndex: 2),
     ].sorted()
@@ -146,7 +146,7 @@ package struct PostbackInference: Sendable, Hashable {
     }
 
     /// `minus 84 h (postback 0, SKAdNetwork 4.0/AdAttributionKit windows)`.
-    package var installBasis: String {
+    var installBasis: String {
         windowed
             ? "minus \(installOffsetHours) h (postback \(sequenceIndex), SKAdNetwork 4.0/AdAttributionKit windows)"
             : "minus \(installOffsetHours) h (one window, before SKAdNetwork 4.0)"

@@ -1,5 +1,5 @@
 /// Why a postback is malformed or unsupported: which field, and what was wrong with it.
-package struct PostbackProblem: Error, Sendable, Hashable, CustomStringConvertible {
+struct PostbackProblem: Error, Sendable, Hashable, CustomStringConvertible {
     /// `.malformed` or `.unsupported`.
     package var verdict: Verdict
     /// The JSON field at fault, when one is.

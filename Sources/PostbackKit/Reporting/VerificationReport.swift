@@ -165,7 +165,7 @@ package enum VerificationReport {
     }
 
     /// `    decoded: purchase ×1–2 (USD 5.00–10.00); revenue …` under a valid postback's line.
-    package static func decodedText(_ result: VerificationResult, _ models: ConversionModels) -> String? {
+    static func decodedText(_ result: VerificationResult, _ models: ConversionModels) -> String? {
         guard result.verdict == .valid, let postback = result.postback else { return nil }
         let decoded = models.decode(
             appID: postback.appID,
@@ -182,7 +182,7 @@ package enum VerificationReport {
 
     /// The indented `--explain` block printed under a text line: the signature, then for a
     /// valid postback with its received time the inferred install time and tier.
-    package static func explanationText(
+    static func explanationText(
         _ result: VerificationResult,
         received: (UTCInstant, ReceivedTimeSource)? = nil
     ) -> String? {

@@ -7,7 +7,7 @@ package struct JSONObjectWriter {
     package init() {}
 
     /// Escape everything outside printable ASCII as `\uXXXX` (for byte-exact debugging output).
-    package var asciiOnly = false
+    var asciiOnly = false
 
     package mutating func add(_ key: String, _ value: String?) {
         addKey(key)

@@ -16,7 +16,7 @@ package func formatSeconds(_ seconds: Double) -> String {
 }
 
 /// Two decimals without Foundation.
-package func format2(_ value: Double) -> String {
+func format2(_ value: Double) -> String {
     let hundredths = Int((value * 100).rounded())
     let fraction = hundredths % 100
     return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"

@@ -14,7 +14,7 @@
 /// verified with ES256 over the header and payload segments exactly as received, with the key
 /// its header's `kid` names; any `alg` but ES256 and any unknown `kid` are refused.
 // @unchecked: a verifier is used by one task at a time; VerifierPool hands it from task to task.
-public final class PostbackVerifier: @unchecked Sendable {
+package final class PostbackVerifier: @unchecked Sendable {
     package let keyRing: KeyRing
     private let ecdsa: ECDSAVerifier
 
@@ -179,7 +179,7 @@ public final class PostbackVerifier: @unchecked Sendable {
 
     /// Verifies the signature of a well-formed SKAdNetwork postback with the keys for its
     /// version.
-    package func verifySignature(of postback: SKANPostback) -> SignatureResult {
+    func verifySignature(of postback: SKANPostback) -> SignatureResult {
         let signature: [UInt8]
         let keys: [NamedKey]
         switch signatureAndKeys(of: postback) {
@@ -239,7 +239,7 @@ public final class PostbackVerifier: @unchecked Sendable {
     }
 
     /// Verifies an AdAttributionKit postback's JWS (ES256, key by `kid`).
-    package func verifySignature(of postback: AAKPostback) -> SignatureResult {
+    func verifySignature(of postback: AAKPostback) -> SignatureResult {
         let der: [UInt8]
         let key: AAKKey
         switch signatureAndKey(of: postback) {

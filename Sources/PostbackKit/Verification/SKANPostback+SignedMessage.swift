@@ -1,5 +1,5 @@
 /// One value of a signed message, typed so that it renders exactly as Apple signs it.
-package enum SignedValue: Sendable, Hashable, CustomStringConvertible {
+enum SignedValue: Sendable, Hashable, CustomStringConvertible {
     case text(String)
     case integer(Int64)
     case boolean(Bool)
@@ -28,14 +28,14 @@ private let trueBytes: [UInt8] = Array("true".utf8)
 private let falseBytes: [UInt8] = Array("false".utf8)
 
 /// U+2063 INVISIBLE SEPARATOR in UTF-8: what Apple joins signed fields with.
-package let signedFieldSeparator: [UInt8] = [0xE2, 0x81, 0xA3]
+let signedFieldSeparator: [UInt8] = [0xE2, 0x81, 0xA3]
 
 extension SKANPostback {
     /// The fields of this postback's signed message, in order, by JSON name.
     ///
     /// - Parameter omittingSourceAppID: leave out a `source-app-id` of 0, which is how a real
     ///   device signs a test-mode postback (see ``PostbackVerifier``).
-    package func signedValues(omittingSourceAppID: Bool = false) -> [(field: String, value: SignedValue)] {
+    func signedValues(omittingSourceAppID: Bool = false) -> [(field: String, value: SignedValue)] {
         var values: [(field: String, value: SignedValue)] = []
         values.reserveCapacity(10)
         for slot in version.signedFields {

@@ -43,7 +43,7 @@ public struct VerificationResult: Sendable {
 }
 
 /// The outcome of checking a postback's signature.
-package struct SignatureResult: Sendable, Hashable {
+struct SignatureResult: Sendable, Hashable {
     /// `.valid` or `.invalid`.
     public var verdict: Verdict
     /// The key that verified it.

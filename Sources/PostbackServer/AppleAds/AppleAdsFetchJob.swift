@@ -26,7 +26,7 @@ package struct AppleAdsFetchJob: Sendable {
 
     /// Apple's endpoint.
     package static let appleEndpoint = "https://api-adservices.apple.com/api/v1/"
-    package static let defaultTimeout: Duration = .seconds(10)
+    static let defaultTimeout: Duration = .seconds(10)
     package static let defaultConcurrency = 8
     /// The longest answer read.
     static let maximumAnswer = 65_536

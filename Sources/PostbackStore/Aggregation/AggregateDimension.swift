@@ -53,7 +53,7 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     }
 
     /// The dimensions a report groups by when none are given.
-    package static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
+    static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
 
     /// Parses `date,ad_network_id`, naming any unknown dimension.
     package static func list(_ text: String) throws(AggregateDimensionError) -> [AggregateDimension] {
@@ -93,7 +93,7 @@ package struct AggregateDimensionError: Error, Hashable, CustomStringConvertible
 
 /// The App Store placements Apple Ads stands for with the campaign ids of its SKAdNetwork (and
 /// AdAttributionKit) postbacks.
-package enum ApplePlacement: String, Sendable, CaseIterable {
+enum ApplePlacement: String, Sendable, CaseIterable {
     case searchResults = "Search results"
     case searchTab = "Search tab"
     case todayTab = "Today tab"

@@ -31,7 +31,7 @@ package struct AggregateSummary: Sendable, Hashable {
     /// `aggregate_daily` rows written.
     package var rows = 0
     /// Apps that have postbacks in those days but no model.
-    package var unmodelledApps: [Int64] = []
+    var unmodelledApps: [Int64] = []
     package var seconds: Double = 0
     package var policy: RevenueEstimatePolicy = .midpoint
 

@@ -76,7 +76,7 @@ package enum ModelsJob {
 
     /// Why `text` cannot be a bundle identifier (letters, digits, `-` and `.`, at most 155
     /// characters, as App Store Connect allows), or nil.
-    package static func bundleIDProblem(_ text: String) -> String? {
+    static func bundleIDProblem(_ text: String) -> String? {
         if text.isEmpty || text.utf8.count > 155 { return "a bundle identifier has 1 to 155 characters" }
         let allowed = text.utf8.allSatisfy { byte in
             (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))

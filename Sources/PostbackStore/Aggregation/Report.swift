@@ -98,7 +98,7 @@ package struct ReportRow: Sendable {
     /// Revenue by currency code.
     package var revenue: [String: RevenueTotal] = [:]
     /// Columns from other measurements (``Report/extraColumns``), by name.
-    package var extras: [String: Int] = [:]
+    var extras: [String: Int] = [:]
     /// With `crowd_anonymity_tier` among the dimensions: this row's share of the production
     /// postbacks that have a tier (postback 0 of a winning 4.0 or AdAttributionKit
     /// attribution) among the rows with the same other dimensions; nil for the rows without a
@@ -135,7 +135,7 @@ package struct Report: Sendable {
     /// The revenue estimate policy of the aggregate runs the rows come from.
     package var policy: String?
     /// Count columns from other measurements shown after the metrics (`--with-apple-ads`).
-    package var extraColumns: [String] = []
+    var extraColumns: [String] = []
 
     package init(
         dimensions: [AggregateDimension],
@@ -162,7 +162,7 @@ extension Report {
     }
 
     /// The dimensions `--with-apple-ads` can group by: those both measurements have.
-    package static let sideBySideDimensions: [AggregateDimension] = [.date, .appID]
+    static let sideBySideDimensions: [AggregateDimension] = [.date, .appID]
 
     /// `postbackd report --with-apple-ads`: the SKAN report (by date and/or app id) with three
     /// columns beside it, never added into its counts: `apple_ads_skan_installs`, the SKAN
@@ -487,7 +487,7 @@ struct ReportAssembler {
 /// last aggregate run, of the last campaign mapping change and of the last aggregate run over
 /// every day (ISO 8601 text, or nil when there is none), and whether aggregate rows written
 /// before the section 9 dimensions remain (`staleRows`).
-func stalenessWarning(
+package func stalenessWarning(
     lastIngest: String?,
     lastAggregate: String?,
     lastMappingChange: String? = nil,

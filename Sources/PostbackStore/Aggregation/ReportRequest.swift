@@ -24,7 +24,7 @@ package struct ReportRequest: Sendable, Hashable {
     }
 
     /// The most apps or networks one request may name.
-    package static let maximumFilterValues = 100
+    static let maximumFilterValues = 100
 
     /// Parses and checks `options`.
     ///

@@ -15,17 +15,17 @@ package enum AppleAdsAddOutcome: String, Sendable, Hashable {
 package struct AppleAdsStatus: Sendable, Hashable {
     package var counts: [AppleAdsTokenState: Int] = [:]
     /// When the oldest pending token was obtained.
-    package var oldestPendingObtainedMs: Int64?
+    var oldestPendingObtainedMs: Int64?
     /// When the next pending token is due.
-    package var nextDueMs: Int64?
+    var nextDueMs: Int64?
     /// Pending tokens by the last answer they had (`404`, `503`, `timeout`, …; `none` when not
     /// sent yet).
-    package var pendingByLastStatus: [String: Int] = [:]
+    var pendingByLastStatus: [String: Int] = [:]
     /// Attributed records whose `conversionType` is not one of the documented values (`none`
     /// when absent), and how many.
-    package var unknownConversionTypes: [String: Int] = [:]
+    var unknownConversionTypes: [String: Int] = [:]
     /// The same for `claimType` (absent is documented, so not counted).
-    package var unknownClaimTypes: [String: Int] = [:]
+    var unknownClaimTypes: [String: Int] = [:]
 
     package init() {}
 

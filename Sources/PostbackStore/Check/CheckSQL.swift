@@ -43,7 +43,7 @@ enum CheckSQL {
     }
 
     /// Rows `(id, started_at, inputs)`; `time` and `json` turn those columns into text.
-    static func unfinishedRuns(time: (String) -> String, json: (String) -> String) -> String {
+    package static func unfinishedRuns(time: (String) -> String, json: (String) -> String) -> String {
         "SELECT id, \(time("started_at")), \(json("inputs")) FROM ingest_runs WHERE status = 'running' ORDER BY id"
     }
 

@@ -22,7 +22,7 @@ package enum StoreCheck {
         /// Rows read at a time.
         package var pageSize = 2_000
         /// At most this many findings are kept (the count goes on).
-        package var maximumFindings = 1_000
+        var maximumFindings = 1_000
 
         package init(quick: Bool = false) {
             self.quick = quick
@@ -195,7 +195,7 @@ package struct CheckedRow: Sendable {
     package var dedupKey: [UInt8]?
     /// Nil when not kept (a sighting without a conflict).
     package var raw: [UInt8]?
-    package var rawSHA256: [UInt8]
+    var rawSHA256: [UInt8]
 
     package init(
         id: Int64,
@@ -278,7 +278,7 @@ package struct CheckFinding: Sendable, Hashable {
     package var table: String
     /// The row's id (for conflicts the sighting's, for deliveries the postback's); nil for a
     /// finding about a day or a whole table.
-    package var rowID: Int64?
+    var rowID: Int64?
     package var problem: String
 }
 
@@ -294,10 +294,10 @@ package struct CheckReport: Sendable {
     package var store: String
     package var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
     package var checked: [CheckedTable: Int] = [:]
-    package var aggregatedDays = 0
+    var aggregatedDays = 0
     /// The first findings (``StoreCheck/Options/maximumFindings``).
     package var findings: [CheckFinding] = []
-    package var findingCount = 0
+    var findingCount = 0
     /// What is not a fault but worth knowing: runs left running, days not yet aggregated.
     package var notices: [String] = []
     package var seconds: Double = 0

@@ -6,11 +6,11 @@ package struct Dashboard: Sendable {
     /// The filters: period, basis, apps and networks (its dimensions unused).
     package var query: ReportQuery
     /// Installs, redownloads and revenue per day (received or install, by the basis) and network.
-    package var byDayAndNetwork: Report
+    var byDayAndNetwork: Report
     /// The same per day: revenue per currency, null rate.
-    package var byDay: Report
+    var byDay: Report
     /// Per crowd-anonymity tier.
-    package var byTier: Report
+    var byTier: Report
     /// One row of totals (none when nothing matched).
     package var totals: Report
     /// The fine-value histogram over the period and the intake per day received.
@@ -20,10 +20,10 @@ package struct Dashboard: Sendable {
     package var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
     /// The staleness warning of the aggregates, if any.
     package var warning: String?
-    package var generatedAt: UTCInstant
+    var generatedAt: UTCInstant
 
     /// The days shown when no `from` is given.
-    package static let defaultDays = 30
+    static let defaultDays = 30
 
     /// The filters a dashboard takes: `from`, `to`, `date_basis`, `app_id`, `ad_network_id`.
     /// Parsed as the report options are, with the same refusals.
@@ -112,7 +112,7 @@ package struct Dashboard: Sendable {
     }
 
     /// Quarantined, duplicate and conflicting copies over the period.
-    package var intakeTotals: (quarantined: Int, duplicates: Int, conflicts: Int) {
+    var intakeTotals: (quarantined: Int, duplicates: Int, conflicts: Int) {
         series.intake.reduce(into: (0, 0, 0)) { sums, day in
             sums.0 += day.quarantined
             sums.1 += day.duplicates

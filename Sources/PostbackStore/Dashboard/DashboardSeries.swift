@@ -26,7 +26,7 @@ package struct DashboardSeries: Sendable, Hashable {
 
 /// Postbacks with one fine value (or none).
 package struct FineValueCount: Sendable, Hashable {
-    package var fineValue: Int?
+    var fineValue: Int?
     package var postbacks: Int
 
     package init(fineValue: Int?, postbacks: Int) {

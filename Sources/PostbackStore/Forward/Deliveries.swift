@@ -27,7 +27,8 @@ package struct DeliveryRoute: Sendable {
     package var kinds: [String]?
     package var keySpaces: [String]
 
-    package init(destination: String, appIDs: [Int64]?, adNetworkIDs: [String]?, kinds: [String]?, keySpaces: [String]) {
+    package init(destination: String, appIDs: [Int64]?, adNetworkIDs: [String]?, kinds: [String]?, keySpaces: [String])
+    {
         self.destination = destination
         self.appIDs = appIDs
         self.adNetworkIDs = adNetworkIDs

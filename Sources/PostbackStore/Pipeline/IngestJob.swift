@@ -25,7 +25,7 @@ package struct IngestJob: Sendable {
     package var width: Int
     package var logger: Logger
     /// Quarantined entries described on standard error, at most; the rest are counted.
-    package var quarantineMessageLimit: Int
+    var quarantineMessageLimit: Int
     /// Postbacks written per transaction, at most (it also commits after a second).
     package var entriesPerTransaction: Int
 

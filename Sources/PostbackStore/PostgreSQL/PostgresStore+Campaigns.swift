@@ -72,7 +72,10 @@ extension PostgresStore {
     }
 
     /// The mappings in force, for aggregation.
-    static func campaignMappings(_ connection: PostgresConnection, logger: Logger) async throws -> [CampaignMapping] {
+    package static func campaignMappings(
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [CampaignMapping] {
         try await storedCampaignMappings(connection, logger: logger).map(\.mapping)
     }
 

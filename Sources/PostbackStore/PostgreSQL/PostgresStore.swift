@@ -317,7 +317,7 @@ package final class PostgresStore: PostbackStorage {
 }
 
 /// A PostgreSQL store failed while working, after it opened.
-package struct PostgresStoreError: Error, CustomStringConvertible {
+struct PostgresStoreError: Error, CustomStringConvertible {
     var store: String
     var action: String
     var reason: String

@@ -12,7 +12,7 @@ package enum PostbackDatabase {
     package static let defaultFileName = "postbackd.sqlite"
 
     /// How long a writer waits for another process's transaction before giving up.
-    package static let busyTimeoutSeconds: Double = 60
+    static let busyTimeoutSeconds: Double = 60
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
@@ -107,7 +107,7 @@ package enum PostbackDatabase {
     ///
     /// - Throws: ``StoreFault``: no such file, not a postbackd store, damaged, a newer
     ///   schema, or an older one (which a writer must migrate first).
-    package static func openReadOnly(_ path: String) throws(StoreFault) -> DatabaseQueue {
+    static func openReadOnly(_ path: String) throws(StoreFault) -> DatabaseQueue {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let detail = String(cString: strerror(errno))

@@ -42,7 +42,7 @@ extension SQLiteStore {
     }
 
     /// The mappings in force, for aggregation.
-    static func campaignMappings(_ db: Database) throws -> [CampaignMapping] {
+    package static func campaignMappings(_ db: Database) throws -> [CampaignMapping] {
         try storedCampaignMappings(db).map(\.mapping)
     }
 

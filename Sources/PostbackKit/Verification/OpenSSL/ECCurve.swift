@@ -7,7 +7,7 @@ package enum ECCurve: String, Sendable, Hashable, CaseIterable, CustomStringConv
 
     /// The largest DER ECDSA signature on this curve: SEQUENCE of two INTEGERs of at most
     /// (field size + 1) bytes each.
-    package var maximumDERSignatureLength: Int {
+    var maximumDERSignatureLength: Int {
         switch self {
         case .p192: 56
         case .p256: 72

@@ -26,7 +26,7 @@ package enum SignatureCheck: Sendable, Hashable {
 package final class ECDSAVerifier {
     /// Uses of one key, by this verifier, after which it verifies with the key's fixed-base
     /// table: the table costs about as much as 700 P-256 verifies and saves about half of each.
-    package static let defaultFixedBaseThreshold = 1024
+    static let defaultFixedBaseThreshold = 1024
 
     private struct KeyState {
         /// Keeps the key alive as long as its cached state (the dictionary is keyed by identity).

@@ -7,11 +7,11 @@ package struct ECKeyError: CodedError {
         /// The bytes are not a PEM or DER key OpenSSL can read.
         package static let unreadable = Code(value: .unreadable)
         /// The key is not an elliptic-curve key.
-        package static let notECKey = Code(value: .notECKey)
+        static let notECKey = Code(value: .notECKey)
         /// The key is on a curve postbacks are never signed with.
-        package static let unsupportedCurve = Code(value: .unsupportedCurve)
+        static let unsupportedCurve = Code(value: .unsupportedCurve)
         /// The key is on another curve than the one its file name promises.
-        package static let wrongCurve = Code(value: .wrongCurve)
+        static let wrongCurve = Code(value: .wrongCurve)
         package var description: String { "\(value)" }
     }
 

@@ -3,7 +3,7 @@ import CPostbackdOpenSSL
 /// HMAC-SHA256 through OpenSSL: how `forward` signs what it delivers.
 package enum HMACSHA256 {
     /// The 32-byte MAC of `message` under `key`.
-    package static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
+    static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         key.withUnsafeBufferPointer { keyBytes in

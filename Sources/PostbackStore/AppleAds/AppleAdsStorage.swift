@@ -111,36 +111,27 @@ package struct AppleAdsReportQuery: Sendable, Hashable {
         self.dimensions = dimensions
     }
 
-    /// The report's statement, for either engine: `parameter` spells the n-th parameter,
-    /// `orderTerm` sorts a group as SQLite does (NULL first, text by its bytes).
-    func sql(
-        parameter: (Int) -> String,
-        integerSum: (String) -> String,
-        orderTerm: (String, Bool) -> String
-    ) -> (
-        sql: String, arguments: [String]
-    ) {
-        var conditions: [String] = []
-        var arguments: [String] = []
-        if let from {
-            arguments.append(from.description)
-            conditions.append("date >= \(parameter(arguments.count))")
+    /// The report's statement: the groups (sorted as SQLite sorts them: NULL first, text by its
+    /// bytes), then one sum per metric. `date` is `YYYY-MM-DD` text on both engines.
+    var statement: SQLQuery {
+        var conditions: [SQLQuery] = []
+        if let from { conditions.append("date >= \(from.description)") }
+        if let to { conditions.append("date <= \(to.description)") }
+        let select = dimensions.map { SQLQuery(raw: $0.column) }
+        let sums = AppleAdsMetric.allCases.map { metric -> SQLQuery in
+            "CAST(SUM(CASE WHEN \(raw: metric.condition) THEN 1 ELSE 0 END) AS BIGINT)"
         }
-        if let to {
-            arguments.append(to.description)
-            conditions.append("date <= \(parameter(arguments.count))")
-        }
-        let select = dimensions.map(\.column)
-        let sums = AppleAdsMetric.allCases.map { integerSum("CASE WHEN \($0.condition) THEN 1 ELSE 0 END") }
-        let positions = dimensions.indices.map { String($0 + 1) }.joined(separator: ", ")
-        var sql = "SELECT \((select + sums).joined(separator: ", ")) FROM apple_ads_attributions"
-        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        var sql: SQLQuery = "SELECT \(list: select + sums) FROM apple_ads_attributions"
+        if !conditions.isEmpty { sql = "\(sql) WHERE \(list: conditions, separator: " AND ")" }
         if !dimensions.isEmpty {
-            sql +=
-                " GROUP BY \(positions) ORDER BY "
-                + dimensions.map { orderTerm($0.column, $0.isText) }.joined(separator: ", ")
+            let positions = dimensions.indices.map { String($0 + 1) }.joined(separator: ", ")
+            let order = dimensions.map { dimension -> SQLQuery in
+                dimension.isText
+                    ? "\(SQLQuery.bytewise(dimension.column)) NULLS FIRST" : "\(raw: dimension.column) NULLS FIRST"
+            }
+            sql = "\(sql) GROUP BY \(raw: positions) ORDER BY \(list: order)"
         }
-        return (sql, arguments)
+        return sql
     }
 }
 

@@ -64,57 +64,13 @@ extension PostgresStore {
         }
     }
 
-    package func campaignMappings() async throws -> [StoredCampaignMapping] {
-        let logger = self.logger
-        return try await transaction("read campaign mappings", isolation: " READ ONLY") { connection in
-            try await Self.storedCampaignMappings(connection, logger: logger)
-        }
-    }
-
     /// The mappings in force, for aggregation.
     package static func campaignMappings(
         _ connection: PostgresConnection,
         logger: Logger
     ) async throws -> [CampaignMapping] {
-        try await storedCampaignMappings(connection, logger: logger).map(\.mapping)
-    }
-
-    private static func storedCampaignMappings(
-        _ connection: PostgresConnection,
-        logger: Logger
-    ) async throws
-        -> [StoredCampaignMapping]
-    {
-        var rows: [StoredCampaignMapping] = []
-        for try await (network, prefix, from, to, campaign, adGroup, creative, source, line, added)
-            in try await connection
-            .send(
-                """
-                SELECT ad_network_id, source_identifier, to_char(valid_from, 'YYYY-MM-DD'), to_char(valid_to, 'YYYY-MM-DD'),
-                    campaign, ad_group, creative, source, line, \(unescaped: isoText("added_at"))
-                FROM campaign_mappings
-                ORDER BY ad_network_id COLLATE "C", source_identifier COLLATE "C", valid_from NULLS FIRST, line
-                """,
-                logger: logger
-            ).decode((String, String, String?, String?, String, String?, String?, String, Int32, String).self)
-        {
-            rows.append(
-                StoredCampaignMapping(
-                    mapping: CampaignMapping(
-                        adNetworkID: network,
-                        prefix: prefix,
-                        validFrom: from.flatMap(UTCDay.init),
-                        validTo: to.flatMap(UTCDay.init),
-                        campaign: campaign,
-                        adGroup: adGroup,
-                        creative: creative,
-                        source: source,
-                        line: Int(line)
-                    ),
-                    addedAt: added
-                )
-            )
+        try await PostgresSQL(connection: connection, logger: logger).rows(CampaignMappingsSQL.select).map {
+            try CampaignMappingsSQL.stored($0).mapping
         }
-        return rows
     }
 }

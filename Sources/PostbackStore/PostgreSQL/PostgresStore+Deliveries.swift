@@ -159,41 +159,4 @@ extension PostgresStore {
             )
         }
     }
-
-    package func nextDeliveryDue(destination: String) async throws -> Int64? {
-        let logger = self.logger
-        return try await transaction("read the next delivery due") { connection in
-            var due: Int64?
-            for try await value in try await connection.send(
-                """
-                SELECT min(greatest(next_attempt_ms, lease_until_ms)) FROM deliveries
-                WHERE destination = \(destination) AND state = 'pending'
-                """,
-                logger: logger
-            ).decode(Int64?.self) {
-                due = value
-            }
-            return due
-        }
-    }
-
-    package func deliveryStatus(destinations: [String]) async throws -> [DeliveryStatus] {
-        let logger = self.logger
-        return try await transaction("read the delivery status") { connection in
-            var byName: [String: DeliveryStatus] = [:]
-            for try await (name, state, attempted, count, oldest) in try await connection.send(
-                """
-                SELECT destination, state, attempts > 0, count(*), min(discovered_ms) FROM deliveries
-                WHERE destination = ANY(\(destinations)::text[])
-                GROUP BY destination, state, attempts > 0
-                """,
-                logger: logger
-            ).decode((String, String, Bool, Int64, Int64?).self) {
-                var status = byName[name] ?? DeliveryStatus(destination: name)
-                status.add(state: state, attempted: attempted, count: Int(count), oldestDiscoveredMs: oldest)
-                byName[name] = status
-            }
-            return destinations.map { byName[$0] ?? DeliveryStatus(destination: $0) }
-        }
-    }
 }

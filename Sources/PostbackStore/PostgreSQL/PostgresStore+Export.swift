@@ -150,32 +150,4 @@ extension PostgresStore {
         }
         return String(digits)
     }
-
-    package func exportCursor(consumer: String, table: ExportTable) async throws -> ExportCursor? {
-        try await transaction("read the export cursor") { connection in
-            var position: String?
-            for try await text in try await connection.send(
-                "SELECT position FROM export_cursors WHERE consumer = \(consumer) AND table_name = \(table.rawValue)",
-                logger: logger
-            ).decode(String.self) {
-                position = text
-            }
-            return position.map(ExportCursor.init)
-        }
-    }
-
-    package func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) async throws {
-        let now = UTCInstant.now().iso8601
-        try await transaction("record the export cursor") { connection -> Void in
-            try await connection.send(
-                """
-                INSERT INTO export_cursors (consumer, table_name, position, updated_at)
-                VALUES (\(consumer), \(table.rawValue), \(cursor.position), \(now)::timestamptz)
-                ON CONFLICT (consumer, table_name) DO UPDATE SET position = EXCLUDED.position,
-                    updated_at = EXCLUDED.updated_at
-                """,
-                logger: logger
-            )
-        }
-    }
 }

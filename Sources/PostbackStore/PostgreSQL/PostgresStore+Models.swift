@@ -62,36 +62,8 @@ extension PostgresStore {
         }
     }
 
-    package func currentModels() async throws -> [StoredModel] {
-        try await transaction("read the models", retryingFor: modelsRetrySeconds) { connection in
-            try await Self.currentModels(connection, logger: logger)
-        }
-    }
-
     static func currentModels(_ connection: PostgresConnection, logger: Logger) async throws -> [StoredModel] {
-        var models: [StoredModel] = []
-        let rows = try await connection.send(
-            """
-            SELECT m.model::text, m.model_sha256, m.source, \(unescaped: isoText("m.added_at")), b.bundle_id
-            FROM conversion_models m LEFT JOIN app_bundles b ON b.app_id = m.app_id
-            WHERE m.replaced_at IS NULL ORDER BY m.app_id
-            """,
-            logger: logger
-        )
-        for try await (text, sha, source, addedAt, bundleID) in rows.decode(
-            (String, String, String, String, String?).self
-        ) {
-            models.append(
-                StoredModel(
-                    model: try ConversionModelParser.parse(Array(text.utf8)),
-                    sha256: sha,
-                    source: source,
-                    addedAt: addedAt,
-                    bundleID: bundleID
-                )
-            )
-        }
-        return models
+        try await PostgresSQL(connection: connection, logger: logger).rows(ModelsSQL.current).map(ModelsSQL.stored)
     }
 }
 

@@ -72,31 +72,6 @@ extension PostgresStore {
         }
     }
 
-    package func stalenessWarning() async throws -> String? {
-        try await transaction("read the run log", isolation: " READ ONLY") { connection in
-            var times: (String?, String?, String?, String?, Bool) = (nil, nil, nil, nil, false)
-            for try await row in try await connection.send(
-                """
-                SELECT (SELECT \(unescaped: isoText("MAX(finished_at)")) FROM ingest_runs WHERE accepted > 0),
-                    (SELECT \(unescaped: isoText("MAX(run_at)")) FROM aggregate_runs),
-                    (SELECT \(unescaped: isoText("MAX(added_at)")) FROM campaign_mappings),
-                    (SELECT \(unescaped: isoText("MAX(run_at)")) FROM aggregate_runs WHERE whole),
-                    CASE WHEN EXISTS (SELECT 1 FROM aggregate_runs WHERE dimensions IS DISTINCT FROM \(AggregateDimension.columnList))
-                        THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL) ELSE false END
-                """,
-                logger: logger
-            ).decode((String?, String?, String?, String?, Bool).self) {
-                times = row
-            }
-            return PostbackStore.stalenessWarning(
-                lastIngest: times.0,
-                lastAggregate: times.1,
-                lastMappingChange: times.2,
-                lastWholeAggregate: times.3,
-                staleRows: times.4
-            )
-        }
-    }
 }
 
 extension PostgresStore {
@@ -136,24 +111,6 @@ extension PostgresStore {
                 )
             }
             return series
-        }
-    }
-}
-
-extension PostgresStore {
-    package func lastAggregatedDay(_ basis: DateBasis) async throws -> UTCDay? {
-        try await transaction("read the last day", isolation: " READ ONLY", oneStatement: true) { connection in
-            var last: UTCDay?
-            for try await text in try await connection.send(
-                PostgresQuery(
-                    unsafeSQL:
-                        "SELECT to_char(MAX(\(basis.column)), 'YYYY-MM-DD') FROM \(DashboardTable(basis, byApp: false).name)"
-                ),
-                logger: logger
-            ).decode(String?.self) {
-                last = text.flatMap(UTCDay.init)
-            }
-            return last
         }
     }
 }

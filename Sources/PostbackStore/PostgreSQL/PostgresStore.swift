@@ -216,42 +216,6 @@ package final class PostgresStore: PostbackStorage {
         }
     }
 
-    // MARK: - Runs
-
-    package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64
-    {
-        let inputsJSON = "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]"
-        return try await transaction("record the run", retryingFor: runRetrySeconds) { connection in
-            let rows = try await connection.send(
-                """
-                INSERT INTO ingest_runs (started_at, status, inputs, received_at_option, postbackd_version)
-                VALUES (\(startedAt.iso8601)::timestamptz, 'running', \(inputsJSON)::jsonb,
-                    \(receivedAtOption?.iso8601)::timestamptz, \(PostbackdVersion.current))
-                RETURNING id
-                """,
-                logger: logger
-            )
-            for try await id in rows.decode(Int64.self) { return id }
-            throw PostgresStoreError(store: url.description, action: "record the run", reason: "no run id returned")
-        }
-    }
-
-    package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws {
-        try await transaction("record the end of the run", retryingFor: runRetrySeconds) { connection -> Void in
-            try await connection.send(
-                """
-                UPDATE ingest_runs SET finished_at = \(finishedAt.iso8601)::timestamptz, status = \(status),
-                    read = \(Int64(summary.read)), accepted = \(Int64(summary.accepted)),
-                    duplicates = \(Int64(summary.duplicates)), conflicts = \(Int64(summary.conflicts)),
-                    quarantined = \(Int64(summary.quarantined)), test_mode = \(Int64(summary.testMode)),
-                    development = \(Int64(summary.development))
-                WHERE id = \(id)
-                """,
-                logger: logger
-            )
-        }
-    }
-
     // MARK: - Errors
 
     private static func tlsConfiguration(_ mode: PostgresURL.SSLMode) throws -> TLSConfiguration {

@@ -21,16 +21,18 @@ package enum PostbackDatabase {
     /// processes can both try the first one; each migration is atomic, so the loser's attempt
     /// leaves nothing behind, and it finds the schema complete when it looks again.
     ///
-    /// - Parameter allowingOpenTransactions: for ingest: let a write transaction stay open
-    ///   between two accesses (``PostbackStore`` spans a transaction over many batches; GRDB
-    ///   otherwise stops the process when an access leaves one open), and commit without an
-    ///   fsync (`synchronous = NORMAL`).
+    /// - Parameter allowingOpenTransactions: for ingest, which spans a write transaction over
+    ///   many batches: commit without an fsync (`synchronous = NORMAL`). (Every connection lets
+    ///   a transaction stay open between two accesses, which GRDB otherwise stops the process
+    ///   for.)
     package static func open(
         _ path: String,
         allowingOpenTransactions: Bool = false
     ) throws(DatabaseOpenError) -> DatabaseQueue {
         var configuration = Configuration()
-        configuration.allowsUnsafeTransactions = allowingOpenTransactions
+        // A transaction may stay open between two accesses: ingest's over many batches, and
+        // SQLiteStore.withSQL's over the statements of one operation (its own BEGIN and COMMIT).
+        configuration.allowsUnsafeTransactions = true
         // WAL is switched on once the file is known to be empty or postbackd's: another
         // program's database is left exactly as it was.
         configuration.journalMode = .default
@@ -127,6 +129,8 @@ package enum PostbackDatabase {
         }
         var configuration = Configuration()
         configuration.readonly = true
+        // SQLiteStore.withSQL's read transactions span several accesses.
+        configuration.allowsUnsafeTransactions = true
         configuration.busyMode = .timeout(busyTimeoutSeconds)
         configuration.label = "postbackd"
         configuration.prepareDatabase { db in

@@ -37,39 +37,8 @@ extension SQLiteStore {
         }
     }
 
-    package func campaignMappings() throws -> [StoredCampaignMapping] {
-        try queue.read { db in try Self.storedCampaignMappings(db) }
-    }
-
     /// The mappings in force, for aggregation.
     package static func campaignMappings(_ db: Database) throws -> [CampaignMapping] {
-        try storedCampaignMappings(db).map(\.mapping)
-    }
-
-    private static func storedCampaignMappings(_ db: Database) throws -> [StoredCampaignMapping] {
-        try Row.fetchAll(
-            db,
-            sql: """
-                SELECT ad_network_id, source_identifier, valid_from, valid_to, campaign, ad_group, creative, source,
-                    line, added_at
-                FROM campaign_mappings
-                ORDER BY ad_network_id, source_identifier, valid_from IS NOT NULL, valid_from, line
-                """
-        ).map { row in
-            StoredCampaignMapping(
-                mapping: CampaignMapping(
-                    adNetworkID: row[0],
-                    prefix: row[1],
-                    validFrom: (row[2] as String?).flatMap(UTCDay.init),
-                    validTo: (row[3] as String?).flatMap(UTCDay.init),
-                    campaign: row[4],
-                    adGroup: row[5],
-                    creative: row[6],
-                    source: row[7],
-                    line: row[8]
-                ),
-                addedAt: row[9]
-            )
-        }
+        try SQLiteSQL.rows(db, CampaignMappingsSQL.select).map { try CampaignMappingsSQL.stored($0).mapping }
     }
 }

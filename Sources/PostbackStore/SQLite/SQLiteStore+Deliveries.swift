@@ -143,37 +143,4 @@ extension SQLiteStore {
             }
         }
     }
-
-    package func nextDeliveryDue(destination: String) throws -> Int64? {
-        try queue.read { db in
-            try Int64.fetchOne(
-                db,
-                sql:
-                    "SELECT min(max(next_attempt_ms, lease_until_ms)) FROM deliveries WHERE destination = ? AND state = 'pending'",
-                arguments: [destination]
-            )
-        }
-    }
-
-    package func deliveryStatus(destinations: [String]) throws -> [DeliveryStatus] {
-        try queue.read { db in
-            var byName: [String: DeliveryStatus] = [:]
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT destination, state, attempts > 0, count(*), min(discovered_ms) FROM deliveries
-                    WHERE destination IN (\(destinations.map { _ in "?" }.joined(separator: ",")))
-                    GROUP BY destination, state, attempts > 0
-                    """,
-                arguments: StatementArguments(destinations)
-            )
-            for row in rows {
-                let name: String = row[0]
-                var status = byName[name] ?? DeliveryStatus(destination: name)
-                status.add(state: row[1], attempted: row[2], count: row[3], oldestDiscoveredMs: row[4])
-                byName[name] = status
-            }
-            return destinations.map { byName[$0] ?? DeliveryStatus(destination: $0) }
-        }
-    }
 }

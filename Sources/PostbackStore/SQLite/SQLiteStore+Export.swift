@@ -69,27 +69,4 @@ extension SQLiteStore {
         }
         return id
     }
-
-    package func exportCursor(consumer: String, table: ExportTable) throws -> ExportCursor? {
-        try queue.read { db in
-            try String.fetchOne(
-                db,
-                sql: "SELECT position FROM export_cursors WHERE consumer = ? AND table_name = ?",
-                arguments: [consumer, table.rawValue]
-            ).map(ExportCursor.init)
-        }
-    }
-
-    package func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) throws {
-        try queue.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO export_cursors (consumer, table_name, position, updated_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (consumer, table_name) DO UPDATE SET position = excluded.position,
-                        updated_at = excluded.updated_at
-                    """,
-                arguments: [consumer, table.rawValue, cursor.position, UTCInstant.now().iso8601]
-            )
-        }
-    }
 }

@@ -56,30 +56,8 @@ extension SQLiteStore {
         }
     }
 
-    package func currentModels() throws -> [StoredModel] {
-        try queue.read { db in try Self.currentModels(db) }
-    }
-
     static func currentModels(_ db: Database) throws -> [StoredModel] {
-        let rows = try Row.fetchAll(
-            db,
-            sql:
-                """
-                SELECT m.model, m.model_sha256, m.source, m.added_at, b.bundle_id
-                FROM conversion_models m LEFT JOIN app_bundles b ON b.app_id = m.app_id
-                WHERE m.replaced_at IS NULL ORDER BY m.app_id
-                """
-        )
-        return try rows.map { row in
-            let text: String = row["model"]
-            return StoredModel(
-                model: try ConversionModelParser.parse(Array(text.utf8)),
-                sha256: row["model_sha256"],
-                source: row["source"],
-                addedAt: row["added_at"],
-                bundleID: row["bundle_id"]
-            )
-        }
+        try SQLiteSQL.rows(db, ModelsSQL.current).map(ModelsSQL.stored)
     }
 }
 

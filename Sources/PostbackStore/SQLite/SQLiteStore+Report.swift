@@ -25,32 +25,6 @@ extension SQLiteStore {
         }
     }
 
-    package func stalenessWarning() throws -> String? {
-        try queue.read { db in
-            PostbackStore.stalenessWarning(
-                lastIngest: try String.fetchOne(
-                    db,
-                    sql: "SELECT MAX(finished_at) FROM ingest_runs WHERE accepted > 0"
-                ),
-                lastAggregate: try String.fetchOne(db, sql: "SELECT MAX(run_at) FROM aggregate_runs"),
-                lastMappingChange: try String.fetchOne(db, sql: "SELECT MAX(added_at) FROM campaign_mappings"),
-                lastWholeAggregate: try String.fetchOne(
-                    db,
-                    sql: "SELECT MAX(run_at) FROM aggregate_runs WHERE whole = 1"
-                ),
-                staleRows: try Bool.fetchOne(
-                    db,
-                    // Rows of a run from before the columns (none once every day is recomputed);
-                    // looked for only when such a run is on record.
-                    sql: """
-                        SELECT CASE WHEN EXISTS (SELECT 1 FROM aggregate_runs WHERE dimensions IS NOT ?)
-                            THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL) ELSE 0 END
-                        """,
-                    arguments: [AggregateDimension.columnList]
-                ) ?? false
-            )
-        }
-    }
 }
 
 extension DimensionValue {
@@ -81,15 +55,6 @@ extension SQLiteStore {
                 series.intake.append(DailyIntake(day: day, quarantined: row[1], duplicates: row[2], conflicts: row[3]))
             }
             return series
-        }
-    }
-}
-
-extension SQLiteStore {
-    package func lastAggregatedDay(_ basis: DateBasis) throws -> UTCDay? {
-        try queue.read { db in
-            try String.fetchOne(db, sql: "SELECT MAX(\(basis.column)) FROM \(DashboardTable(basis, byApp: false).name)")
-                .flatMap(UTCDay.init)
         }
     }
 }

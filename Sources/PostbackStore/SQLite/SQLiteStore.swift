@@ -52,40 +52,6 @@ package final class SQLiteStore: PostbackStorage {
         checkpointer?.stop()
     }
 
-    // MARK: - Runs
-
-    package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) throws -> Int64 {
-        try queue.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO ingest_runs (started_at, status, inputs, received_at_option, postbackd_version)
-                    VALUES (?, 'running', ?, ?, ?)
-                    """,
-                arguments: [
-                    startedAt.iso8601, "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]",
-                    receivedAtOption?.iso8601, PostbackdVersion.current,
-                ]
-            )
-            return db.lastInsertedRowID
-        }
-    }
-
-    package func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) throws {
-        try queue.write { db in
-            try db.execute(
-                sql: """
-                    UPDATE ingest_runs SET finished_at = ?, status = ?, read = ?, accepted = ?, duplicates = ?,
-                        conflicts = ?, quarantined = ?, test_mode = ?, development = ?
-                    WHERE id = ?
-                    """,
-                arguments: [
-                    finishedAt.iso8601, status, summary.read, summary.accepted, summary.duplicates, summary.conflicts,
-                    summary.quarantined, summary.testMode, summary.development, id,
-                ]
-            )
-        }
-    }
-
     // MARK: - Batches
 
     /// Writes one verified batch, in input order, into the open write transaction, beginning

@@ -1,0 +1,122 @@
+import Foundation
+import Logging
+import NIOCore
+import PostbackKit
+import PostgresNIO
+
+/// ``SQLDatabase`` on PostgreSQL: each statement on the connection of the transaction
+/// ``PostgresStore/withSQL(_:_:_:)`` runs, through the store's `send` (its time limit
+/// and its watch for a lost connection).
+struct PostgresSQL: SQLDatabase {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    var dialect: SQLDialect { .postgres }
+
+    func rows(_ query: SQLQuery) async throws -> [SQLRow] {
+        var rows: [SQLRow] = []
+        for try await row in try await connection.send(Self.query(query), logger: logger) {
+            rows.append(try Self.row(row))
+        }
+        return rows
+    }
+
+    func execute(_ query: SQLQuery) async throws {
+        _ = try await connection.send(Self.query(query), logger: logger)
+    }
+
+    static func query(_ query: SQLQuery) -> PostgresQuery {
+        let (sql, values) = query.rendered(for: .postgres)
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .null: bindings.appendNull()
+            case .integer(let value): bindings.append(value)
+            case .real(let value): bindings.append(value)
+            case .text(let value): bindings.append(value)
+            case .blob(let value): bindings.append(ByteBuffer(bytes: value))
+            case .boolean(let value): bindings.append(value)
+            case .instant(let value): bindings.append(value.iso8601)
+            case .day(let value): bindings.append(value.description)
+            }
+        }
+        return PostgresQuery(unsafeSQL: sql, binds: bindings)
+    }
+
+    /// The row's cells as ``SQLValue``s, by their PostgreSQL types.
+    static func row(_ row: PostgresRow) throws -> SQLRow {
+        var values: [SQLValue] = []
+        for cell in row {
+            guard cell.bytes != nil else {
+                values.append(.null)
+                continue
+            }
+            switch cell.dataType {
+            case .int2, .int4, .int8, .oid:
+                values.append(.integer(try cell.decode(Int64.self)))
+            case .float4, .float8:
+                values.append(.real(try cell.decode(Double.self)))
+            case .numeric:
+                let number = try cell.decode(Decimal.self)
+                let integer = NSDecimalNumber(decimal: number)
+                if number == number.rounded(), let exact = Int64(exactly: integer.doubleValue), Decimal(exact) == number
+                {
+                    values.append(.integer(exact))
+                } else {
+                    values.append(.real(integer.doubleValue))
+                }
+            case .bool:
+                values.append(.boolean(try cell.decode(Bool.self)))
+            case .bytea:
+                values.append(.blob(Array(buffer: try cell.decode(ByteBuffer.self))))
+            case .timestamptz, .timestamp:
+                let date = try cell.decode(Date.self)
+                values.append(.instant(UTCInstant(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()))))
+            case .date:
+                let date = try cell.decode(Date.self)
+                values.append(.day(UTCDay(daysSinceEpoch: Int64((date.timeIntervalSince1970 / 86_400).rounded(.down)))))
+            default:
+                values.append(.text(try cell.decode(String.self)))
+            }
+        }
+        return SQLRow(values)
+    }
+}
+
+extension Decimal {
+    fileprivate func rounded() -> Decimal {
+        var value = self
+        var result = Decimal()
+        NSDecimalRound(&result, &value, 0, .plain)
+        return result
+    }
+}
+
+extension PostgresStore: SQLStore {
+    /// One transaction on a pooled connection (see ``SQLAccess``), retried when the
+    /// connection is lost, as every operation of this store is.
+    package func withSQL<Result: Sendable>(
+        _ what: String,
+        _ access: SQLAccess,
+        retry: SQLRetry,
+        _ body: (any SQLDatabase) async throws -> Result
+    ) async throws -> Result {
+        let logger = self.logger
+        return try await transaction(
+            what,
+            isolation: access == .write ? "" : " READ ONLY",
+            retryingFor: retrySeconds(retry),
+            oneStatement: access == .statement
+        ) { connection in
+            try await body(PostgresSQL(connection: connection, logger: logger))
+        }
+    }
+
+    private func retrySeconds(_ retry: SQLRetry) -> Int64 {
+        switch retry {
+        case .standard: Self.retrySeconds
+        case .repeated: modelsRetrySeconds
+        case .run: runRetrySeconds
+        }
+    }
+}

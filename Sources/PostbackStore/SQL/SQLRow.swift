@@ -1,0 +1,231 @@
+import PostbackKit
+
+/// One row an ``SQLDatabase`` answered, its columns in select-list order, read alike whichever
+/// engine answered (the shape of sql-kit's `SQLRow`): a boolean may be SQLite's 0 or 1, an
+/// instant SQLite's ISO 8601 text, a day SQLite's `YYYY-MM-DD`.
+package struct SQLRow: Sendable {
+    package var values: [SQLValue]
+
+    package init(_ values: [SQLValue]) {
+        self.values = values
+    }
+
+    private func value(_ index: Int) throws(SQLReadError) -> SQLValue {
+        guard values.indices.contains(index) else {
+            throw SQLReadError(.missingColumn, "a row of \(values.count) columns has no column \(index)")
+        }
+        return values[index]
+    }
+
+    private func mismatch(_ index: Int, _ type: String) -> SQLReadError {
+        SQLReadError(.typeMismatch, "column \(index) holds \(values[index]), not \(type)")
+    }
+
+    package func isNull(_ index: Int) -> Bool {
+        values.indices.contains(index) && values[index] == .null
+    }
+
+    package func int64(_ index: Int) throws(SQLReadError) -> Int64 {
+        guard let value = try optionalInt64(index) else { throw mismatch(index, "an integer") }
+        return value
+    }
+
+    package func optionalInt64(_ index: Int) throws(SQLReadError) -> Int64? {
+        switch try value(index) {
+        case .null: return nil
+        case .integer(let value): return value
+        case .boolean(let value): return value ? 1 : 0
+        case .real(let value) where value.rounded() == value && abs(value) < 9.2e18: return Int64(value)
+        default: throw mismatch(index, "an integer")
+        }
+    }
+
+    package func int(_ index: Int) throws(SQLReadError) -> Int {
+        Int(try int64(index))
+    }
+
+    package func optionalInt(_ index: Int) throws(SQLReadError) -> Int? {
+        try optionalInt64(index).map { Int($0) }
+    }
+
+    package func double(_ index: Int) throws(SQLReadError) -> Double {
+        guard let value = try optionalDouble(index) else { throw mismatch(index, "a number") }
+        return value
+    }
+
+    package func optionalDouble(_ index: Int) throws(SQLReadError) -> Double? {
+        switch try value(index) {
+        case .null: return nil
+        case .real(let value): return value
+        case .integer(let value): return Double(value)
+        default: throw mismatch(index, "a number")
+        }
+    }
+
+    package func string(_ index: Int) throws(SQLReadError) -> String {
+        guard let value = try optionalString(index) else { throw mismatch(index, "text") }
+        return value
+    }
+
+    package func optionalString(_ index: Int) throws(SQLReadError) -> String? {
+        switch try value(index) {
+        case .null: return nil
+        case .text(let value): return value
+        case .instant(let value): return value.iso8601
+        case .day(let value): return value.description
+        default: throw mismatch(index, "text")
+        }
+    }
+
+    package func bool(_ index: Int) throws(SQLReadError) -> Bool {
+        guard let value = try optionalBool(index) else { throw mismatch(index, "a boolean") }
+        return value
+    }
+
+    package func optionalBool(_ index: Int) throws(SQLReadError) -> Bool? {
+        switch try value(index) {
+        case .null: return nil
+        case .boolean(let value): return value
+        case .integer(let value): return value != 0
+        default: throw mismatch(index, "a boolean")
+        }
+    }
+
+    package func bytes(_ index: Int) throws(SQLReadError) -> [UInt8] {
+        guard let value = try optionalBytes(index) else { throw mismatch(index, "bytes") }
+        return value
+    }
+
+    package func optionalBytes(_ index: Int) throws(SQLReadError) -> [UInt8]? {
+        switch try value(index) {
+        case .null: return nil
+        case .blob(let value): return value
+        default: throw mismatch(index, "bytes")
+        }
+    }
+
+    package func instant(_ index: Int) throws(SQLReadError) -> UTCInstant {
+        guard let value = try optionalInstant(index) else { throw mismatch(index, "an instant") }
+        return value
+    }
+
+    package func optionalInstant(_ index: Int) throws(SQLReadError) -> UTCInstant? {
+        switch try value(index) {
+        case .null: return nil
+        case .instant(let value): return value
+        case .text(let text):
+            guard let value = UTCInstant(iso8601: text) else { throw mismatch(index, "an instant") }
+            return value
+        default: throw mismatch(index, "an instant")
+        }
+    }
+
+    package func day(_ index: Int) throws(SQLReadError) -> UTCDay {
+        guard let value = try optionalDay(index) else { throw mismatch(index, "a day") }
+        return value
+    }
+
+    package func optionalDay(_ index: Int) throws(SQLReadError) -> UTCDay? {
+        switch try value(index) {
+        case .null: return nil
+        case .day(let value): return value
+        case .text(let text):
+            guard let value = UTCDay(text) else { throw mismatch(index, "a day") }
+            return value
+        default: throw mismatch(index, "a day")
+        }
+    }
+}
+
+/// A row that is not what the statement that read it promises: a store that postbackd did not
+/// write, or a defect. The coded shape of ``StoreFault``.
+package struct SQLReadError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case missingColumn, typeMismatch, noRow }
+        fileprivate let value: Value
+        /// The row has fewer columns than read.
+        package static let missingColumn = Code(value: .missingColumn)
+        /// A column holds another type than the one read.
+        package static let typeMismatch = Code(value: .typeMismatch)
+        /// A statement that answers one row answered none.
+        package static let noRow = Code(value: .noRow)
+    }
+
+    package let code: Code
+    package let reason: String
+
+    package init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+}
+
+/// Where a job's statements run: one engine's connection inside one transaction
+/// (``SQLStore/withSQL(_:_:_:)``), the same calls on either engine.
+package protocol SQLDatabase {
+    var dialect: SQLDialect { get }
+
+    /// Every row `query` answers.
+    func rows(_ query: SQLQuery) async throws -> [SQLRow]
+
+    /// Runs `query`, for what it changes.
+    func execute(_ query: SQLQuery) async throws
+}
+
+extension SQLDatabase {
+    /// The first row `query` answers, if any.
+    package func row(_ query: SQLQuery) async throws -> SQLRow? {
+        try await rows(query).first
+    }
+}
+
+/// What a transaction of ``SQLStore/withSQL(_:_:_:)`` is for.
+package enum SQLAccess: Sendable, Hashable {
+    /// Reads, from one snapshot: SQLite's `BEGIN DEFERRED`, PostgreSQL's `BEGIN READ ONLY`.
+    case read
+    /// Writes: SQLite's `BEGIN IMMEDIATE` (the write lock taken at once, so that two writers
+    /// queue instead of failing), PostgreSQL's `BEGIN`.
+    case write
+    /// One statement, a transaction of its own on both engines: no `BEGIN`, two round trips
+    /// fewer on PostgreSQL.
+    case statement
+}
+
+/// How long a PostgreSQL transaction broken off by a lost connection is retried (SQLite's
+/// are never broken off).
+package enum SQLRetry: Sendable, Hashable {
+    /// The store's standard minute.
+    case standard
+    /// An operation `serve` repeats every few seconds between its commits (reading the
+    /// models): retried only briefly by a store that receives, so that its commits do not
+    /// stall while the server is away.
+    case repeated
+    /// The start and end of a run: retried only briefly by a store that receives, which
+    /// should stop soon after SIGTERM even when the server is gone.
+    case run
+}
+
+/// A store whose jobs run written-once statements (``SQLQuery``): SQLite's and PostgreSQL's
+/// stores both are, and the operations that are the same statement on both live once, in
+/// extensions of this protocol beside their feature.
+package protocol SQLStore: PostbackStorage {
+    /// Runs `body` in one transaction of `access`, committed when it returns and rolled back
+    /// when it throws; `what` names it in logs and errors. PostgreSQL retries a transaction
+    /// broken off by a lost connection, as its store does for every operation.
+    func withSQL<Result: Sendable>(
+        _ what: String,
+        _ access: SQLAccess,
+        retry: SQLRetry,
+        _ body: (any SQLDatabase) async throws -> Result
+    ) async throws -> Result
+}
+
+extension SQLStore {
+    package func withSQL<Result: Sendable>(
+        _ what: String,
+        _ access: SQLAccess,
+        _ body: (any SQLDatabase) async throws -> Result
+    ) async throws -> Result {
+        try await withSQL(what, access, retry: .standard, body)
+    }
+}

@@ -22,6 +22,55 @@ enum ModelsSQL {
 }
 
 extension SQLStore {
+    package func addModels(
+        _ models: [(model: ConversionModel, source: String)],
+        bundleIDs: [Int64: String]
+    ) async throws -> [ModelAddOutcome] {
+        let now = UTCInstant.now()
+        return try await withSQL("store the models", .write) { sql in
+            // Two `models add` at once would both find no current model for an app.
+            try await sql.lock(PostgresSchema.modelsLock)
+            for (appID, bundleID) in bundleIDs.sorted(by: { $0.key < $1.key }) {
+                if let other = try await sql.row(
+                    "SELECT app_id FROM app_bundles WHERE bundle_id = \(bundleID) AND app_id <> \(appID)"
+                ) {
+                    throw BundleIDConflict(bundleID: bundleID, appID: appID, otherAppID: try other.int64(0))
+                }
+                try await sql.execute(
+                    """
+                    INSERT INTO app_bundles (app_id, bundle_id, added_at) VALUES (\(appID), \(bundleID), \(now))
+                    ON CONFLICT (app_id) DO UPDATE SET bundle_id = excluded.bundle_id, added_at = excluded.added_at
+                    WHERE app_bundles.bundle_id <> excluded.bundle_id
+                    """
+                )
+            }
+            var outcomes: [ModelAddOutcome] = []
+            for (model, source) in models {
+                let sha = SHA256Digest(hashing: Array(model.json.utf8)).description
+                let current = try await sql.row(
+                    "SELECT model_sha256 FROM conversion_models WHERE app_id = \(model.appID) AND replaced_at IS NULL"
+                )?.string(0)
+                if current == sha {
+                    outcomes.append(.unchanged)
+                    continue
+                }
+                if current != nil {
+                    try await sql.execute(
+                        "UPDATE conversion_models SET replaced_at = \(now) WHERE app_id = \(model.appID) AND replaced_at IS NULL"
+                    )
+                }
+                try await sql.execute(
+                    """
+                    INSERT INTO conversion_models (app_id, model, model_sha256, source, added_at)
+                    VALUES (\(model.appID), \(model.json)\(sqlite: "", postgres: "::json"), \(sha), \(source), \(now))
+                    """
+                )
+                outcomes.append(current == nil ? .added : .replaced)
+            }
+            return outcomes
+        }
+    }
+
     package func currentModels() async throws -> [StoredModel] {
         try await withSQL("read the models", .statement, retry: .repeated) { sql in
             try await sql.rows(ModelsSQL.current).map(ModelsSQL.stored)

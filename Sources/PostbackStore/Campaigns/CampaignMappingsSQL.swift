@@ -31,6 +31,44 @@ enum CampaignMappingsSQL {
 }
 
 extension SQLStore {
+    /// Serialized with other `campaigns add` runs and with `aggregate` (on PostgreSQL by their
+    /// advisory locks: under READ COMMITTED two runs for one network would otherwise each
+    /// delete the rows they saw and both insert), so that `added_at`, taken once the locks are
+    /// held, falls after any aggregate run that read the old rows.
+    package func replaceCampaignMappings(_ rows: [CampaignMapping]) async throws -> CampaignMappingChange {
+        let networks = Set(rows.map(\.adNetworkID)).sorted()
+        return try await withSQL("replace campaign mappings", .write) { sql in
+            try await sql.lock(PostgresSchema.campaignsLock, PostgresSchema.aggregateLock)
+            let addedAt = UTCInstant.now()
+            var change = CampaignMappingChange()
+            for network in networks {
+                let removed = try await sql.rows(
+                    "DELETE FROM campaign_mappings WHERE ad_network_id = \(network) RETURNING 1"
+                )
+                change.networks.append(
+                    .init(adNetworkID: network, removed: removed.count, added: rows.count { $0.adNetworkID == network })
+                )
+            }
+            // Many rows a statement: 10 values each, 1,000 rows well within both engines' limits.
+            for start in stride(from: 0, to: rows.count, by: 1_000) {
+                let values = rows[start..<min(start + 1_000, rows.count)].map { row -> SQLQuery in
+                    """
+                    (\(row.adNetworkID), \(row.prefix), \(row.validFrom), \(row.validTo), \(row.campaign), \(row.adGroup),
+                        \(row.creative), \(row.source), \(row.line), \(addedAt))
+                    """
+                }
+                try await sql.execute(
+                    """
+                    INSERT INTO campaign_mappings (ad_network_id, source_identifier, valid_from, valid_to, campaign,
+                        ad_group, creative, source, line, added_at)
+                    VALUES \(list: values)
+                    """
+                )
+            }
+            return change
+        }
+    }
+
     package func campaignMappings() async throws -> [StoredCampaignMapping] {
         try await withSQL("read campaign mappings", .statement) { sql in
             try await sql.rows(CampaignMappingsSQL.select).map(CampaignMappingsSQL.stored)

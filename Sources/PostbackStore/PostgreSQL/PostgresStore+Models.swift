@@ -2,66 +2,6 @@ import PostbackKit
 import PostgresNIO
 
 extension PostgresStore {
-    package func addModels(
-        _ models: [(model: ConversionModel, source: String)],
-        bundleIDs: [Int64: String]
-    ) async throws -> [ModelAddOutcome] {
-        let now = UTCInstant.now().iso8601
-        return try await transaction("store the models") { connection in
-            // Two `models add` at once would both find no current model for an app.
-            try await connection.send("SELECT pg_advisory_xact_lock(\(PostgresSchema.modelsLock))", logger: logger)
-            for (appID, bundleID) in bundleIDs.sorted(by: { $0.key < $1.key }) {
-                for try await other in try await connection.send(
-                    "SELECT app_id FROM app_bundles WHERE bundle_id = \(bundleID) AND app_id <> \(appID)",
-                    logger: logger
-                ).decode(Int64.self) {
-                    throw BundleIDConflict(bundleID: bundleID, appID: appID, otherAppID: other)
-                }
-                try await connection.send(
-                    """
-                    INSERT INTO app_bundles (app_id, bundle_id, added_at) VALUES (\(appID), \(bundleID), \(now)::timestamptz)
-                    ON CONFLICT (app_id) DO UPDATE SET bundle_id = EXCLUDED.bundle_id, added_at = EXCLUDED.added_at
-                    WHERE app_bundles.bundle_id <> EXCLUDED.bundle_id
-                    """,
-                    logger: logger
-                )
-            }
-            var outcomes: [ModelAddOutcome] = []
-            for (model, source) in models {
-                let sha = SHA256Digest(hashing: Array(model.json.utf8)).description
-                var current: String?
-                for try await value in try await connection.send(
-                    "SELECT model_sha256 FROM conversion_models WHERE app_id = \(model.appID) AND replaced_at IS NULL",
-                    logger: logger
-                ).decode(String.self) {
-                    current = value
-                }
-                if current == sha {
-                    outcomes.append(.unchanged)
-                    continue
-                }
-                if current != nil {
-                    try await connection.send(
-                        """
-                        UPDATE conversion_models SET replaced_at = \(now)::timestamptz
-                        WHERE app_id = \(model.appID) AND replaced_at IS NULL
-                        """,
-                        logger: logger
-                    )
-                }
-                try await connection.send(
-                    """
-                    INSERT INTO conversion_models (app_id, model, model_sha256, source, added_at)
-                    VALUES (\(model.appID), \(model.json)::json, \(sha), \(source), \(now)::timestamptz)
-                    """,
-                    logger: logger
-                )
-                outcomes.append(current == nil ? .added : .replaced)
-            }
-            return outcomes
-        }
-    }
-
     static func currentModels(_ connection: PostgresConnection, logger: Logger) async throws -> [StoredModel] {
         try await PostgresSQL(connection: connection, logger: logger).rows(ModelsSQL.current).map(ModelsSQL.stored)
     }

@@ -177,6 +177,14 @@ extension SQLDatabase {
     package func row(_ query: SQLQuery) async throws -> SQLRow? {
         try await rows(query).first
     }
+
+    /// Serializes the transaction with every other one that takes `keys`, until it ends:
+    /// PostgreSQL's transaction-scoped advisory locks (its writers otherwise run side by side);
+    /// on SQLite nothing, its write transaction already excluding every other writer.
+    package func lock(_ keys: Int64...) async throws {
+        guard dialect == .postgres else { return }
+        try await execute("SELECT \(raw: keys.map { "pg_advisory_xact_lock(\($0))" }.joined(separator: ", "))")
+    }
 }
 
 /// What a transaction of ``SQLStore/withSQL(_:_:_:)`` is for.

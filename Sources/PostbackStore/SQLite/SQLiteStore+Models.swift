@@ -4,58 +4,6 @@ import PostbackKit
 
 /// The `conversion_models` table: one current model per app, every earlier one kept.
 extension SQLiteStore {
-    package func addModels(
-        _ models: [(model: ConversionModel, source: String)],
-        bundleIDs: [Int64: String]
-    ) throws -> [ModelAddOutcome] {
-        let now = UTCInstant.now().iso8601
-        return try queue.write { db in
-            for (appID, bundleID) in bundleIDs.sorted(by: { $0.key < $1.key }) {
-                if let other = try Int64.fetchOne(
-                    db,
-                    sql: "SELECT app_id FROM app_bundles WHERE bundle_id = ? AND app_id <> ?",
-                    arguments: [bundleID, appID]
-                ) {
-                    throw BundleIDConflict(bundleID: bundleID, appID: appID, otherAppID: other)
-                }
-                try db.execute(
-                    sql: """
-                        INSERT INTO app_bundles (app_id, bundle_id, added_at) VALUES (?, ?, ?)
-                        ON CONFLICT (app_id) DO UPDATE SET bundle_id = excluded.bundle_id, added_at = excluded.added_at
-                        WHERE bundle_id <> excluded.bundle_id
-                        """,
-                    arguments: [appID, bundleID, now]
-                )
-            }
-            var outcomes: [ModelAddOutcome] = []
-            for (model, source) in models {
-                let sha = SHA256Digest(hashing: Array(model.json.utf8)).description
-                let current = try String.fetchOne(
-                    db,
-                    sql: "SELECT model_sha256 FROM conversion_models WHERE app_id = ? AND replaced_at IS NULL",
-                    arguments: [model.appID]
-                )
-                if current == sha {
-                    outcomes.append(.unchanged)
-                    continue
-                }
-                if current != nil {
-                    try db.execute(
-                        sql: "UPDATE conversion_models SET replaced_at = ? WHERE app_id = ? AND replaced_at IS NULL",
-                        arguments: [now, model.appID]
-                    )
-                }
-                try db.execute(
-                    sql:
-                        "INSERT INTO conversion_models (app_id, model, model_sha256, source, added_at) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [model.appID, model.json, sha, source, now]
-                )
-                outcomes.append(current == nil ? .added : .replaced)
-            }
-            return outcomes
-        }
-    }
-
     static func currentModels(_ db: Database) throws -> [StoredModel] {
         try SQLiteSQL.rows(db, ModelsSQL.current).map(ModelsSQL.stored)
     }

@@ -17,7 +17,11 @@ struct SQLiteSQL: SQLDatabase {
     /// a written-once statement inside their transaction.
     static func rows(_ db: Database, _ query: SQLQuery) throws -> [SQLRow] {
         let (sql, values) = query.rendered(for: .sqlite)
-        return try Row.fetchAll(db, sql: sql, arguments: arguments(values)).map(row)
+        // A cursor, each row read once into its values (no array of GRDB rows first).
+        let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments(values))
+        var rows: [SQLRow] = []
+        while let row = try cursor.next() { rows.append(Self.row(row)) }
+        return rows
     }
 
     func execute(_ query: SQLQuery) throws {
@@ -43,17 +47,19 @@ struct SQLiteSQL: SQLDatabase {
     }
 
     static func row(_ row: Row) -> SQLRow {
-        SQLRow(
-            row.databaseValues.map { value in
-                switch value.storage {
-                case .null: .null
-                case .int64(let value): .integer(value)
-                case .double(let value): .real(value)
-                case .string(let value): .text(value)
-                case .blob(let value): .blob(Array(value))
-                }
+        var values: [SQLValue] = []
+        values.reserveCapacity(row.count)
+        for index in 0..<row.count {
+            let value: DatabaseValue = row[index]
+            switch value.storage {
+            case .null: values.append(.null)
+            case .int64(let value): values.append(.integer(value))
+            case .double(let value): values.append(.real(value))
+            case .string(let value): values.append(.text(value))
+            case .blob(let value): values.append(.blob(Array(value)))
             }
-        )
+        }
+        return SQLRow(values)
     }
 }
 

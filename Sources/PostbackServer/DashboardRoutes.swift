@@ -309,21 +309,21 @@ extension PostbackResponder {
 /// stall the cooperative pool. On SQLite reads take turns on that thread; PostgreSQL's run side
 /// by side on its pool.
 final class ReportReader: Sendable {
-    private let store: StoreHandle
+    private let store: any PostbackStorage
     private let executor = DedicatedThreadExecutor(label: "postbackd.serve.reader")
 
     init(_ store: any PostbackStorage) {
-        self.store = StoreHandle(store)
+        self.store = store
     }
 
     func read<Result: Sendable>(_ body: @Sendable (any PostbackStorage) async throws -> Result) async throws -> Result {
         let store = self.store
         return try await withTaskExecutorPreference(executor) {
             do {
-                return try await body(store.store)
+                return try await body(store)
             } catch {
                 // The fault in words, naming the store, for the log (``StoreFault``).
-                throw StoreFault.classify(error, at: store.store.location)
+                throw StoreFault.classify(error, at: store.location)
             }
         }
     }

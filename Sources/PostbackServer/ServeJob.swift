@@ -101,23 +101,43 @@ package struct ServeJob: Sendable {
         if let missing = forward?.missingSecret { throw ServeError(missing.description) }
         let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
         let scheme = tls == nil ? "http" : "https"
+        // Every store is opened here, outside the service group: a PostgreSQL pool must outlive
+        // the graceful shutdown of the services that use it.
         return try await PostbackStores.with(location, access: .receive, logger: logger) { store in
-            // The reading routes' store, beside the writer's.
+            // The reading routes' store, and forward's and the exchange's, beside the writer's.
             try await PostbackStores.with(location, logger: logger) { readerStore in
-                try await serve(
-                    store,
-                    reader: ReportReader(readerStore),
-                    scheme: scheme,
-                    tls: tlsConfiguration,
-                    ready: ready
-                )
+                try await Self.withStore(at: forward?.location, logger: logger) { forwardStore in
+                    try await Self.withStore(at: appleAds?.location, logger: logger) { appleAdsStore in
+                        try await serve(
+                            store,
+                            reader: ReportReader(readerStore),
+                            forwardStore: forwardStore,
+                            appleAdsStore: appleAdsStore,
+                            scheme: scheme,
+                            tls: tlsConfiguration,
+                            ready: ready
+                        )
+                    }
+                }
             }
         }
+    }
+
+    /// Runs `body` with a store of its own at `location`, or with nil when there is none.
+    private static func withStore<Result>(
+        at location: StoreLocation?,
+        logger: Logger,
+        _ body: ((any StoreEngine)?) async throws -> Result
+    ) async throws -> Result {
+        guard let location else { return try await body(nil) }
+        return try await PostbackStores.with(location, logger: logger) { store in try await body(store) }
     }
 
     private func serve(
         _ store: any PostbackStorage,
         reader: ReportReader,
+        forwardStore: (any DeliveryQueue)?,
+        appleAdsStore: (any AppleAdsTokenQueue)?,
         scheme: String,
         tls tlsConfiguration: TLSConfiguration?,
         ready: @escaping @Sendable (String) -> Void
@@ -139,7 +159,7 @@ package struct ServeJob: Sendable {
         )
         let writer = CommitterService(
             committer: committer,
-            store: StoreHandle(store),
+            store: store,
             runID: runID,
             executor: DedicatedThreadExecutor(label: "postbackd.serve.writer")
         )
@@ -185,11 +205,13 @@ package struct ServeJob: Sendable {
             logger: logger
         )
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: writer)]
-        if let forward {
-            services.append(.init(service: ForwarderService(job: forward, mode: .follow, metrics: metrics)))
+        if let forward, let forwardStore {
+            services.append(
+                .init(service: ForwarderService(job: forward, store: forwardStore, mode: .follow, metrics: metrics))
+            )
         }
-        if let appleAds {
-            services.append(.init(service: AppleAdsFetchService(job: appleAds, mode: .follow)))
+        if let appleAds, let appleAdsStore {
+            services.append(.init(service: AppleAdsFetchService(job: appleAds, store: appleAdsStore, mode: .follow)))
         }
         services.append(.init(service: app))
         var configuration = ServiceGroupConfiguration(
@@ -256,24 +278,15 @@ package struct ServeError: Error, CustomStringConvertible {
     package var description: String { reason }
 }
 
-/// A store handed to the task that uses it.
-// @unchecked: the writer's store is used by one task at a time (the writer while it runs, then
-// `run`). The reader's store (``ReportReader``) only reads: SQLite's reads take turns on the
-// reader's one thread, and PostgreSQL's each take a connection of the store's pool.
-struct StoreHandle: @unchecked Sendable {
-    let store: any PostbackStorage
-    init(_ store: any PostbackStorage) { self.store = store }
-}
-
 /// Runs the writer on its own thread until graceful shutdown, then lets it commit what waits.
 final class CommitterService: Service, Sendable {
     let committer: GroupCommitter
-    let store: StoreHandle
+    let store: any PostbackStorage
     let runID: Int64
     let executor: DedicatedThreadExecutor
     private let result = Mutex(IngestSummary())
 
-    init(committer: GroupCommitter, store: StoreHandle, runID: Int64, executor: DedicatedThreadExecutor) {
+    init(committer: GroupCommitter, store: any PostbackStorage, runID: Int64, executor: DedicatedThreadExecutor) {
         self.committer = committer
         self.store = store
         self.runID = runID
@@ -296,7 +309,7 @@ final class CommitterService: Service, Sendable {
         let summary = await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withTaskExecutorPreference(executor) {
-                    await committer.run(store: store.store, runID: runID)
+                    await committer.run(store: store, runID: runID)
                 }
             } onGracefulShutdown: {
                 committer.close()

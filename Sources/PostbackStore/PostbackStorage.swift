@@ -1,9 +1,18 @@
 import Logging
 import PostbackKit
 
-/// The storage interface every job uses: few, coarse, batch-level operations, with an SQLite
-/// engine (``SQLiteStore``) and a PostgreSQL engine (``PostgresStore``) behind it. The jobs do
-/// not know which one they talk to; each engine does each operation its fastest way.
+/// A store: the one interface every job reaches storage through, with an SQLite engine
+/// (``SQLiteStore``) and a PostgreSQL engine (``PostgresStore``) behind it. The jobs do not know
+/// which one they talk to.
+///
+/// Its concurrency is in its types, as GRDB's `DatabaseWriter` and PostgresNIO's
+/// `PostgresClient`: a store is `Sendable` and lends one transaction at a time to a closure
+/// (``withSQL(_:_:retry:_:)``), on which every operation that is the same statement on both
+/// engines is written once (``SQLQuery``), in extensions beside its feature. What is genuinely
+/// an engine's own is a requirement: ingest's writes, which hold a transaction open across
+/// batches and so belong to one task (``withIngestSession(_:)``), `serve`'s receipts, and
+/// `aggregate`'s reads. Small capability protocols refine it for the jobs that need more
+/// (``DeliveryQueue``, ``AppleAdsTokenQueue``, ``ExportSource``, ``CheckableStore``).
 ///
 /// Every engine keeps the same guarantees:
 /// - each postback is stored once under its dedup key, claimed only by a verified postback;
@@ -11,34 +20,26 @@ import PostbackKit
 ///   everything else is quarantined with its reason and bytes;
 /// - every write is idempotent, so a run killed at any point and started again ends as one
 ///   clean run would;
-/// - nothing is durable, or counted, before ``commit()`` returns;
+/// - nothing an ingest session writes is durable, or counted, before its `commit()` returns;
 /// - `aggregate` replaces its days' rows atomically: a concurrent report sees the old rows or
 ///   the new ones, never half of a run.
-///
-/// A store is used by one task at a time (the ingest writer, or one command).
-package protocol PostbackStorage: AnyObject {
+package protocol PostbackStorage: Sendable {
     /// Where the store is, as messages name it (a path, or a URL without its password).
     var location: StoreLocation { get }
 
-    // MARK: Ingest
+    /// Runs `body` in one transaction of `access`, committed when it returns and rolled back
+    /// when it throws; `what` names it in logs and errors. PostgreSQL retries a transaction
+    /// broken off by a lost connection, as long as `retry` says.
+    func withSQL<Result: Sendable>(
+        _ what: String,
+        _ access: SQLAccess,
+        retry: SQLRetry,
+        _ body: (any SQLDatabase) async throws -> Result
+    ) async throws -> Result
 
-    /// Records the start of an ingest run and returns its id.
-    func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64
-
-    /// Records the end of a run with its counts.
-    func finishRun(_ id: Int64, summary: IngestSummary, status: String, finishedAt: UTCInstant) async throws
-
-    /// Writes one verified batch, in input order, into the open write transaction (beginning
-    /// one if none is open), and returns the entries it quarantined.
-    func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry]
-
-    /// Makes everything written since the last commit durable, and returns what it counted.
-    func commit() async throws -> IngestSummary
-
-    /// Drops everything written since the last commit.
-    func rollback() async
-
-    // MARK: Receiving over HTTP
+    /// Runs `body` with an ingest session: one task's writes into a transaction held open
+    /// across batches. What `body` did not commit is rolled back when it returns or throws.
+    func withIngestSession<Result>(_ body: (any IngestSession) async throws -> Result) async throws -> Result
 
     /// Stores postbacks received over HTTP (one entry per request, `requests` in the same
     /// order) in one transaction, durable when this returns (the commit is flushed to disk), and
@@ -50,46 +51,48 @@ package protocol PostbackStorage: AnyObject {
     /// Throws unless the store accepts a write now.
     func checkWritable() async throws
 
-    // MARK: Models
+    /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
+    /// models, replacing them atomically.
+    func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary
 
-    /// Stores `models` in one transaction; each replaces its app's current model if different.
-    /// `bundleIDs` records app bundle identifiers (by app id) in the same transaction.
-    ///
-    /// - Throws: ``BundleIDConflict`` (nothing stored) when a bundle identifier is another
-    ///   app's.
-    func addModels(
-        _ models: [(model: ConversionModel, source: String)],
-        bundleIDs: [Int64: String]
-    ) async throws
-        -> [ModelAddOutcome]
+    /// When this store last deleted the device histories past their retention
+    /// (``recordDeviceCalls(_:)``).
+    var devicePrune: PruneSchedule { get }
+}
 
-    /// The current model of every app, by app id.
-    func currentModels() async throws -> [StoredModel]
+/// A transaction in progress for ingest: batches written into it, many per commit. Not
+/// `Sendable`: one task owns it (``PostbackStorage/withIngestSession(_:)``).
+package protocol IngestSession: AnyObject {
+    /// Writes one verified batch, in input order, into the open write transaction (beginning
+    /// one if none is open), and returns the entries it quarantined.
+    func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry]
 
-    // MARK: Aggregates and reports
+    /// Makes everything written since the last commit durable, and returns what it counted.
+    func commit() async throws -> IngestSummary
 
-    /// Records calls of the app-facing conversion value endpoint, in order, in one transaction
-    /// durable when this returns, and returns each device's history after its call (nil past
-    /// 35 days after its first call: nothing is kept then). Each history is
-    /// ``DeviceHistory/recording(_:after:)`` of the stored one, so a call retried adds
-    /// nothing. Histories 35 days past their first call are deleted.
-    func recordDeviceCalls(_ calls: [DeviceCall]) async throws -> [DeviceHistory?]
+    /// Drops everything written since the last commit.
+    func rollback() async
+}
 
-    /// Streams the selected rows to `row`, in the order they were stored, from one consistent
-    /// snapshot, and returns the cursor after them: passed as the next selection's `after`,
-    /// it selects exactly the rows this one could not see (committed meanwhile, or later),
-    /// never one twice and never one skipped, however transactions interleaved. `row` may
-    /// throw to stop. Not retried: a broken connection fails the export.
-    func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor
+/// Runs `body` with `session`, then rolls back what it did not commit, whether it returned or
+/// threw: each engine's ``PostbackStorage/withIngestSession(_:)``.
+func lend<Result>(
+    _ session: some IngestSession,
+    to body: (any IngestSession) async throws -> Result
+) async throws -> Result {
+    do {
+        let result = try await body(session)
+        await session.rollback()
+        return result
+    } catch {
+        await session.rollback()
+        throw error
+    }
+}
 
-    /// Where `consumer`'s last export of `table` ended, if it has one.
-    func exportCursor(consumer: String, table: ExportTable) async throws -> ExportCursor?
-
-    /// Records where `consumer`'s export of `table` ended.
-    func saveExportCursor(_ cursor: ExportCursor, consumer: String, table: ExportTable) async throws
-
-    // MARK: Forwarding (see ``DeliveryState``)
-
+/// A store that forwards: deliveries discovered per destination and leased to one sender at a
+/// time (see ``DeliveryState``). Recording outcomes and reading the queue are written once.
+package protocol DeliveryQueue: PostbackStorage {
     /// Adds a pending delivery for every postback `route` admits that was stored since its
     /// last discovery (its `forward:NAME` export cursor), and moves the cursor, in one
     /// transaction. Returns how many it added and whether more are waiting (a pass reads a
@@ -107,26 +110,11 @@ package protocol PostbackStorage: AnyObject {
         holder: String
     ) async throws
         -> [ClaimedDelivery]
+}
 
-    /// Records outcomes in one transaction, each only if `holder` still holds its lease (a
-    /// lease that expired and was claimed again belongs to the new holder), and releases them.
-    func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) async throws
-
-    /// When the next pending delivery to `destination` can be claimed (its due time, or its
-    /// lease's end); nil when none is pending.
-    func nextDeliveryDue(destination: String) async throws -> Int64?
-
-    /// Each destination's deliveries by state.
-    func deliveryStatus(destinations: [String]) async throws -> [DeliveryStatus]
-
-    // MARK: Apple Ads (AdServices tokens; see ``AppleAdsExchangeRules``)
-
-    /// Stores tokens in one transaction, durable when this returns; a token stored before
-    /// (pending, or resolved: its SHA-256 is kept) is left as it is. A token obtained more
-    /// than 24 hours before it was received (`receivedAtMs`, one per token) is stored as
-    /// expired, without the token.
-    func addAppleAdsTokens(_ tokens: [AppleAdsToken], receivedAtMs: [Int64]) async throws -> [AppleAdsAddOutcome]
-
+/// A store that exchanges Apple Ads tokens (see ``AppleAdsExchangeRules``). Adding tokens,
+/// recording outcomes and reading the queue are written once.
+package protocol AppleAdsTokenQueue: PostbackStorage {
     /// Closes every pending token past its 24 hours as `expired` (deleting the token) unless a
     /// request for it is in flight, then leases up to `limit` tokens, earliest due first, to
     /// `holder` until `leaseUntilMs`: those due by `dueByMs`, and those waiting for one of the
@@ -141,77 +129,40 @@ package protocol PostbackStorage: AnyObject {
         holder: String
     )
         async throws -> (claimed: [AppleAdsClaim], expired: Int)
+}
 
-    /// Records exchange outcomes in one transaction, durable when this returns, each only if
-    /// `holder` still holds its lease; a resolved token is deleted (its SHA-256 is kept) and
-    /// its record stored. Returns the ids of the tokens it recorded (the others' leases had
-    /// passed to another holder, who sends them again).
-    func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws -> Set<Int64>
+/// A store that exports its rows in the order they were stored (`export`, and `forward`'s
+/// discovery). Its cursors are written once.
+package protocol ExportSource: PostbackStorage {
+    /// Streams the selected rows to `row`, in the order they were stored, from one consistent
+    /// snapshot, and returns the cursor after them: passed as the next selection's `after`,
+    /// it selects exactly the rows this one could not see (committed meanwhile, or later),
+    /// never one twice and never one skipped, however transactions interleaved. `row` may
+    /// throw to stop. Not retried: a broken connection fails the export.
+    func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor
+}
 
-    /// When the next pending token can be claimed (its due time, or its lease's end); nil
-    /// when none is pending.
-    func nextAppleAdsTokenDue() async throws -> Int64?
-
-    /// Tokens by state, and what waits.
-    func appleAdsStatus() async throws -> AppleAdsStatus
-
-    /// Counts the stored attribution records, as one consistent snapshot.
-    func appleAdsReport(_ query: AppleAdsReportQuery) async throws -> AppleAdsReport
-
-    // MARK: Campaign mappings (`campaigns add`, section 9 of the spec)
-
-    /// Replaces, in one transaction, every mapping row of the networks `rows` name with
-    /// `rows` (checked: no two of one network and prefix overlap), their `added_at` taken
-    /// once the transaction holds the write lock. Returns what changed.
-    func replaceCampaignMappings(_ rows: [CampaignMapping]) async throws -> CampaignMappingChange
-
-    /// Every mapping row, by network, prefix and start of validity.
-    func campaignMappings() async throws -> [StoredCampaignMapping]
-
-    /// Recomputes the selected days' aggregate rows from the stored postbacks and the current
-    /// models, replacing them atomically.
-    func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) async throws -> AggregateSummary
-
-    /// Sums the aggregate rows, as one consistent snapshot.
-    func report(_ query: ReportQuery) async throws -> Report
-
-    /// A warning when postbacks were ingested after the last aggregate run.
-    func stalenessWarning() async throws -> String?
-
-    /// The dashboard's series beyond the reports, as one snapshot: the fine-value histogram
-    /// (`aggregate_fine_values`, for the query's period as received days, its apps and
-    /// networks; only when `fineValues`) and the intake per day received
-    /// (`aggregate_daily_intake`, every app and network).
-    func dashboardSeries(_ query: ReportQuery, fineValues: Bool) async throws -> DashboardSeries
-
-    /// The last day received (or install date) with aggregate rows, if any.
-    func lastAggregatedDay(_ basis: DateBasis) async throws -> UTCDay?
-
-    // MARK: Checking (`postbackd check`, see ``StoreCheck``)
-
+/// A store that `postbackd check` can check (see ``StoreCheck``). Its row reads are written
+/// once.
+package protocol CheckableStore: PostbackStorage {
     /// The engine's own check of pages and indexes: SQLite's `integrity_check` (or
     /// `quick_check`), PostgreSQL's `amcheck` where installed and permitted (else skipped).
     func checkEngine(quick: Bool) async throws -> EngineCheck
+}
 
-    /// How many rows each checked table holds, for progress.
-    func checkRowCounts() async throws -> [CheckedTable: Int]
+/// A store with every capability: what ``PostbackStores/with(_:access:logger:_:)`` lends, and
+/// each engine is.
+package typealias StoreEngine = DeliveryQueue & AppleAdsTokenQueue & ExportSource & CheckableStore
 
-    /// Up to `limit` rows of `table` with ids above `after`, in id order.
-    func checkRows(_ table: CheckedTable, after: Int64, limit: Int) async throws -> [CheckedRow]
-
-    /// Sightings, conflicts and deliveries that point at no stored postback (or sighting), at
-    /// most `limit`.
-    func checkReferences(limit: Int) async throws -> [CheckFinding]
-
-    /// Every day with `aggregate_daily` rows: its sums in each table and the postbacks stored
-    /// for it.
-    func checkAggregatedDays() async throws -> [AggregatedDayCounts]
-
-    /// Ingest runs still marked `running`.
-    func unfinishedRuns() async throws -> [UnfinishedRun]
-
-    /// Releases connections; the store is not used after.
-    func close() async
+extension PostbackStorage {
+    /// ``withSQL(_:_:retry:_:)`` with the standard retry.
+    package func withSQL<Result: Sendable>(
+        _ what: String,
+        _ access: SQLAccess,
+        _ body: (any SQLDatabase) async throws -> Result
+    ) async throws -> Result {
+        try await withSQL(what, access, retry: .standard, body)
+    }
 }
 
 /// What a store is opened for.
@@ -232,7 +183,8 @@ package enum StoreAccess: Sendable {
 package enum PostbackStores {
     /// Opens the store at `location`, creating and migrating its schema when needed (unless
     /// `access` is ``StoreAccess/readOnly``), runs `body` with it, and closes it whatever
-    /// happens.
+    /// happens. PostgreSQL's connection pool runs in a task of this scope (as PostgresNIO's
+    /// `PostgresClient.run()` asks), ended when `body` returns.
     ///
     /// - Throws: ``StoreFault`` before `body` runs when the store cannot be used
     ///   (unreachable, authentication refused, not a postbackd store, a newer schema).
@@ -240,22 +192,15 @@ package enum PostbackStores {
         _ location: StoreLocation,
         access: StoreAccess = .standard,
         logger: Logger = Logger(label: "postbackd.store", factory: { _ in SwiftLogNoOpLogHandler() }),
-        _ body: (any PostbackStorage) async throws -> Result
+        _ body: (any StoreEngine) async throws -> Result
     ) async throws -> Result {
-        let store: any PostbackStorage
         switch location {
         case .sqlite(let path):
-            store = try SQLiteStore(path: path, access: access)
+            let store = try SQLiteStore(path: path, access: access)
+            defer { store.close() }
+            return try await body(store)
         case .postgres(let url):
-            store = try await PostgresStore.open(url, access: access, logger: logger)
-        }
-        do {
-            let result = try await body(store)
-            await store.close()
-            return result
-        } catch {
-            await store.close()
-            throw error
+            return try await PostgresStore.with(url, access: access, logger: logger, body)
         }
     }
 }

@@ -44,21 +44,23 @@ struct StoreBenchmark {
             .run(EntryReader(files: files)) { batches.append($0) }
 
         let summary = try await PostbackStores.with(location, access: .ingest) { store in
-            let context = BatchContext(runID: 0, rule: ReceivedTimeRule(fixed: nil), storedSource: { $0 })
-            let started = UTCInstant.now()
-            var summary = IngestSummary()
-            var sinceCommit = 0
-            for batch in batches {
-                _ = try await store.write(batch, context: context)
-                sinceCommit += batch.batch.entries.count
-                if sinceCommit >= commitEvery {
-                    summary.add(try await store.commit())
-                    sinceCommit = 0
+            try await store.withIngestSession { session in
+                let context = BatchContext(runID: 0, rule: ReceivedTimeRule(fixed: nil), storedSource: { $0 })
+                let started = UTCInstant.now()
+                var summary = IngestSummary()
+                var sinceCommit = 0
+                for batch in batches {
+                    _ = try await session.write(batch, context: context)
+                    sinceCommit += batch.batch.entries.count
+                    if sinceCommit >= commitEvery {
+                        summary.add(try await session.commit())
+                        sinceCommit = 0
+                    }
                 }
+                summary.add(try await session.commit())
+                summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
+                return summary
             }
-            summary.add(try await store.commit())
-            summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
-            return summary
         }
         print(
             "{\"postbacks\":\(summary.read),\"seconds\":\(summary.seconds),\"rate\":\(Int(summary.rate)),\"accepted\":\(summary.accepted),\"duplicates\":\(summary.duplicates),\"quarantined\":\(summary.quarantined)}"

@@ -90,10 +90,10 @@ struct DashboardStoreTests {
     /// revenue, tier shares), and is not empty.
     private func expectSameAsDetailedRows(_ store: TestStore) async throws {
         for query in Self.queries {
-            #expect(ReportSQL.sqlite(query).readsTotals, "\(query.dimensions)")
+            #expect(ReportSQL(query: query).readsTotals, "\(query.dimensions)")
             var detailed = query
             detailed.detailedRowsOnly = true
-            #expect(!ReportSQL.sqlite(detailed).readsTotals)
+            #expect(!ReportSQL(query: detailed).readsTotals)
             let fromTotals = try await Report.read(store.location, query).report
             let fromDetails = try await Report.read(store.location, detailed).report
             #expect(!fromTotals.rows.isEmpty, "\(query.dimensions)")
@@ -119,8 +119,9 @@ struct DashboardStoreTests {
             _ basis: DateBasis = .received,
             apps: [Int64] = []
         ) -> ReportSQL.Source {
-            ReportSQL.sqlite(
-                ReportQuery(from: nil, to: nil, by: dimensions, events: false, dateBasis: basis, appIDs: apps)
+            ReportSQL(
+                query:
+                    ReportQuery(from: nil, to: nil, by: dimensions, events: false, dateBasis: basis, appIDs: apps)
             ).source
         }
         #expect(
@@ -134,7 +135,7 @@ struct DashboardStoreTests {
         #expect(source([.date], .install) == .totals)
         // Other dimensions and events read the detailed rows.
         #expect(source([.date, .version]) == .detailed)
-        #expect(!ReportSQL.sqlite(ReportQuery(from: nil, to: nil, by: [.date], events: true)).readsTotals)
+        #expect(!ReportSQL(query: ReportQuery(from: nil, to: nil, by: [.date], events: true)).readsTotals)
         // Fewer rows: that is their point.
         let totals = try await store.count("aggregate_daily_totals")
         let details = try await store.count("aggregate_daily")
@@ -201,10 +202,16 @@ struct DashboardStoreTests {
         let periods: [(UTCDay?, UTCDay?)] = [(nil, nil), (day(first, 1), day(last, -1)), (day(last, 1), nil)]
         for (from, to) in periods {
             let query = ReportQuery(from: from, to: to, by: [], events: false)
-            #expect(ReportSQL.sqlite(query).fineValues.contains("aggregate_fine_value_totals"))
+            #expect(
+                ReportSQL(query: query).fineValues.rendered(for: .sqlite).sql.contains("aggregate_fine_value_totals")
+            )
             var detailed = query
             detailed.detailedRowsOnly = true
-            #expect(!ReportSQL.sqlite(detailed).fineValues.contains("aggregate_fine_value_totals"))
+            #expect(
+                !ReportSQL(query: detailed).fineValues.rendered(for: .sqlite).sql.contains(
+                    "aggregate_fine_value_totals"
+                )
+            )
             let fromTotals = try await PostbackStores.with(store.location) {
                 try await $0.dashboardSeries(query, fineValues: true)
             }
@@ -219,7 +226,9 @@ struct DashboardStoreTests {
         }
         // A filter reads the rows by app and network.
         let filtered = ReportQuery(from: nil, to: nil, by: [], events: false, appIDs: [1_254_734_734])
-        #expect(!ReportSQL.sqlite(filtered).fineValues.contains("aggregate_fine_value_totals"))
+        #expect(
+            !ReportSQL(query: filtered).fineValues.rendered(for: .sqlite).sql.contains("aggregate_fine_value_totals")
+        )
         #expect(try await store.count("aggregate_fine_value_totals") < store.count("aggregate_fine_values"))
     }
 

@@ -272,7 +272,7 @@ struct SchemaUpgradeTests {
         }
 
         guard case .postgres(let url) = restored.location else { return }
-        await (try PostgresStore.open(url, logger: Self.logger)).close()
+        try await PostgresStore.with(url, logger: Self.logger) { _ in }
 
         let after = try await Self.postgresRows(restored, columns: columns)
         #expect(after.filter { $0.key != "postbackd_migrations" } == before.filter { $0.key != "postbackd_migrations" })
@@ -283,7 +283,7 @@ struct SchemaUpgradeTests {
 
         let fresh = try await TestStore.make(.postgres, in: directory, name: "new")
         guard case .postgres(let freshURL) = fresh.location else { return }
-        await (try PostgresStore.open(freshURL, logger: Self.logger)).close()
+        try await PostgresStore.with(freshURL, logger: Self.logger) { _ in }
         let upgraded = try postgresSchema(restored)
         let new = try postgresSchema(fresh)
         let same = upgraded == new

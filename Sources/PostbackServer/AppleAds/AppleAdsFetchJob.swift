@@ -60,15 +60,19 @@ package struct AppleAdsFetchJob: Sendable {
     /// Exchanges tokens until the pass ends (`once`) or SIGTERM or SIGINT (`follow`), and
     /// returns what this run did.
     package func run(_ mode: Mode) async throws -> AppleAdsFetchSummary {
-        let service = AppleAdsFetchService(job: self, mode: mode)
-        var configuration = ServiceGroupConfiguration(
-            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        )
-        configuration.maximumGracefulShutdownDuration = timeout + .seconds(30)
-        try await ServiceGroup(configuration: configuration).run()
-        return service.summary
+        // The store outside the service group: its pool must outlive the service's graceful
+        // shutdown, which records the last outcomes.
+        try await PostbackStores.with(location, logger: logger) { store in
+            let service = AppleAdsFetchService(job: self, store: store, mode: mode)
+            var configuration = ServiceGroupConfiguration(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+            configuration.maximumGracefulShutdownDuration = timeout + .seconds(30)
+            try await ServiceGroup(configuration: configuration).run()
+            return service.summary
+        }
     }
 }
 
@@ -97,14 +101,16 @@ package struct AppleAdsFetchSummary: Sendable, Hashable {
 }
 
 /// The exchange as a service: `fetch` runs it alone, `serve --apple-ads` beside the server,
-/// each on a store connection of its own.
+/// each on a store connection of its own, opened outside the service group.
 final class AppleAdsFetchService: Service, Sendable {
     let job: AppleAdsFetchJob
+    let store: any AppleAdsTokenQueue
     let mode: AppleAdsFetchJob.Mode
     private let result = Mutex(AppleAdsFetchSummary())
 
-    init(job: AppleAdsFetchJob, mode: AppleAdsFetchJob.Mode) {
+    init(job: AppleAdsFetchJob, store: any AppleAdsTokenQueue, mode: AppleAdsFetchJob.Mode) {
         self.job = job
+        self.store = store
         self.mode = mode
     }
 
@@ -123,10 +129,8 @@ final class AppleAdsFetchService: Service, Sendable {
         configuration.maximumUsesPerConnection = nil
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         do {
-            try await PostbackStores.with(job.location, logger: job.logger) { store in
-                try await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.apple-ads")) {
-                    try await exchange(store: store, client: client)
-                }
+            try await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.apple-ads")) {
+                try await exchange(store: store, client: client)
             }
         } catch {
             try? await client.shutdown()
@@ -142,7 +146,7 @@ final class AppleAdsFetchService: Service, Sendable {
     /// thread); the requests run on the global executor. A store error is logged and retried
     /// after a pause: it never ends `serve --apple-ads`. An outcome that cannot be recorded is
     /// lost only as a lease: the token is sent again when the lease ends.
-    private func exchange(store: any PostbackStorage, client: HTTPClient) async throws {
+    private func exchange(store: any AppleAdsTokenQueue, client: HTTPClient) async throws {
         let job = self.job
         let holder = ForwardJob.holder()
         let leaseMs = 2 * job.timeoutMs + 5_000

@@ -122,7 +122,7 @@ final class DeliveryLedger: Sendable {
     // MARK: The ledger task
 
     /// Serves requests with `store` until ``close()``, writing the outcomes left at the end.
-    func run(store: any PostbackStorage) async {
+    func run(store: any DeliveryQueue) async {
         for await request in requests {
             switch request {
             case .claim(let destination, let limit, let nowMs, let leaseUntilMs, let reply):
@@ -177,7 +177,7 @@ final class DeliveryLedger: Sendable {
 
     /// Writes every outcome waiting, in one transaction. A failure (the database unreachable
     /// for the store's whole retry time) keeps them and tries again, unless this is the end.
-    private func writeOutcomes(_ store: any PostbackStorage, untilWritten: Bool = true) async {
+    private func writeOutcomes(_ store: any DeliveryQueue, untilWritten: Bool = true) async {
         while true {
             let batch = outcomes.withLock { outcomes in
                 defer { outcomes.waiting.removeAll(keepingCapacity: true) }

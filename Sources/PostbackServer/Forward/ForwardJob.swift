@@ -68,18 +68,25 @@ package struct ForwardJob: Sendable {
     /// the status after it.
     package func run(_ mode: Mode) async throws -> ForwardSummary {
         if let missingSecret { throw missingSecret }
-        let service = ForwarderService(job: self, mode: mode == .follow ? .follow : .drain, metrics: nil)
-        var configuration = ServiceGroupConfiguration(
-            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        )
-        configuration.maximumGracefulShutdownDuration = .seconds(
-            Int64(config.destinations.map(\.timeoutSeconds).max() ?? 10) + 30
-        )
-        try await ServiceGroup(configuration: configuration).run()
+        // The store outside the service group: its pool must outlive the service's graceful
+        // shutdown, which records the outcomes of the requests in flight.
         return try await PostbackStores.with(location, logger: logger) { store in
-            ForwardSummary(
+            let service = ForwarderService(
+                job: self,
+                store: store,
+                mode: mode == .follow ? .follow : .drain,
+                metrics: nil
+            )
+            var configuration = ServiceGroupConfiguration(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+            configuration.maximumGracefulShutdownDuration = .seconds(
+                Int64(config.destinations.map(\.timeoutSeconds).max() ?? 10) + 30
+            )
+            try await ServiceGroup(configuration: configuration).run()
+            return ForwardSummary(
                 attempts: service.summary,
                 status: try await store.deliveryStatus(destinations: config.destinations.map(\.name))
             )
@@ -121,17 +128,19 @@ package struct ForwardJob: Sendable {
     }
 }
 
-/// `forward` as a service: its own store connection (not the serve writer's), the ledger task,
-/// the forwarder, and graceful shutdown (stop claiming, finish the requests in flight, record
-/// their outcomes).
+/// `forward` as a service: its own store connection (not the serve writer's, opened outside
+/// the service group), the ledger task, the forwarder, and graceful shutdown (stop claiming,
+/// finish the requests in flight, record their outcomes).
 final class ForwarderService: Service, Sendable {
     let job: ForwardJob
+    let store: any DeliveryQueue
     let mode: Forwarder.Mode
     let metrics: (any ForwardMetrics)?
     private let result = Mutex<[String: ForwardSummary.Counts]>([:])
 
-    init(job: ForwardJob, mode: Forwarder.Mode, metrics: (any ForwardMetrics)?) {
+    init(job: ForwardJob, store: any DeliveryQueue, mode: Forwarder.Mode, metrics: (any ForwardMetrics)?) {
         self.job = job
+        self.store = store
         self.mode = mode
         self.metrics = metrics
     }
@@ -178,23 +187,22 @@ final class ForwarderService: Service, Sendable {
     }
 
     private func deliver(_ forwarder: Forwarder, _ ledger: DeliveryLedger) async throws {
-        try await PostbackStores.with(job.location, logger: job.logger) { store in
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    defer { ledger.close() }
-                    try await withGracefulShutdownHandler {
-                        try await forwarder.run()
-                    } onGracefulShutdown: {
-                        forwarder.stop()
-                    }
+        let store = self.store
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { ledger.close() }
+                try await withGracefulShutdownHandler {
+                    try await forwarder.run()
+                } onGracefulShutdown: {
+                    forwarder.stop()
                 }
-                // The store stays in this task: the ledger is its one user. SQLite's calls block
-                // their thread, so they run on a thread of their own.
-                await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.forward")) {
-                    await ledger.run(store: store)
-                }
-                try await group.waitForAll()
             }
+            // The ledger is the store's one user here. SQLite's calls block their thread, so
+            // they run on a thread of their own.
+            await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.forward")) {
+                await ledger.run(store: store)
+            }
+            try await group.waitForAll()
         }
     }
 }

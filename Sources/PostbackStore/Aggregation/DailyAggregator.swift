@@ -7,11 +7,11 @@ package enum DaySelection: Sendable, Hashable {
     /// `from` through `to`, inclusive (UTC days of `received_at`).
     case range(from: UTCDay, to: UTCDay)
 
-    /// The first and last day as SQL text parameters; nil (NULL) for ``all``.
-    var bounds: (from: String?, to: String?) {
+    /// The first and last day; nil (unbounded) for ``all``.
+    var bounds: (from: UTCDay?, to: UTCDay?) {
         switch self {
         case .all: (nil, nil)
-        case .range(let from, let to): (from.description, to.description)
+        case .range(let from, let to): (from, to)
         }
     }
 
@@ -90,7 +90,7 @@ package enum DailyAggregator {
         ] + DashboardTable.all.filter { $0.basis == .received }.flatMap { [$0.name, $0.name + "_revenue"] }
 
     /// The tables by install date: a run over some days received replaces their rows for the
-    /// install dates those days can hold (``dashboardInstallDeleteSQL(from:to:)``), not by `date`.
+    /// install dates those days can hold (``dashboardStatements(_:)``), not by `date`.
     static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap {
         [$0.name, $0.name + "_revenue"]
     }
@@ -114,34 +114,58 @@ package enum DailyAggregator {
             + ", currency, revenue_min, revenue_max, revenue_estimate"
     }
 
-    /// Fills `aggregate_daily_intake` for the days received in `[$1, $2]` (both bounds
-    /// optional: NULL), given how the engine spells a row's UTC day received and a parameter.
+    /// `column` within the days `from...to` (either nil: unbounded on that side).
+    static func within(_ column: String, _ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
+        switch (bounds.from, bounds.to) {
+        case (nil, nil): "TRUE"
+        case (let from?, nil): "\(raw: column) >= \(from)"
+        case (nil, let to?): "\(raw: column) <= \(to)"
+        case (let from?, let to?): "\(raw: column) >= \(from) AND \(raw: column) <= \(to)"
+        }
+    }
+
+    /// What a run over `selection` deletes before it writes the days' rows: every table's rows
+    /// of those days received (``tables``).
+    static func deleteStatements(_ selection: DaySelection) -> [SQLQuery] {
+        tables.map { table in
+            selection == .all
+                ? "DELETE FROM \(raw: table)" : "DELETE FROM \(raw: table) WHERE \(within("date", selection.bounds))"
+        }
+    }
+
+    /// What a run over `selection` fills from the rows it wrote, in order: the intake, the
+    /// fine-value totals and the dashboard's tables (``dashboardStatements(_:)``).
+    static func fillStatements(_ selection: DaySelection) -> [SQLQuery] {
+        [intakeStatement(selection.bounds), fineValueTotalsStatement(selection.bounds)]
+            + dashboardStatements(selection)
+    }
+
+    /// Fills `aggregate_daily_intake` for the days received within `bounds`.
     ///
     /// `quarantined` sums `received_count` (a body `serve` refused again and again is one row);
     /// a count is on the day its row was first received.
-    static func intakeSQL(day: String, from: String, to: String) -> String {
+    static func intakeStatement(_ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
         """
         INSERT INTO aggregate_daily_intake (date, quarantined, duplicates, conflicts)
         SELECT day, SUM(quarantined), SUM(duplicates), SUM(conflicts) FROM (
-            SELECT \(day) AS day, received_count AS quarantined, 0 AS duplicates, 0 AS conflicts FROM quarantine
+            SELECT \(SQLQuery.receivedDay) AS day, received_count AS quarantined, 0 AS duplicates, 0 AS conflicts FROM quarantine
             UNION ALL
-            SELECT \(day), 0, 1, CASE WHEN conflict THEN 1 ELSE 0 END FROM sightings
+            SELECT \(SQLQuery.receivedDay), 0, 1, CASE WHEN conflict THEN 1 ELSE 0 END FROM sightings
         ) AS intake
-        WHERE (\(from) IS NULL OR day >= \(from)) AND (\(to) IS NULL OR day <= \(to))
+        WHERE \(within("day", bounds))
         GROUP BY day
         """
     }
 
     /// Fills `aggregate_fine_value_totals` (the fine-value histogram per day, summed over apps
-    /// and networks) from the run's `aggregate_fine_values` rows in `[$1, $2]` (both bounds
-    /// optional: NULL), given how the engine spells a parameter. The dashboard's histogram
-    /// without a filter reads it: 65 rows a day at most, instead of one per app, network and
-    /// fine value (a year: 23,725 rows instead of 363,126).
-    static func fineValueTotalsSQL(from: String, to: String) -> String {
+    /// and networks) from the run's `aggregate_fine_values` rows within `bounds`. The
+    /// dashboard's histogram without a filter reads it: 65 rows a day at most, instead of one
+    /// per app, network and fine value (a year: 23,725 rows instead of 363,126).
+    static func fineValueTotalsStatement(_ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
         """
         INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
         SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values
-        WHERE (\(from) IS NULL OR date >= \(from)) AND (\(to) IS NULL OR date <= \(to))
+        WHERE \(within("date", bounds))
         GROUP BY date, fine_value
         """
     }
@@ -152,49 +176,50 @@ package enum DailyAggregator {
         "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"
     }
 
-    /// Fills the dashboard's tables of `basis` and their revenue (with the app, from the
-    /// totals; without it, from those) for the days (`date` or `install_date`) within `[$1, $2]`
-    /// (both optional: NULL; for the install basis, NULL install dates too), given how the
-    /// engine spells a parameter. The rows of those days must be gone first (``tables`` by
-    /// `date`; ``dashboardInstallDeleteSQL(from:to:)`` by install date).
-    static func dashboardSQL(_ basis: DateBasis, from: String, to: String) -> [String] {
-        [true, false].flatMap { byApp in DashboardTable(basis, byApp: byApp).fillSQL(from: from, to: to) }
-    }
-
-    /// What a run over `selection` does to the dashboard's tables, after the totals are written:
-    /// each statement with its two parameters (`$1`, `$2`, spelled by the engine; nil is NULL).
-    /// By day received, the run's days (their old rows are gone with ``tables``); by install
-    /// date, the install dates those days can hold, deleted and filled again.
-    static func dashboardStatements(
-        _ selection: DaySelection,
-        from: String,
-        to: String
-    ) -> [(sql: String, bounds: (from: String?, to: String?))] {
+    /// What a run over `selection` does to the dashboard's tables, after the totals are
+    /// written. By day received, the run's days (their old rows are gone with ``tables``); by
+    /// install date, the install dates those days can hold, deleted and filled again.
+    static func dashboardStatements(_ selection: DaySelection) -> [SQLQuery] {
         let install = installBounds(selection)
-        return dashboardSQL(.received, from: from, to: to).map { ($0, selection.bounds) }
-            + (dashboardInstallDeleteSQL(from: from, to: to) + dashboardSQL(.install, from: from, to: to)).map {
-                ($0, install)
+        return dashboardFills(.received, selection.bounds)
+            + installTables.map { table in
+                "DELETE FROM \(raw: table) WHERE install_date IS NULL OR (\(within("install_date", install)))"
             }
+            + dashboardFills(.install, install)
     }
 
-    /// Deletes the rows of ``installTables`` whose install date is within `[$1, $2]` or NULL
-    /// (every row when both are NULL).
-    private static func dashboardInstallDeleteSQL(from: String, to: String) -> [String] {
-        installTables.map { table in
-            "DELETE FROM \(table) WHERE install_date IS NULL OR ((\(from) IS NULL OR install_date >= \(from)) AND (\(to) IS NULL OR install_date <= \(to)))"
-        }
+    /// Fills the dashboard's tables of `basis` and their revenue (with the app, from the
+    /// totals; without it, from those) for the days (`date` or `install_date`) within `bounds`
+    /// (for the install basis, NULL install dates too). The rows of those days must be gone
+    /// first.
+    private static func dashboardFills(_ basis: DateBasis, _ bounds: (from: UTCDay?, to: UTCDay?)) -> [SQLQuery] {
+        [true, false].flatMap { byApp in DashboardTable(basis, byApp: byApp).fillStatements(bounds) }
     }
 
     /// The install dates a run over the days received `from...to` must recompute in the install
     /// tables: those its postbacks can hold (``PostbackInference/installDays(forReceivedDays:_:)``)
     /// widened by a day each side. nil bounds for a run over every day.
-    private static func installBounds(_ selection: DaySelection) -> (from: String?, to: String?) {
+    private static func installBounds(_ selection: DaySelection) -> (from: UTCDay?, to: UTCDay?) {
         guard case .range(let from, let to) = selection else { return (nil, nil) }
         let days = PostbackInference.installDays(forReceivedDays: from, to)
         return (
-            UTCDay(daysSinceEpoch: days.from.daysSinceEpoch - 1).description,
-            UTCDay(daysSinceEpoch: days.to.daysSinceEpoch + 1).description
+            UTCDay(daysSinceEpoch: days.from.daysSinceEpoch - 1),
+            UTCDay(daysSinceEpoch: days.to.daysSinceEpoch + 1)
         )
+    }
+
+    /// The run's row in `aggregate_runs`.
+    static func runRecord(
+        _ summary: AggregateSummary,
+        stored: [StoredModel],
+        selection: DaySelection
+    ) -> SQLQuery {
+        """
+        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
+        VALUES (\(UTCInstant.now()), \(summary.days.first), \(summary.days.last), \(summary.days.count),
+            \(summary.postbacks), \(summary.policy.rawValue), \(modelsJSON(stored))\(sqlite: "", postgres: "::jsonb"),
+            \(PostbackdVersion.current), \(AggregateDimension.columnList), \(selection == .all))
+        """
     }
 
     /// `aggregate_runs.models`: the model digest of each app, as a JSON object.
@@ -239,21 +264,21 @@ struct DashboardTable: Hashable, Sendable {
         query.dateBasis == basis && query.dimensions.allSatisfy(dimensions.contains) && (byApp || query.appIDs.isEmpty)
     }
 
-    /// Fills it and its revenue for the days within `[$1, $2]` (see
-    /// ``DailyAggregator/dashboardSQL(_:from:to:)``).
-    func fillSQL(from: String, to: String) -> [String] {
+    /// Fills it and its revenue for the days within `bounds` (see
+    /// ``DailyAggregator/dashboardStatements(_:)``).
+    func fillStatements(_ bounds: (from: UTCDay?, to: UTCDay?)) -> [SQLQuery] {
         let keys = dimensions.map(\.column).joined(separator: ", ")
-        let within = "(\(from) IS NULL OR \(day.column) >= \(from)) AND (\(to) IS NULL OR \(day.column) <= \(to))"
-        let condition = basis == .install ? "(\(day.column) IS NULL OR \(within))" : within
+        let within = DailyAggregator.within(day.column, bounds)
+        let condition: SQLQuery = basis == .install ? "(\(raw: day.column) IS NULL OR (\(within)))" : within
         return [
             """
-            INSERT INTO \(name) (\(keys), \(GroupMetrics.countColumns))
-            SELECT \(keys), \(GroupMetrics.countSums) FROM \(summedFrom) WHERE \(condition) GROUP BY \(keys)
+            INSERT INTO \(raw: name) (\(raw: keys), \(raw: GroupMetrics.countColumns))
+            SELECT \(raw: keys), \(raw: GroupMetrics.countSums) FROM \(raw: summedFrom) WHERE \(condition) GROUP BY \(raw: keys)
             """,
             """
-            INSERT INTO \(name)_revenue (\(keys), currency, revenue_min, revenue_max, revenue_estimate)
-            SELECT \(keys), currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
-            FROM \(summedFrom)_revenue WHERE \(condition) GROUP BY \(keys), currency
+            INSERT INTO \(raw: name)_revenue (\(raw: keys), currency, revenue_min, revenue_max, revenue_estimate)
+            SELECT \(raw: keys), currency, \(raw: DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(raw: DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(raw: DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
+            FROM \(raw: summedFrom)_revenue WHERE \(condition) GROUP BY \(raw: keys), currency
             """,
         ]
     }

@@ -21,7 +21,7 @@ enum ModelsSQL {
     }
 }
 
-extension SQLStore {
+extension PostbackStorage {
     package func addModels(
         _ models: [(model: ConversionModel, source: String)],
         bundleIDs: [Int64: String]

@@ -212,36 +212,47 @@ extension Report {
     }
 }
 
-/// The SQL type of a report parameter.
-enum ReportParameterType {
-    case date, integer, text
-}
-
-/// The SQL of a report, for either engine: the same statements, with each engine's spelling
-/// of a dimension (PostgreSQL's `date` and booleans come back as SQLite's text and integers)
-/// and of a sum (PostgreSQL sums integers into `numeric`).
+/// The statements of a report, written once for both engines (``SQLQuery``): PostgreSQL's
+/// `date` and booleans read back as SQLite's text and integers, its sums of integers as
+/// `bigint`, and its order as SQLite's (NULL first, text by its bytes).
 struct ReportSQL {
     var query: ReportQuery
-    /// How the engine spells a dimension column in the select list.
-    var dimension: (AggregateDimension) -> String
-    /// How the engine spells the sum of an integer column.
-    var integerSum: (String) -> String
-    /// How the engine spells the n-th (1-based) parameter of a type.
-    var parameter: (Int, ReportParameterType) -> String
-    /// How the engine sorts by a group's select expression as SQLite does (NULL first, text by
-    /// its bytes), given whether it is text.
-    var orderTerm: (_ expression: String, _ isText: Bool) -> String
 
     /// The groups: the dimensions, then `event` for an events report.
     var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event"] : []) }
+
+    /// A dimension as a report selects it: text, or an integer (booleans as 0 and 1), as
+    /// SQLite stores it.
+    static func expression(_ dimension: AggregateDimension) -> SQLQuery {
+        switch dimension {
+        case .date, .installDate: SQLQuery.dayText(dimension.column)
+        case .redownload, .didWin:
+            "\(sqlite: dimension.column, postgres: "\(dimension.column)::integer::bigint")"
+        case .appID, .sourceAppID, .fidelityType, .postbackSequenceIndex, .crowdAnonymityTier, .sourceIdentifierDigits:
+            "\(sqlite: dimension.column, postgres: "\(dimension.column)::bigint")"
+        case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .campaign,
+            .adGroup, .creative, .placement:
+            SQLQuery(raw: dimension.selectExpression)
+        }
+    }
+
+    /// The sum of an integer column (PostgreSQL sums `bigint` into `numeric`).
+    static func integerSum(_ column: String) -> SQLQuery {
+        "SUM(\(raw: column))\(sqlite: "", postgres: "::bigint")"
+    }
+
+    /// An `ORDER BY` term sorting as SQLite does: NULL first, text by its bytes.
+    private static func orderTerm(_ expression: SQLQuery, isText: Bool) -> SQLQuery {
+        "\(expression)\(sqlite: "", postgres: (isText ? " COLLATE \"C\"" : "") + " NULLS FIRST")"
+    }
 
     /// The conditions: `date` (received) or `install_date` within `from...to`, then the apps and
     /// networks. An install date bound also bounds `date` by the days that can hold such
     /// installs (``PostbackInference/receivedDays(forInstallDays:_:)``), so that the `date`
     /// index narrows the rows read.
     /// The dashboard table by install date has no `date`: its install date bounds alone.
-    private var bounds: [(condition: String, values: [String], type: ReportParameterType)] {
-        var bounds: [(String, [String], ReportParameterType)] = []
+    private var conditions: [SQLQuery] {
+        var conditions: [SQLQuery] = []
         let boundsReceivedDays: Bool
         if case .dashboard(let table) = source {
             boundsReceivedDays = table.basis == .received
@@ -250,73 +261,45 @@ struct ReportSQL {
         }
         switch query.dateBasis {
         case .received:
-            if let from = query.from { bounds.append(("date >=", [from.description], .date)) }
-            if let to = query.to { bounds.append(("date <=", [to.description], .date)) }
+            if let from = query.from { conditions.append("date >= \(from)") }
+            if let to = query.to { conditions.append("date <= \(to)") }
         case .install:
             if let from = query.from {
-                bounds.append(("install_date >=", [from.description], .date))
+                conditions.append("install_date >= \(from)")
                 if boundsReceivedDays {
-                    bounds.append(
-                        (
-                            "date >=", [PostbackInference.receivedDays(forInstallDays: from, from).from.description],
-                            .date
-                        )
-                    )
+                    conditions.append("date >= \(PostbackInference.receivedDays(forInstallDays: from, from).from)")
                 }
             }
             if let to = query.to {
-                bounds.append(("install_date <=", [to.description], .date))
+                conditions.append("install_date <= \(to)")
                 if boundsReceivedDays {
-                    bounds.append(
-                        ("date <=", [PostbackInference.receivedDays(forInstallDays: to, to).to.description], .date)
-                    )
+                    conditions.append("date <= \(PostbackInference.receivedDays(forInstallDays: to, to).to)")
                 }
             }
         }
-        if !query.appIDs.isEmpty { bounds.append(("app_id IN", query.appIDs.map(String.init), .integer)) }
-        if !query.adNetworkIDs.isEmpty { bounds.append(("ad_network_id IN", query.adNetworkIDs, .text)) }
-        return bounds
-    }
-
-    /// The parameters, in order, as text (PostgreSQL casts each to its type).
-    var arguments: [String] { bounds.flatMap(\.values) }
-
-    /// The parameters, in order, with their types.
-    var typedArguments: [(value: String, type: ReportParameterType)] {
-        bounds.flatMap { bound in bound.values.map { ($0, bound.type) } }
-    }
-
-    private var filter: String {
-        var number = 0
-        let conditions = bounds.map { bound in
-            let placeholders = bound.values.map { _ in
-                number += 1
-                return parameter(number, bound.type)
-            }
-            return bound.condition.hasSuffix(" IN")
-                ? "\(bound.condition) (\(placeholders.joined(separator: ", ")))"
-                : "\(bound.condition) \(placeholders[0])"
+        if !query.appIDs.isEmpty {
+            conditions.append("app_id IN (\(list: query.appIDs.map { "\($0)" }))")
         }
-        return conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        if !query.adNetworkIDs.isEmpty {
+            conditions.append("ad_network_id IN (\(list: query.adNetworkIDs.map { "\($0)" }))")
+        }
+        return conditions
     }
 
-    private var orderTerms: [String] {
-        query.dimensions.map { orderTerm(dimension($0), $0.sqlType == "TEXT") }
-            + (query.events ? [orderTerm("event", true)] : [])
+    private var filter: SQLQuery {
+        let conditions = conditions
+        return conditions.isEmpty ? "" : "WHERE \(list: conditions, separator: " AND ")"
     }
 
-    private var selectList: String {
-        (query.dimensions.map(dimension) + (query.events ? ["event"] : [])).joined(separator: ", ")
-    }
-
-    private var grouping: (group: String, order: String, prefix: String) {
+    /// `SELECT` list prefix, `GROUP BY` and `ORDER BY` of the groups.
+    private var grouping: (prefix: SQLQuery, group: SQLQuery, order: SQLQuery) {
+        let selected = query.dimensions.map(Self.expression) + (query.events ? ["event"] : [])
+        guard !selected.isEmpty else { return ("", "", "") }
         let positions = groupColumns.indices.map { String($0 + 1) }.joined(separator: ", ")
-        let select = selectList
-        return (
-            positions.isEmpty ? "" : "GROUP BY " + positions,
-            positions.isEmpty ? "" : "ORDER BY " + orderTerms.joined(separator: ", "),
-            select.isEmpty ? "" : select + ", "
-        )
+        let order =
+            query.dimensions.map { Self.orderTerm(Self.expression($0), isText: $0.sqlType == "TEXT") }
+            + (query.events ? [Self.orderTerm("event", isText: true)] : [])
+        return ("\(list: selected), ", "GROUP BY \(raw: positions)", "ORDER BY \(list: order)")
     }
 
     /// Where a report's counts and revenue come from: the smallest tables that hold its
@@ -352,16 +335,16 @@ struct ReportSQL {
     var readsTotals: Bool { source != .detailed }
 
     /// The count metrics (or, for events, occurrences and postbacks) per group.
-    var metrics: String {
-        let (group, order, prefix) = grouping
+    var metrics: SQLQuery {
+        let (prefix, group, order) = grouping
         if query.events {
             return """
-                SELECT \(prefix)\(integerSum("occurrences_min")), \(integerSum("occurrences_max")), \(integerSum("postbacks"))
+                SELECT \(prefix)\(Self.integerSum("occurrences_min")), \(Self.integerSum("occurrences_max")), \(Self.integerSum("postbacks"))
                 FROM aggregate_daily_events \(filter) \(group) \(order)
                 """
         }
-        let sums = ReportMetric.allCases.map { integerSum($0.rawValue) }.joined(separator: ", ")
-        return "SELECT \(prefix)\(sums) FROM \(source.table) \(filter) \(group) \(order)"
+        let sums = ReportMetric.allCases.map { Self.integerSum($0.rawValue) }
+        return "SELECT \(prefix)\(list: sums) FROM \(raw: source.table) \(filter) \(group) \(order)"
     }
 
     /// Revenue per group and currency.
@@ -369,39 +352,117 @@ struct ReportSQL {
     /// Summed as integers (micros; half-micros for the estimate, which a midpoint can end on)
     /// and only then made decimal: a sum of doubles depends on the order of its rows, which
     /// differs between engines and runs, and a total near half a cent then rounds either way.
-    var revenue: String {
-        let (_, _, prefix) = grouping
+    var revenue: SQLQuery {
+        let (prefix, _, _) = grouping
         let table = query.events ? "aggregate_daily_event_revenue" : source.table + "_revenue"
         let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
         return """
-            SELECT \(prefix)currency, \(DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
-            FROM \(table) \(filter) GROUP BY \(positions)
+            SELECT \(prefix)currency, \(raw: DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(raw: DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(raw: DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
+            FROM \(raw: table) \(filter) GROUP BY \(raw: positions)
             """
     }
 
-    static let policy = "SELECT revenue_estimate FROM aggregate_runs ORDER BY id DESC LIMIT 1"
+    static let policy: SQLQuery = "SELECT revenue_estimate FROM aggregate_runs ORDER BY id DESC LIMIT 1"
 
     /// The fine-value histogram over the period's days received: fine value (NULL: none),
     /// postbacks. For a query on the received basis (the tables have no install date). Without
     /// an app or network filter it reads `aggregate_fine_value_totals`, the same sums over
     /// every app and network.
-    var fineValues: String {
+    var fineValues: SQLQuery {
         precondition(query.dateBasis == .received)
         let table =
             query.appIDs.isEmpty && query.adNetworkIDs.isEmpty && !query.detailedRowsOnly
             ? "aggregate_fine_value_totals" : "aggregate_fine_values"
         return """
-            SELECT fine_value, \(integerSum("postbacks")) FROM \(table) \(filter) GROUP BY 1 ORDER BY 1
+            SELECT fine_value, \(Self.integerSum("postbacks")) FROM \(raw: table) \(filter) GROUP BY 1 ORDER BY 1
             """
     }
 
     /// The intake per day received in the query's period (its apps and networks do not apply).
-    var intake: String {
+    var intake: SQLQuery {
         precondition(query.dateBasis == .received && query.appIDs.isEmpty && query.adNetworkIDs.isEmpty)
         return """
-            SELECT \(dimension(.date)), \(integerSum("quarantined")), \(integerSum("duplicates")), \(integerSum("conflicts"))
+            SELECT \(Self.expression(.date)), \(Self.integerSum("quarantined")), \(Self.integerSum("duplicates")), \(Self.integerSum("conflicts"))
             FROM aggregate_daily_intake \(filter) GROUP BY 1 ORDER BY 1
             """
+    }
+}
+
+/// Reading a report and the dashboard's series, on both engines.
+extension PostbackStorage {
+    /// Reads the report in one read-only transaction: its statements see one snapshot, so a
+    /// concurrent `aggregate` is seen whole or not at all.
+    package func report(_ query: ReportQuery) async throws -> Report {
+        let sql = ReportSQL(query: query)
+        let groups = sql.groupColumns.count
+        return try await withSQL("read the report", .read) { db in
+            var assembler = ReportAssembler(query)
+            var key: [DimensionValue] = []
+            var sums: [Int64?] = []
+            try await db.forEachRow(sql.metrics) { row in
+                key.removeAll(keepingCapacity: true)
+                sums.removeAll(keepingCapacity: true)
+                for index in 0..<groups { key.append(DimensionValue(row.values[index])) }
+                for index in groups..<row.values.count { sums.append(try row.optionalInt64(index)) }
+                assembler.addMetrics(key, sums)
+            }
+            if !query.countsOnly {
+                try await db.forEachRow(sql.revenue) { row in
+                    assembler.addRevenue(
+                        (0..<groups).map { DimensionValue(row.values[$0]) },
+                        currency: try row.string(groups),
+                        RevenueTotal(
+                            min: try row.double(groups + 1),
+                            max: try row.double(groups + 2),
+                            estimate: try row.double(groups + 3)
+                        )
+                    )
+                }
+            }
+            return assembler.report(policy: try await db.row(ReportSQL.policy)?.optionalString(0))
+        }
+    }
+
+    /// Reads the fine values and the intake in one read-only transaction.
+    package func dashboardSeries(_ query: ReportQuery, fineValues: Bool) async throws -> DashboardSeries {
+        let (fineQuery, intakeQuery) = DashboardSeries.queries(query)
+        return try await withSQL("read the dashboard series", .read) { db in
+            var series = DashboardSeries()
+            if fineValues {
+                try await db.forEachRow(ReportSQL(query: fineQuery).fineValues) { row in
+                    series.fineValues.append(
+                        FineValueCount(fineValue: try row.optionalInt(0), postbacks: try row.int(1))
+                    )
+                }
+            }
+            try await db.forEachRow(ReportSQL(query: intakeQuery).intake) { row in
+                guard let day = UTCDay(try row.string(0)) else { return }
+                series.intake.append(
+                    DailyIntake(
+                        day: day,
+                        quarantined: try row.int(1),
+                        duplicates: try row.int(2),
+                        conflicts: try row.int(3)
+                    )
+                )
+            }
+            return series
+        }
+    }
+}
+
+extension DimensionValue {
+    /// A report's group value as either engine answered it.
+    init(_ value: SQLValue) {
+        switch value {
+        case .integer(let number): self = .integer(number)
+        case .text(let text): self = .text(text)
+        case .real(let number): self = .integer(Int64(number))
+        case .boolean(let flag): self = .integer(flag ? 1 : 0)
+        case .day(let day): self = .text(day.description)
+        case .instant(let instant): self = .text(instant.iso8601)
+        case .null, .blob: self = .null
+        }
     }
 }
 

@@ -2,7 +2,7 @@ import PostbackKit
 
 /// What a report says about how current the aggregates are, and the last day they hold, on
 /// both engines.
-extension SQLStore {
+extension PostbackStorage {
     package func stalenessWarning() async throws -> String? {
         try await withSQL("read the run log", .statement) { sql in
             let row = try await sql.row(

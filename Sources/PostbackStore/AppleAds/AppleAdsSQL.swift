@@ -1,13 +1,45 @@
 import PostbackKit
 
-/// What `apple-ads status`, `report` and `fetch` read, on both engines. Adding tokens, claiming
-/// them (PostgreSQL's `FOR UPDATE SKIP LOCKED`) and recording outcomes stay each engine's.
-extension SQLStore {
-    package func nextAppleAdsTokenDue() async throws -> Int64? {
-        try await withSQL("read the next Apple Ads token due", .statement) { sql in
-            try await sql.row(
-                "SELECT min(\(SQLQuery.greatest("due_ms", "lease_until_ms"))) FROM apple_ads_tokens WHERE state = 'pending'"
-            )?.optionalInt64(0)
+/// Apple Ads tokens and records on both engines: adding tokens, recording outcomes, and what
+/// `apple-ads status`, `report` and `fetch` read. Claiming them stays each engine's
+/// (PostgreSQL's `FOR UPDATE SKIP LOCKED`).
+extension PostbackStorage {
+    package func addAppleAdsTokens(
+        _ tokens: [AppleAdsToken],
+        receivedAtMs: [Int64]
+    ) async throws -> [AppleAdsAddOutcome] {
+        guard !tokens.isEmpty else { return [] }
+        precondition(tokens.count == receivedAtMs.count, "one receipt time per token")
+        let received = Array(zip(tokens, receivedAtMs))
+        let inserted = try await withSQL("store Apple Ads tokens", .write) { sql in
+            var inserted = Set<String>()
+            // 8 values a row, well within either engine's limit on a statement's parameters.
+            for start in stride(from: 0, to: received.count, by: 1_000) {
+                let rows = received[start..<min(start + 1_000, received.count)].map { token, receivedAtMs -> SQLQuery in
+                    let expired = token.expiresAt.milliseconds <= receivedAtMs
+                    let state = expired ? AppleAdsTokenState.expired : AppleAdsTokenState.pending
+                    return """
+                        (\(token.sha256), \(expired ? nil : token.token), \(token.appID), \(token.obtainedAt.milliseconds),
+                            \(receivedAtMs), \(state.rawValue), \(receivedAtMs), \(expired ? receivedAtMs : nil))
+                        """
+                }
+                try await sql.forEachRow(
+                    """
+                    INSERT INTO apple_ads_tokens (token_sha256, token, app_id, obtained_ms, received_ms, state, due_ms,
+                        resolved_ms)
+                    VALUES \(list: rows)
+                    ON CONFLICT (token_sha256) DO NOTHING
+                    RETURNING token_sha256
+                    """
+                ) { row in inserted.insert(try row.string(0)) }
+            }
+            return inserted
+        }
+        // A token twice in one batch: its first copy was stored, the second is known.
+        var seen = Set<String>()
+        return received.map { token, receivedAtMs in
+            guard inserted.contains(token.sha256), seen.insert(token.sha256).inserted else { return .known }
+            return token.expiresAt.milliseconds <= receivedAtMs ? .expired : .added
         }
     }
 
@@ -64,6 +96,54 @@ extension SQLStore {
                 )
             }
             return AppleAdsReport.assemble(query, rows)
+        }
+    }
+}
+
+/// The exchange's own: recording outcomes, and when the next token is due.
+extension AppleAdsTokenQueue {
+    package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws -> Set<Int64> {
+        guard !outcomes.isEmpty else { return [] }
+        return try await withSQL("record Apple Ads exchanges", .write) { sql in
+            var recorded = Set<Int64>()
+            for outcome in outcomes {
+                let state = outcome.state.rawValue
+                let appID = try await sql.row(
+                    """
+                    UPDATE apple_ads_tokens SET state = \(state), attempts = \(outcome.attempts),
+                        not_found = \(outcome.notFound), due_ms = \(outcome.dueMs), last_status = \(outcome.lastStatus),
+                        last_attempt_ms = \(outcome.lastAttemptMs), leased_by = NULL, lease_until_ms = 0,
+                        token = CASE WHEN \(state) = 'pending' THEN token END,
+                        resolved_ms = CASE WHEN \(state) = 'pending' THEN NULL ELSE \(outcome.lastAttemptMs) END
+                    WHERE id = \(outcome.id) AND leased_by = \(holder) AND state = 'pending'
+                    RETURNING app_id
+                    """
+                )?.int64(0)
+                guard let appID else { continue }
+                recorded.insert(outcome.id)
+                guard let record = outcome.record, let day = outcome.reportDay else { continue }
+                try await sql.execute(
+                    """
+                    INSERT INTO apple_ads_attributions (token_id, app_id, date, attribution, org_id, campaign_id,
+                        ad_group_id, keyword_id, ad_id, country_or_region, conversion_type, claim_type, click_date,
+                        impression_date, supply_placement, raw, received_ms)
+                    VALUES (\(outcome.id), \(appID), \(day.description), \(record.attribution ? 1 : 0), \(record.orgID),
+                        \(record.campaignID), \(record.adGroupID), \(record.keywordID), \(record.adID),
+                        \(record.countryOrRegion), \(record.conversionType), \(record.claimType), \(record.clickDate),
+                        \(record.impressionDate), \(record.supplyPlacement), \(record.raw), \(outcome.lastAttemptMs))
+                    ON CONFLICT (token_id) DO NOTHING
+                    """
+                )
+            }
+            return recorded
+        }
+    }
+
+    package func nextAppleAdsTokenDue() async throws -> Int64? {
+        try await withSQL("read the next Apple Ads token due", .statement) { sql in
+            try await sql.row(
+                "SELECT min(\(SQLQuery.greatest("due_ms", "lease_until_ms"))) FROM apple_ads_tokens WHERE state = 'pending'"
+            )?.optionalInt64(0)
         }
     }
 }

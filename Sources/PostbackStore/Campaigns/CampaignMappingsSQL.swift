@@ -30,7 +30,7 @@ enum CampaignMappingsSQL {
     }
 }
 
-extension SQLStore {
+extension PostbackStorage {
     /// Serialized with other `campaigns add` runs and with `aggregate` (on PostgreSQL by their
     /// advisory locks: under READ COMMITTED two runs for one network would otherwise each
     /// delete the rows they saw and both insert), so that `added_at`, taken once the locks are

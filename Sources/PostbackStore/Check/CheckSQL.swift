@@ -3,7 +3,7 @@ import PostbackKit
 /// `postbackd check`'s reads on both engines, each statement written once. The engine's own
 /// check of pages and indexes (`checkEngine`) stays each engine's: SQLite's `integrity_check`
 /// and PostgreSQL's `amcheck` share nothing.
-extension SQLStore {
+extension CheckableStore {
     package func checkRowCounts() async throws -> [CheckedTable: Int] {
         try await withSQL("count the rows", .read) { sql in
             var counts: [CheckedTable: Int] = [:]

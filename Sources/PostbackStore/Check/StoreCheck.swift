@@ -44,7 +44,7 @@ package enum StoreCheck {
     }
 
     package static func check(
-        _ store: any PostbackStorage,
+        _ store: any CheckableStore,
         options: Options,
         progress: (@Sendable (CheckProgress) -> Void)? = nil
     ) async throws -> CheckReport {
@@ -163,7 +163,7 @@ package enum StoreCheck {
         return report
     }
 
-    private static func engineCheck(_ store: any PostbackStorage, quick: Bool) async throws -> EngineCheck {
+    private static func engineCheck(_ store: any CheckableStore, quick: Bool) async throws -> EngineCheck {
         do {
             return try await store.checkEngine(quick: quick)
         } catch {

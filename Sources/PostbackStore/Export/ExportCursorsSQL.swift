@@ -3,7 +3,7 @@ import PostbackKit
 /// Where each consumer's last export ended (`export --consumer`, and `forward`'s discovery), on
 /// both engines. What a cursor holds is the engine's own (row ids on SQLite, transaction ids on
 /// PostgreSQL: `ExportCursor`); reading and writing it is one statement.
-extension SQLStore {
+extension ExportSource {
     package func exportCursor(consumer: String, table: ExportTable) async throws -> ExportCursor? {
         try await withSQL("read the export cursor", .statement) { sql in
             try await sql.row(

@@ -121,7 +121,7 @@ extension DeliveryStatus {
     }
 }
 
-extension PostbackStorage {
+extension DeliveryQueue {
     /// ``discoverDeliveries(_:nowMs:)`` for every route, pass after pass until none has more;
     /// returns how many deliveries were added.
     package func discoverAllDeliveries(_ routes: [DeliveryRoute], nowMs: Int64) async throws -> Int {

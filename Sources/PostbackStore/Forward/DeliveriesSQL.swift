@@ -1,9 +1,45 @@
 import PostbackKit
 
-/// What `forward` reads of its deliveries, on both engines. Discovering, claiming and recording
-/// deliveries stay each engine's: PostgreSQL's claims use `FOR UPDATE SKIP LOCKED`, and its
-/// discovery reads transaction ids (`xid8`), neither of which SQLite has.
-extension SQLStore {
+/// What `forward` records and reads of its deliveries, on both engines. Discovering and
+/// claiming deliveries stay each engine's: PostgreSQL's claims use `FOR UPDATE SKIP LOCKED`,
+/// and its discovery reads transaction ids (`xid8`), neither of which SQLite has.
+extension DeliveryQueue {
+    package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) async throws {
+        guard !outcomes.isEmpty else { return }
+        try await withSQL("record deliveries", outcomes.count > Self.outcomesPerStatement ? .write : .statement) {
+            sql in
+            for start in stride(from: 0, to: outcomes.count, by: Self.outcomesPerStatement) {
+                // No NULL in the list (PostgreSQL would not know a column's type if every row
+                // had one): no status is 0, no answer ''.
+                let rows = outcomes[start..<min(start + Self.outcomesPerStatement, outcomes.count)].map {
+                    outcome -> SQLQuery in
+                    """
+                    (\(outcome.destination), \(outcome.postbackID), \(outcome.state.rawValue), \(outcome.attempts),
+                        \(outcome.firstAttemptMs), \(outcome.lastAttemptMs), \(outcome.nextAttemptMs), \(outcome.status ?? 0),
+                        \(outcome.answer ?? ""))
+                    """
+                }
+                // Only the lease's holder records: a recorded delivery has no holder, so the
+                // lease alone says it is still pending. (With `state = 'pending'` here too,
+                // PostgreSQL's planner scans the partial index of every pending delivery
+                // instead of the primary key.)
+                try await sql.execute(
+                    """
+                    WITH o (destination, postback_id, state, attempts, first_attempt_ms, last_attempt_ms, next_attempt_ms,
+                        last_status, last_answer) AS (VALUES \(list: rows))
+                    UPDATE deliveries SET state = o.state, attempts = o.attempts, first_attempt_ms = o.first_attempt_ms,
+                        last_attempt_ms = o.last_attempt_ms, next_attempt_ms = o.next_attempt_ms,
+                        last_status = NULLIF(o.last_status, 0), last_answer = NULLIF(o.last_answer, ''),
+                        leased_by = NULL, lease_until_ms = 0
+                    FROM o
+                    WHERE deliveries.destination = o.destination AND deliveries.postback_id = o.postback_id
+                        AND deliveries.leased_by = \(holder)
+                    """
+                )
+            }
+        }
+    }
+
     package func nextDeliveryDue(destination: String) async throws -> Int64? {
         try await withSQL("read the next delivery due", .statement) { sql in
             try await sql.row(
@@ -40,4 +76,10 @@ extension SQLStore {
             return destinations.map { byName[$0] ?? DeliveryStatus(destination: $0) }
         }
     }
+}
+
+extension PostbackStorage {
+    /// Outcomes recorded by one statement, at most: 9 values each, well within either engine's
+    /// limit on a statement's parameters.
+    static var outcomesPerStatement: Int { 1_000 }
 }

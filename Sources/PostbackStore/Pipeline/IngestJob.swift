@@ -119,32 +119,39 @@ package struct IngestJob: Sendable {
         // idempotent, so a crash between commits loses nothing a re-run does not restore.
         var transactionEntries = 0
         var transactionStarted = UTCInstant.now()
-        func commit() async throws {
-            summary.add(try await store.commit())
-            logger.trace("transaction committed", metadata: ["ingest.read": "\(summary.read)"])
-            transactionEntries = 0
-        }
         do {
-            try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) { verified in
-                if transactionEntries == 0 { transactionStarted = UTCInstant.now() }
-                let quarantined = try await store.write(verified, context: context)
-                transactionEntries += verified.batch.entries.count
-                for item in quarantined where described < limit {
-                    progress.message(VerificationReport.textLine(item.location, item.result))
-                    described += 1
+            try await store.withIngestSession { session in
+                func commit() async throws {
+                    summary.add(try await session.commit())
+                    logger.trace("transaction committed", metadata: ["ingest.read": "\(summary.read)"])
+                    transactionEntries = 0
                 }
-                for diagnostic in reader.takeDiagnostics() { progress.message(diagnostic.description) }
-                if transactionEntries >= entriesPerTransaction
-                    || UTCInstant.now().milliseconds - transactionStarted.milliseconds
-                        >= Self.millisecondsPerTransaction
-                {
-                    try await commit()
+                try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) {
+                    verified in
+                    if transactionEntries == 0 { transactionStarted = UTCInstant.now() }
+                    let quarantined = try await session.write(verified, context: context)
+                    transactionEntries += verified.batch.entries.count
+                    for item in quarantined where described < limit {
+                        progress.message(VerificationReport.textLine(item.location, item.result))
+                        described += 1
+                    }
+                    for diagnostic in reader.takeDiagnostics() { progress.message(diagnostic.description) }
+                    if transactionEntries >= entriesPerTransaction
+                        || UTCInstant.now().milliseconds - transactionStarted.milliseconds
+                            >= Self.millisecondsPerTransaction
+                    {
+                        try await commit()
+                    }
+                    progress.update(
+                        postbacks: summary.read,
+                        bytesRead: reader.bytesRead,
+                        filesOpened: reader.filesOpened
+                    )
                 }
-                progress.update(postbacks: summary.read, bytesRead: reader.bytesRead, filesOpened: reader.filesOpened)
+                try await commit()
             }
-            try await commit()
         } catch {
-            await store.rollback()
+            // The session rolled back what it had not committed.
             progress.finish()
             summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
             try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())

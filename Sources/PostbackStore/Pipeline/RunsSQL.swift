@@ -2,7 +2,7 @@ import PostbackKit
 
 /// The run log (`ingest_runs`): one row per `ingest`, and one per `serve` process, on both
 /// engines.
-extension SQLStore {
+extension PostbackStorage {
     package func beginRun(inputs: [String], receivedAtOption: UTCInstant?, startedAt: UTCInstant) async throws -> Int64
     {
         let inputsJSON = "[" + inputs.map { jsonQuoted($0) }.joined(separator: ",") + "]"

@@ -21,7 +21,8 @@ extension PostgresStore {
                 "SELECT pg_advisory_xact_lock(\(PostgresSchema.aggregateLock))",
                 logger: logger
             )
-            let stored = try await Self.currentModels(connection, logger: logger)
+            let stored = try await PostgresSQL(connection: connection, logger: logger).rows(ModelsSQL.current)
+                .map(ModelsSQL.stored)
             let models = ConversionModels(stored.map(\.model))
             let campaigns = CampaignMappings(try await Self.campaignMappings(connection, logger: logger))
             try await Self.deleteRows(selection, connection, logger: logger)
@@ -39,38 +40,11 @@ extension PostgresStore {
                 }
             }
             summary.policy = policy
-            let bounds = Self.dayBindings(selection.bounds)
-            try await connection.send(
-                PostgresQuery(
-                    unsafeSQL: DailyAggregator.intakeSQL(
-                        day: "(received_at AT TIME ZONE 'UTC')::date",
-                        from: "$1::date",
-                        to: "$2::date"
-                    ),
-                    binds: bounds
-                ),
-                logger: logger
-            )
-            try await connection.send(
-                PostgresQuery(
-                    unsafeSQL: DailyAggregator.fineValueTotalsSQL(from: "$1::date", to: "$2::date"),
-                    binds: bounds
-                ),
-                logger: logger
-            )
-            for (sql, days) in DailyAggregator.dashboardStatements(selection, from: "$1::date", to: "$2::date") {
-                try await connection.send(PostgresQuery(unsafeSQL: sql, binds: Self.dayBindings(days)), logger: logger)
+            let sql = PostgresSQL(connection: connection, logger: logger)
+            for statement in DailyAggregator.fillStatements(selection) {
+                try await sql.execute(statement)
             }
-            try await connection.send(
-                """
-                INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
-                VALUES (\(UTCInstant.now().iso8601)::timestamptz, \(summary.days.first?.description)::date,
-                    \(summary.days.last?.description)::date, \(Int32(summary.days.count)), \(Int64(summary.postbacks)),
-                    \(policy.rawValue), \(DailyAggregator.modelsJSON(stored))::jsonb, \(PostbackdVersion.current),
-                    \(AggregateDimension.columnList), \(selection == .all))
-                """,
-                logger: logger
-            )
+            try await sql.execute(DailyAggregator.runRecord(summary, stored: stored, selection: selection))
             return summary
         }
         summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
@@ -98,37 +72,15 @@ extension PostgresStore {
         }
     }
 
-    /// Two day parameters (`$1`, `$2`; nil binds NULL).
-    private static func dayBindings(_ days: (from: String?, to: String?)) -> PostgresBindings {
-        var binds = PostgresBindings()
-        for day in [days.from, days.to] {
-            if let day { binds.append(day) } else { binds.appendNull() }
-        }
-        return binds
-    }
-
     /// The selected days' old rows, deleted in the writing transaction.
     private static func deleteRows(
         _ selection: DaySelection,
         _ connection: PostgresConnection,
         logger: Logger
     ) async throws {
-        for table in DailyAggregator.tables {
-            switch selection {
-            case .all:
-                try await connection.send(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
-            case .range(let from, let to):
-                var binds = PostgresBindings()
-                binds.append(from.description)
-                binds.append(to.description)
-                try await connection.send(
-                    PostgresQuery(
-                        unsafeSQL: "DELETE FROM \(table) WHERE date >= $1::date AND date <= $2::date",
-                        binds: binds
-                    ),
-                    logger: logger
-                )
-            }
+        let sql = PostgresSQL(connection: connection, logger: logger)
+        for statement in DailyAggregator.deleteStatements(selection) {
+            try await sql.execute(statement)
         }
     }
 

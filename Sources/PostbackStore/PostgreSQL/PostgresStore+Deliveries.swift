@@ -132,31 +132,4 @@ extension PostgresStore {
             return claimed
         }
     }
-
-    package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) async throws {
-        guard !outcomes.isEmpty else { return }
-        let logger = self.logger
-        // Only the lease's holder records: a recorded delivery has no holder, so the lease
-        // alone says it is still pending. (With `state = 'pending'` here too, the planner
-        // scans the partial index of every pending delivery instead of the primary key.)
-        try await transaction("record deliveries", oneStatement: true) { connection -> Void in
-            try await connection.send(
-                """
-                UPDATE deliveries d SET state = o.state, attempts = o.attempts, first_attempt_ms = o.first_attempt_ms,
-                    last_attempt_ms = o.last_attempt_ms, next_attempt_ms = o.next_attempt_ms,
-                    last_status = NULLIF(o.last_status, 0), last_answer = NULLIF(o.last_answer, ''),
-                    leased_by = NULL, lease_until_ms = 0
-                FROM unnest(\(outcomes.map(\.destination))::text[], \(outcomes.map(\.postbackID))::bigint[],
-                    \(outcomes.map(\.state.rawValue))::text[], \(outcomes.map { Int64($0.attempts) })::bigint[],
-                    \(outcomes.map(\.firstAttemptMs))::bigint[], \(outcomes.map(\.lastAttemptMs))::bigint[],
-                    \(outcomes.map(\.nextAttemptMs))::bigint[], \(outcomes.map { Int64($0.status ?? 0) })::bigint[],
-                    \(outcomes.map { $0.answer ?? "" })::text[])
-                    AS o(destination, postback_id, state, attempts, first_attempt_ms, last_attempt_ms, next_attempt_ms,
-                        last_status, last_answer)
-                WHERE d.destination = o.destination AND d.postback_id = o.postback_id AND d.leased_by = \(holder)
-                """,
-                logger: logger
-            )
-        }
-    }
 }

@@ -151,3 +151,9 @@ extension PostgresStore {
         return String(digits)
     }
 }
+
+/// A `timestamptz` column as postbackd's ISO 8601 text (`2026-11-21T08:00:00.000Z`), as SQLite
+/// stores it.
+func isoText(_ column: String) -> String {
+    "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+}

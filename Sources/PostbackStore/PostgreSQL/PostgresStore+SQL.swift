@@ -13,12 +13,12 @@ struct PostgresSQL: SQLDatabase {
 
     var dialect: SQLDialect { .postgres }
 
-    func rows(_ query: SQLQuery) async throws -> [SQLRow] {
-        var rows: [SQLRow] = []
+    func forEachRow(_ query: SQLQuery, _ body: (SQLRow) throws -> Void) async throws {
+        var values = SQLRow([])
         for try await row in try await connection.send(Self.query(query), logger: logger) {
-            rows.append(try Self.row(row))
+            try Self.read(row, into: &values.values)
+            try body(values)
         }
-        return rows
     }
 
     func execute(_ query: SQLQuery) async throws {
@@ -46,6 +46,13 @@ struct PostgresSQL: SQLDatabase {
     /// The row's cells as ``SQLValue``s, by their PostgreSQL types.
     static func row(_ row: PostgresRow) throws -> SQLRow {
         var values: [SQLValue] = []
+        try read(row, into: &values)
+        return SQLRow(values)
+    }
+
+    /// The row's cells as ``SQLValue``s, replacing those of `values`.
+    static func read(_ row: PostgresRow, into values: inout [SQLValue]) throws {
+        values.removeAll(keepingCapacity: true)
         for cell in row {
             guard cell.bytes != nil else {
                 values.append(.null)
@@ -79,7 +86,6 @@ struct PostgresSQL: SQLDatabase {
                 values.append(.text(try cell.decode(String.self)))
             }
         }
-        return SQLRow(values)
     }
 }
 
@@ -92,7 +98,7 @@ extension Decimal {
     }
 }
 
-extension PostgresStore: SQLStore {
+extension PostgresStore {
     /// One transaction on a pooled connection (see ``SQLAccess``), retried when the
     /// connection is lost, as every operation of this store is.
     package func withSQL<Result: Sendable>(
@@ -104,7 +110,7 @@ extension PostgresStore: SQLStore {
         let logger = self.logger
         return try await transaction(
             what,
-            isolation: access == .write ? "" : " READ ONLY",
+            isolation: access == .read ? " ISOLATION LEVEL REPEATABLE READ READ ONLY" : "",
             retryingFor: retrySeconds(retry),
             oneStatement: access == .statement
         ) { connection in
@@ -117,6 +123,7 @@ extension PostgresStore: SQLStore {
         case .standard: Self.retrySeconds
         case .repeated: modelsRetrySeconds
         case .run: runRetrySeconds
+        case .answering: Self.receiveRetrySeconds
         }
     }
 }

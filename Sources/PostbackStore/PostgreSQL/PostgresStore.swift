@@ -15,22 +15,18 @@ import Glibc
 /// new connection when the server restarts. Every write transaction is retried whole when the
 /// server breaks it off (a deadlock, a serialization failure, a restart, a lost connection),
 /// because every write is idempotent and the transaction's input is kept until it commits.
-package final class PostgresStore: PostbackStorage {
+///
+/// `Sendable`: PostgresNIO's client lends each transaction a pooled connection, and what an
+/// ingest run has not committed lives in its ``PostgresIngestSession``, not here.
+package final class PostgresStore: StoreEngine {
     package let location: StoreLocation
     let url: PostgresURL
     let client: PostgresClient
     let logger: Logger
-    private let runner: Task<Void, Never>
+    package let devicePrune = PruneSchedule()
 
-    /// What ingest has written and not yet committed.
-    var pending = PendingWrites()
-    /// What was committed by flushes since the last ``commit()``.
-    var flushed = IngestSummary()
-    /// When device histories past their 35 days were last deleted (``recordDeviceCalls(_:)``).
-    var lastDevicePrune: Int64 = 0
-
-    /// Entries kept before a write is sent without waiting for ``commit()``: bounds memory
-    /// whatever `--commit-every` says.
+    /// Entries kept before a write is sent without waiting for ``IngestSession/commit()``:
+    /// bounds memory whatever `--commit-every` says.
     static let maximumPendingEntries = 16_384
 
     /// How long a transaction the server broke off is retried before the job gives up.
@@ -50,7 +46,6 @@ package final class PostgresStore: PostbackStorage {
     private init(
         url: PostgresURL,
         client: PostgresClient,
-        runner: Task<Void, Never>,
         access: StoreAccess,
         logger: Logger
     ) {
@@ -59,16 +54,25 @@ package final class PostgresStore: PostbackStorage {
         self.url = url
         self.location = .postgres(url)
         self.client = client
-        self.runner = runner
         self.logger = logger
     }
 
-    /// Connects, creates or migrates the schema, and starts the connection pool.
+    /// Connects, creates or migrates the schema, and runs `body` with the store while its
+    /// connection pool runs in a child task (`PostgresClient.run()`), which ends with `body`.
+    ///
+    /// A store opened inside a ServiceLifecycle service would hand the pool the service's
+    /// graceful shutdown, on which `run()` closes the pool before the service has recorded its
+    /// last outcomes: services are given a store opened outside their group (`forward`,
+    /// `apple-ads fetch`, `serve`).
     ///
     /// - Throws: ``DatabaseOpenError`` naming the host and what to check when the server
     ///   cannot be reached, refuses the user, has no such database, or holds a newer schema.
-    static func open(_ url: PostgresURL, access: StoreAccess = .standard, logger: Logger) async throws -> PostgresStore
-    {
+    static func with<Result>(
+        _ url: PostgresURL,
+        access: StoreAccess = .standard,
+        logger: Logger,
+        _ body: (PostgresStore) async throws -> Result
+    ) async throws -> Result {
         let tls = try tlsConfiguration(url.sslMode)
         var connectionConfiguration = PostgresConnection.Configuration(
             host: url.host,
@@ -90,20 +94,25 @@ package final class PostgresStore: PostbackStorage {
         configuration.options.connectTimeout = .seconds(10)
         configuration.options.maximumConnections = 8
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        // The pool runs from the start: by the time the probe and the migrations are done,
-        // `run()` has been entered and the first lease finds the pool ready. Detached: a
-        // store opened inside a ServiceLifecycle service (`forward`) must not inherit its
-        // graceful shutdown, on which `run()` would close the pool at once, before the
-        // service has recorded its last outcomes.
-        let runner = Task.detached { await client.run() }
-        do {
-            try await probeAndMigrate(connectionConfiguration, url: url, migrating: access != .readOnly, logger: logger)
-        } catch {
-            runner.cancel()
-            await runner.value
-            throw error
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            // The pool runs from the start: by the time the probe and the migrations are done,
+            // `run()` has been entered and the first lease finds the pool ready.
+            group.addTask { await client.run() }
+            do {
+                try await probeAndMigrate(
+                    connectionConfiguration,
+                    url: url,
+                    migrating: access != .readOnly,
+                    logger: logger
+                )
+                let result = try await body(PostgresStore(url: url, client: client, access: access, logger: logger))
+                group.cancelAll()
+                return result
+            } catch {
+                group.cancelAll()
+                throw error
+            }
         }
-        return PostgresStore(url: url, client: client, runner: runner, access: access, logger: logger)
     }
 
     /// Connects once on its own (so that an unreachable server or a refused user gives a clear
@@ -145,11 +154,6 @@ package final class PostgresStore: PostbackStorage {
             )
         }
         try? await connection.close()
-    }
-
-    package func close() async {
-        runner.cancel()
-        await runner.value
     }
 
     // MARK: - Transactions

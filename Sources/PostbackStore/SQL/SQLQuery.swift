@@ -40,6 +40,7 @@ extension Bool: SQLBindable { package var sqlValue: SQLValue { .boolean(self) } 
 extension UTCInstant: SQLBindable { package var sqlValue: SQLValue { .instant(self) } }
 extension UTCDay: SQLBindable { package var sqlValue: SQLValue { .day(self) } }
 extension SQLValue: SQLBindable { package var sqlValue: SQLValue { self } }
+extension Array: SQLBindable where Element == UInt8 { package var sqlValue: SQLValue { .blob(self) } }
 
 extension Optional: SQLBindable where Wrapped: SQLBindable {
     package var sqlValue: SQLValue { self?.sqlValue ?? .null }

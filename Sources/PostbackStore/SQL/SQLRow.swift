@@ -161,18 +161,26 @@ package struct SQLReadError: CodedError {
 }
 
 /// Where a job's statements run: one engine's connection inside one transaction
-/// (``SQLStore/withSQL(_:_:_:)``), the same calls on either engine.
+/// (``PostbackStorage/withSQL(_:_:retry:_:)``), the same calls on either engine.
 package protocol SQLDatabase {
     var dialect: SQLDialect { get }
 
-    /// Every row `query` answers.
-    func rows(_ query: SQLQuery) async throws -> [SQLRow]
+    /// Calls `body` with each row `query` answers, in order, as the engine reads it: no array
+    /// of rows is built (a report reads tens of thousands). `body` may throw to stop.
+    func forEachRow(_ query: SQLQuery, _ body: (SQLRow) throws -> Void) async throws
 
     /// Runs `query`, for what it changes.
     func execute(_ query: SQLQuery) async throws
 }
 
 extension SQLDatabase {
+    /// Every row `query` answers.
+    package func rows(_ query: SQLQuery) async throws -> [SQLRow] {
+        var rows: [SQLRow] = []
+        try await forEachRow(query) { rows.append($0) }
+        return rows
+    }
+
     /// The first row `query` answers, if any.
     package func row(_ query: SQLQuery) async throws -> SQLRow? {
         try await rows(query).first
@@ -187,9 +195,11 @@ extension SQLDatabase {
     }
 }
 
-/// What a transaction of ``SQLStore/withSQL(_:_:_:)`` is for.
+/// What a transaction of ``PostbackStorage/withSQL(_:_:retry:_:)`` is for.
 package enum SQLAccess: Sendable, Hashable {
-    /// Reads, from one snapshot: SQLite's `BEGIN DEFERRED`, PostgreSQL's `BEGIN READ ONLY`.
+    /// Reads, from one snapshot: SQLite's `BEGIN DEFERRED`, PostgreSQL's `BEGIN ISOLATION
+    /// LEVEL REPEATABLE READ READ ONLY` (its default, `READ COMMITTED`, takes a snapshot per
+    /// statement: a report's counts and revenue could straddle an `aggregate`).
     case read
     /// Writes: SQLite's `BEGIN IMMEDIATE` (the write lock taken at once, so that two writers
     /// queue instead of failing), PostgreSQL's `BEGIN`.
@@ -211,29 +221,7 @@ package enum SQLRetry: Sendable, Hashable {
     /// The start and end of a run: retried only briefly by a store that receives, which
     /// should stop soon after SIGTERM even when the server is gone.
     case run
-}
-
-/// A store whose jobs run written-once statements (``SQLQuery``): SQLite's and PostgreSQL's
-/// stores both are, and the operations that are the same statement on both live once, in
-/// extensions of this protocol beside their feature.
-package protocol SQLStore: PostbackStorage {
-    /// Runs `body` in one transaction of `access`, committed when it returns and rolled back
-    /// when it throws; `what` names it in logs and errors. PostgreSQL retries a transaction
-    /// broken off by a lost connection, as its store does for every operation.
-    func withSQL<Result: Sendable>(
-        _ what: String,
-        _ access: SQLAccess,
-        retry: SQLRetry,
-        _ body: (any SQLDatabase) async throws -> Result
-    ) async throws -> Result
-}
-
-extension SQLStore {
-    package func withSQL<Result: Sendable>(
-        _ what: String,
-        _ access: SQLAccess,
-        _ body: (any SQLDatabase) async throws -> Result
-    ) async throws -> Result {
-        try await withSQL(what, access, retry: .standard, body)
-    }
+    /// What a request waits for (recording the app-facing endpoint's calls): retried only
+    /// briefly, as what `serve` receives.
+    case answering
 }

@@ -14,23 +14,15 @@ extension SQLiteStore {
             try db.inTransaction(.immediate) {
                 summary = AggregateSummary()
                 summary.policy = policy
-                let stored = try Self.currentModels(db)
+                let stored = try SQLiteSQL.rows(db, ModelsSQL.current).map(ModelsSQL.stored)
                 let models = ConversionModels(stored.map(\.model))
                 let campaigns = CampaignMappings(try Self.campaignMappings(db))
                 let days = try Self.days(selection, db)
                 summary.days = days
                 var unmodelled = Set<Int64>()
                 var previousGroups = 0
-                for table in DailyAggregator.tables {
-                    switch selection {
-                    case .all:
-                        try db.execute(sql: "DELETE FROM \(table)")
-                    case .range(let from, let to):
-                        try db.execute(
-                            sql: "DELETE FROM \(table) WHERE date >= ? AND date <= ?",
-                            arguments: [from.description, to.description]
-                        )
-                    }
+                for statement in DailyAggregator.deleteStatements(selection) {
+                    try SQLiteSQL.execute(db, statement)
                 }
                 for day in days {
                     var aggregation = DayAggregation(
@@ -53,29 +45,10 @@ extension SQLiteStore {
                     try Self.write(db, aggregation, policy: policy)
                 }
                 summary.unmodelledApps = unmodelled.sorted()
-                let bounds = selection.bounds
-                try db.execute(
-                    sql: DailyAggregator.intakeSQL(day: "substr(received_at, 1, 10)", from: "?1", to: "?2"),
-                    arguments: [bounds.from, bounds.to]
-                )
-                try db.execute(
-                    sql: DailyAggregator.fineValueTotalsSQL(from: "?1", to: "?2"),
-                    arguments: [bounds.from, bounds.to]
-                )
-                for (sql, bounds) in DailyAggregator.dashboardStatements(selection, from: "?1", to: "?2") {
-                    try db.execute(sql: sql, arguments: [bounds.from, bounds.to])
+                for statement in DailyAggregator.fillStatements(selection) {
+                    try SQLiteSQL.execute(db, statement)
                 }
-                try db.execute(
-                    sql: """
-                        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        UTCInstant.now().iso8601, days.first?.description, days.last?.description, days.count,
-                        summary.postbacks, policy.rawValue, DailyAggregator.modelsJSON(stored),
-                        PostbackdVersion.current, AggregateDimension.columnList, selection == .all,
-                    ]
-                )
+                try SQLiteSQL.execute(db, DailyAggregator.runRecord(summary, stored: stored, selection: selection))
                 return .commit
             }
         }

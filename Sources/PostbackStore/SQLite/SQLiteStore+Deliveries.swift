@@ -123,24 +123,4 @@ extension SQLiteStore {
         }
         return claimed
     }
-
-    package func recordDeliveries(_ outcomes: [DeliveryOutcome], holder: String) throws {
-        guard !outcomes.isEmpty else { return }
-        try queue.write { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    UPDATE deliveries SET state = ?, attempts = ?, first_attempt_ms = ?, last_attempt_ms = ?,
-                        next_attempt_ms = ?, last_status = ?, last_answer = ?, leased_by = NULL, lease_until_ms = 0
-                    WHERE destination = ? AND postback_id = ? AND leased_by = ? AND state = 'pending'
-                    """
-            )
-            for outcome in outcomes {
-                try statement.execute(arguments: [
-                    outcome.state.rawValue, outcome.attempts, outcome.firstAttemptMs, outcome.lastAttemptMs,
-                    outcome.nextAttemptMs, outcome.status, outcome.answer, outcome.destination, outcome.postbackID,
-                    holder,
-                ])
-            }
-        }
-    }
 }

@@ -9,24 +9,39 @@ struct SQLiteSQL: SQLDatabase {
 
     var dialect: SQLDialect { .sqlite }
 
-    func rows(_ query: SQLQuery) throws -> [SQLRow] {
-        try queue.inDatabase { db in try Self.rows(db, query) }
+    func forEachRow(_ query: SQLQuery, _ body: (SQLRow) throws -> Void) throws {
+        try queue.inDatabase { db in try Self.forEachRow(db, query, body) }
     }
 
-    /// Every row `query` answers on `db`: for the engine's own operations (aggregate) that run
-    /// a written-once statement inside their transaction.
-    static func rows(_ db: Database, _ query: SQLQuery) throws -> [SQLRow] {
+    /// Calls `body` with each row `query` answers on `db`: for the engine's own operations
+    /// (aggregate) that run a written-once statement inside their transaction.
+    static func forEachRow(_ db: Database, _ query: SQLQuery, _ body: (SQLRow) throws -> Void) throws {
         let (sql, values) = query.rendered(for: .sqlite)
-        // A cursor, each row read once into its values (no array of GRDB rows first).
+        // A cursor, each row read once into its values (no array of GRDB rows first), in one
+        // buffer that `body` leaves uniquely referenced unless it keeps the row.
         let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments(values))
+        var row = SQLRow([])
+        while let next = try cursor.next() {
+            Self.read(next, into: &row.values)
+            try body(row)
+        }
+    }
+
+    /// Every row `query` answers on `db`.
+    static func rows(_ db: Database, _ query: SQLQuery) throws -> [SQLRow] {
         var rows: [SQLRow] = []
-        while let row = try cursor.next() { rows.append(Self.row(row)) }
+        try forEachRow(db, query) { rows.append($0) }
         return rows
     }
 
-    func execute(_ query: SQLQuery) throws {
+    /// Runs `query` on `db`, inside the engine's own transaction.
+    static func execute(_ db: Database, _ query: SQLQuery) throws {
         let (sql, values) = query.rendered(for: .sqlite)
-        try queue.inDatabase { db in try db.execute(sql: sql, arguments: Self.arguments(values)) }
+        try db.execute(sql: sql, arguments: arguments(values))
+    }
+
+    func execute(_ query: SQLQuery) throws {
+        try queue.inDatabase { db in try Self.execute(db, query) }
     }
 
     static func arguments(_ values: [SQLValue]) -> StatementArguments {
@@ -46,9 +61,9 @@ struct SQLiteSQL: SQLDatabase {
         )
     }
 
-    static func row(_ row: Row) -> SQLRow {
-        var values: [SQLValue] = []
-        values.reserveCapacity(row.count)
+    /// `row`'s values, replacing those of `values`.
+    static func read(_ row: Row, into values: inout [SQLValue]) {
+        values.removeAll(keepingCapacity: true)
         for index in 0..<row.count {
             let value: DatabaseValue = row[index]
             switch value.storage {
@@ -59,11 +74,10 @@ struct SQLiteSQL: SQLDatabase {
             case .blob(let value): values.append(.blob(Array(value)))
             }
         }
-        return SQLRow(values)
     }
 }
 
-extension SQLiteStore: SQLStore {
+extension SQLiteStore {
     /// One transaction on the store's connection (see ``SQLAccess``). Inside ingest's open
     /// transaction, `body` runs in that one.
     package func withSQL<Result: Sendable>(

@@ -9,13 +9,13 @@ import PostbackKit
 /// the dedup key (``DedupKeyDigest``) and `INSERT … ON CONFLICT DO NOTHING`. Only a valid
 /// postback ever reaches `postbacks`, so a forged copy can never claim a key before the genuine
 /// one arrives.
-package final class SQLiteStore: PostbackStorage {
+///
+/// `Sendable`: its one connection (GRDB's `DatabaseQueue`) serializes every access, and what an
+/// ingest run has not committed lives in its ``SQLiteIngestSession``, not here.
+package final class SQLiteStore: StoreEngine {
     package let queue: DatabaseQueue
     package let location: StoreLocation
-    /// What the open write transaction has written, counted when it commits.
-    private var uncommitted = IngestSummary()
-    /// When device histories past their 35 days were last deleted (``recordDeviceCalls(_:)``).
-    var lastDevicePrune: Int64 = 0
+    package let devicePrune = PruneSchedule()
 
     /// `serve`'s checkpoints, off the commit path.
     private let checkpointer: WALCheckpointer?
@@ -48,99 +48,17 @@ package final class SQLiteStore: PostbackStorage {
         self.checkpointer = nil
     }
 
-    package func close() async {
+    /// Stops the checkpointer; the connection closes with the queue.
+    func close() {
         checkpointer?.stop()
     }
 
-    // MARK: - Batches
-
-    /// Writes one verified batch, in input order, into the open write transaction, beginning
-    /// one if none is open, and returns the entries it quarantined.
-    ///
-    /// Nothing is durable, and nothing is counted in the run's summary, until ``commit(into:)``.
-    /// A transaction holds many batches: each commit rewrites every index page the transaction
-    /// touched, and the dedup key's pages are touched at random, so fewer, larger commits write
-    /// far less (a commit per 256-postback batch spent more time in the kernel than in SQLite).
-    /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
-    package func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
-        var quarantined: [QuarantinedEntry] = []
-        let now = UTCInstant.now()
-        try queue.writeWithoutTransaction { db in
-            if !db.isInsideTransaction {
-                try db.beginTransaction(.immediate)
-                uncommitted = IngestSummary()
-            }
-            // Indexed arrays rather than `verified.items`: the `Zip2Sequence` PostbackKit makes,
-            // iterated in this module, copied every result through its value witness (a
-            // profile of the ingest showed the extra retains and releases).
-            let entries = verified.batch.entries
-            let results = verified.results
-            for index in entries.indices {
-                let entry = entries[index]
-                let result = results[index]
-                uncommitted.read += 1
-                let raw = verified.batch.bytes[entry.range]
-                let digest = verified.rawDigests[index]
-                let source = context.storedSource(entry.location.source)
-                func refuse(_ result: VerificationResult, receivedAt: UTCInstant) throws {
-                    try quarantine(
-                        db,
-                        entry,
-                        result,
-                        raw: raw,
-                        digest: digest,
-                        source: source,
-                        receivedAt: receivedAt,
-                        runID: context.runID
-                    )
-                    uncommitted.countQuarantined(result)
-                    quarantined.append(QuarantinedEntry(location: entry.location, result: result))
-                }
-                guard result.verdict == .valid, let postback = result.postback else {
-                    try refuse(result, receivedAt: context.rule.receivedTime(forwarderTimestamp: nil, now: now).0)
-                    continue
-                }
-                let (receivedAt, receivedSource) = context.rule.receivedTime(
-                    forwarderTimestamp: postback.forwarderTimestamp,
-                    now: now
-                )
-                let outcome = try store(
-                    db,
-                    postback,
-                    result,
-                    raw: raw,
-                    digest: digest,
-                    source: source,
-                    location: entry.location,
-                    receivedAt: receivedAt,
-                    receivedSource: receivedSource,
-                    runID: context.runID,
-                    counts: &uncommitted
-                )
-                if case .digestCollision(let storedID) = outcome {
-                    try refuse(digestCollision(result, storedID: storedID), receivedAt: receivedAt)
-                }
-            }
-        }
-        return quarantined
-    }
-
-    package func commit() throws -> IngestSummary {
-        try queue.writeWithoutTransaction { db in
-            guard db.isInsideTransaction else { return }
-            try db.commit()
-        }
-        defer { uncommitted = IngestSummary() }
-        return uncommitted
-    }
-
-    /// Rolls back the open write transaction, if any: after a failed write, so that the
-    /// database holds only whole commits (a re-run writes the rest).
-    package func rollback() {
-        try? queue.writeWithoutTransaction { db in
-            if db.isInsideTransaction { try db.rollback() }
-        }
-        uncommitted = IngestSummary()
+    /// Ingest's session: its writes go into one transaction on the store's connection, open
+    /// across batches (the store was opened for ``StoreAccess/ingest``).
+    package func withIngestSession<Result>(
+        _ body: (any IngestSession) async throws -> Result
+    ) async throws -> Result {
+        try await lend(SQLiteIngestSession(queue: queue), to: body)
     }
 
     // MARK: - Received over HTTP
@@ -188,7 +106,7 @@ package final class SQLiteStore: PostbackStorage {
                     outcomes.append(try refuse(result))
                     continue
                 }
-                let outcome = try store(
+                let outcome = try Self.store(
                     db,
                     postback,
                     result,
@@ -222,7 +140,7 @@ package final class SQLiteStore: PostbackStorage {
         }
     }
 
-    private func store(
+    static func store(
         _ db: Database,
         _ postback: Postback,
         _ result: VerificationResult,
@@ -342,7 +260,7 @@ package final class SQLiteStore: PostbackStorage {
     }
 
     /// What ``store(_:_:_:raw:digest:source:location:receivedAt:receivedSource:runID:request:counts:)`` did.
-    private enum StoreOutcome {
+    enum StoreOutcome {
         case stored
         /// A copy of a stored postback; `conflict` when its unsigned values differ.
         case duplicate(conflict: Bool)
@@ -350,7 +268,7 @@ package final class SQLiteStore: PostbackStorage {
         case digestCollision(storedID: Int64)
     }
 
-    private func quarantine(
+    static func quarantine(
         _ db: Database,
         _ entry: RawEntry,
         _ result: VerificationResult,
@@ -435,4 +353,105 @@ package final class SQLiteStore: PostbackStorage {
         ON CONFLICT (source, source_index, raw_sha256) DO UPDATE SET received_count = received_count + 1
         RETURNING received_count
         """
+}
+
+/// Ingest's writes on SQLite: one write transaction on the store's connection, open across
+/// batches and committed by ``commit()``. One task owns it.
+final class SQLiteIngestSession: IngestSession {
+    private let queue: DatabaseQueue
+    /// What the open write transaction has written, counted when it commits.
+    private var uncommitted = IngestSummary()
+
+    init(queue: DatabaseQueue) {
+        self.queue = queue
+    }
+
+    /// Writes one verified batch, in input order, into the open write transaction, beginning
+    /// one if none is open, and returns the entries it quarantined.
+    ///
+    /// Nothing is durable, and nothing is counted in the run's summary, until ``commit()``.
+    /// A transaction holds many batches: each commit rewrites every index page the transaction
+    /// touched, and the dedup key's pages are touched at random, so fewer, larger commits write
+    /// far less (a commit per 256-postback batch spent more time in the kernel than in SQLite).
+    /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
+    func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
+        var quarantined: [QuarantinedEntry] = []
+        let now = UTCInstant.now()
+        try queue.writeWithoutTransaction { db in
+            if !db.isInsideTransaction {
+                try db.beginTransaction(.immediate)
+                uncommitted = IngestSummary()
+            }
+            // Indexed arrays rather than `verified.items`: the `Zip2Sequence` PostbackKit makes,
+            // iterated in this module, copied every result through its value witness (a
+            // profile of the ingest showed the extra retains and releases).
+            let entries = verified.batch.entries
+            let results = verified.results
+            for index in entries.indices {
+                let entry = entries[index]
+                let result = results[index]
+                uncommitted.read += 1
+                let raw = verified.batch.bytes[entry.range]
+                let digest = verified.rawDigests[index]
+                let source = context.storedSource(entry.location.source)
+                func refuse(_ result: VerificationResult, receivedAt: UTCInstant) throws {
+                    try SQLiteStore.quarantine(
+                        db,
+                        entry,
+                        result,
+                        raw: raw,
+                        digest: digest,
+                        source: source,
+                        receivedAt: receivedAt,
+                        runID: context.runID
+                    )
+                    uncommitted.countQuarantined(result)
+                    quarantined.append(QuarantinedEntry(location: entry.location, result: result))
+                }
+                guard result.verdict == .valid, let postback = result.postback else {
+                    try refuse(result, receivedAt: context.rule.receivedTime(forwarderTimestamp: nil, now: now).0)
+                    continue
+                }
+                let (receivedAt, receivedSource) = context.rule.receivedTime(
+                    forwarderTimestamp: postback.forwarderTimestamp,
+                    now: now
+                )
+                let outcome = try SQLiteStore.store(
+                    db,
+                    postback,
+                    result,
+                    raw: raw,
+                    digest: digest,
+                    source: source,
+                    location: entry.location,
+                    receivedAt: receivedAt,
+                    receivedSource: receivedSource,
+                    runID: context.runID,
+                    counts: &uncommitted
+                )
+                if case .digestCollision(let storedID) = outcome {
+                    try refuse(digestCollision(result, storedID: storedID), receivedAt: receivedAt)
+                }
+            }
+        }
+        return quarantined
+    }
+
+    func commit() throws -> IngestSummary {
+        try queue.writeWithoutTransaction { db in
+            guard db.isInsideTransaction else { return }
+            try db.commit()
+        }
+        defer { uncommitted = IngestSummary() }
+        return uncommitted
+    }
+
+    /// Rolls back the open write transaction, if any: after a failed write, so that the
+    /// database holds only whole commits (a re-run writes the rest).
+    func rollback() {
+        try? queue.writeWithoutTransaction { db in
+            if db.isInsideTransaction { try db.rollback() }
+        }
+        uncommitted = IngestSummary()
+    }
 }

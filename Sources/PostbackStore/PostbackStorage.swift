@@ -142,7 +142,7 @@ package protocol ExportSource: PostbackStorage {
     func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor
 }
 
-/// A store that `postbackd check` can check (see ``StoreCheck``). Its row reads are written
+/// A store that `postbackd check` can check (see ``CheckJob``). Its row reads are written
 /// once.
 package protocol CheckableStore: PostbackStorage {
     /// The engine's own check of pages and indexes: SQLite's `integrity_check` (or

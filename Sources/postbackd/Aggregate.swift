@@ -83,7 +83,7 @@ extension Postbackd {
             let summary: AggregateSummary
             let selection = try selection()
             do {
-                summary = try await DailyAggregator.run(database.location, selection, policy: revenueEstimate)
+                summary = try await AggregateJob.run(database.location, selection, policy: revenueEstimate)
             } catch {
                 throw failStore(error, database.location)
             }

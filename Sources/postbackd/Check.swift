@@ -50,9 +50,9 @@ extension Postbackd {
                 errors.flush()
             }
             do {
-                report = try await StoreCheck.run(
+                report = try await CheckJob.run(
                     database.location,
-                    options: StoreCheck.Options(quick: quick),
+                    options: CheckJob.Options(quick: quick),
                     progress: showProgress ? Self.progressLine : nil
                 )
             } catch {

@@ -83,7 +83,7 @@ enum AggregateFixture {
         let copy = try String(contentsOfFile: dayTwo, encoding: .utf8)
         let intake = try directory.write("intake.jsonl", copy + "\n{\"not\": \"a postback\"}\n")
         try await ingest([intake], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-21T11:00:00Z"))
-        _ = try await DailyAggregator.run(store.location, .all, policy: policy)
+        _ = try await AggregateJob.run(store.location, .all, policy: policy)
         return store.location
     }
 }
@@ -232,10 +232,10 @@ struct AggregateTests {
             try await store.rows("SELECT quarantined, duplicates, conflicts FROM aggregate_daily_intake")
                 == [engine == .sqlite ? "1|1|0" : "(1,1,0)"]
         )
-        _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(database, .all, policy: .midpoint)
         #expect(try await dump() == first)
         let day = try #require(UTCDay("2026-11-20"))
-        _ = try await DailyAggregator.run(database, .range(from: day, to: day), policy: .midpoint)
+        _ = try await AggregateJob.run(database, .range(from: day, to: day), policy: .midpoint)
         #expect(try await dump() == first)
 
         let changed = AggregateFixture.model.replacingOccurrences(
@@ -248,7 +248,7 @@ struct AggregateTests {
             try await report(database, by: "app_id", to: "2026-11-20").rows.first?.revenue["USD"]?.min == 60,
             "nothing changes before the re-run"
         )
-        _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(database, .all, policy: .midpoint)
         let corrected = try row(try await report(database, by: "app_id", to: "2026-11-20"), .integer(111))
         #expect(corrected.revenue["USD"] == RevenueTotal(min: 62, max: 74, estimate: 68))
         #expect(try await store.count("conversion_models") == 2)
@@ -265,7 +265,7 @@ struct AggregateTests {
             into: database,
             receivedAt: UTCInstant(iso8601: "2026-11-21T12:00:00Z")
         )
-        _ = try await DailyAggregator.run(database, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(database, .all, policy: .midpoint)
         let totalQuery = ReportQuery(from: nil, to: nil, by: [], events: false)
         let total = try await report(database, by: "").rows.first?.counts[.postbacks]
         let reading = Flag()
@@ -274,7 +274,7 @@ struct AggregateTests {
             group.addTask {
                 defer { finished.set() }
                 while !reading.isSet { try await Task.sleep(nanoseconds: 1_000_000) }
-                for _ in 0..<3 { _ = try await DailyAggregator.run(database, .all, policy: .midpoint) }
+                for _ in 0..<3 { _ = try await AggregateJob.run(database, .all, policy: .midpoint) }
                 return []
             }
             group.addTask {

@@ -26,7 +26,7 @@ struct DashboardStoreTests {
         let store = try await TestStore.make(engine, in: directory, name: "totals")
         _ = try await ModelsJob.add(files: Self.modelFiles(), location: store.location)
         try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         return store
     }
 
@@ -158,7 +158,7 @@ struct DashboardStoreTests {
         // a day's sums then mix rows of both runs.
         let store = try await TestStore.make(engine, in: directory, name: "rerun")
         try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         #expect(try await store.count("aggregate_dashboard_install_revenue") == 0)
         _ = try await ModelsJob.add(files: Self.modelFiles(), location: store.location)
         let days = try await store.rows("SELECT DISTINCT date FROM aggregate_daily").map {
@@ -166,7 +166,7 @@ struct DashboardStoreTests {
         }.sorted()
         #expect(days.count >= 3)
         let day = try #require(UTCDay(days[days.count / 2]))
-        _ = try await DailyAggregator.run(store.location, .range(from: day, to: day), policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .range(from: day, to: day), policy: .midpoint)
         let withRevenue = try await store.rows("SELECT DISTINCT date FROM aggregate_dashboard_received_revenue")
             .map { $0.filter { !"\"()".contains($0) } }
         #expect(withRevenue == [day.description])
@@ -175,7 +175,7 @@ struct DashboardStoreTests {
         try await expectSameAsDetailedRows(store)
         // And a run over every day gives the tables of a clean run.
         let dump = DashboardTable.all.flatMap { ["SELECT * FROM \($0.name)", "SELECT * FROM \($0.name)_revenue"] }
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         var whole: [[String]] = []
         for sql in dump { whole.append(try await store.rows(sql).sorted()) }
         let clean = try await sampleStore(engine)

@@ -132,7 +132,7 @@ struct InstallDateReportTests {
         let store = try await sampleStore(engine)
         let file = try directory.write("mapping.csv", Self.mapping)
         _ = try await CampaignsJob.add(store.location, files: [file])
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         let postbacks = try await storedPostbacks(store)
         #expect(postbacks.count > 1_000)
         let rows = try CampaignMappingFile.read([file]).get()
@@ -255,7 +255,7 @@ struct InstallDateReportTests {
     )
     func replaceByNetwork(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         let first = try directory.write("first.csv", Self.mapping)
         let change = try await CampaignsJob.add(store.location, files: [first])
         #expect(
@@ -271,9 +271,9 @@ struct InstallDateReportTests {
         #expect(try await warning()?.contains("campaign mappings changed after the last aggregate run") == true)
         // A run over some days does not apply a mapping to the others; one over every day does.
         let day = try #require(UTCDay("2026-11-18"))
-        _ = try await DailyAggregator.run(store.location, .range(from: day, to: day), policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .range(from: day, to: day), policy: .midpoint)
         #expect(try await warning()?.contains("campaign mappings changed") == true)
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         #expect(try await warning() == nil)
         // Rows from before the section 9 columns are found, whatever the last run was.
         try await store.execute("UPDATE aggregate_daily SET install_date = NULL WHERE date = '2026-11-17'")

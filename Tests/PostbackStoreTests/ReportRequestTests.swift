@@ -85,7 +85,7 @@ struct ReportRequestTests {
     func filters(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory, name: "filters")
         try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
-        _ = try await DailyAggregator.run(store.location, .all, policy: .midpoint)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
         let all = try await request { $0.by = "app_id,ad_network_id" }.read(store.location).report
         let apps = Set(all.rows.map { $0.dimensions[0] })
         let networks = Set(all.rows.map { $0.dimensions[1] })

@@ -78,7 +78,7 @@ package enum CampaignsJob {
                 row.adNetworkID, row.prefix, row.validFrom?.description ?? "", row.validTo?.description ?? "",
                 row.campaign, row.adGroup ?? "", row.creative ?? "", row.source, String(row.line), stored.addedAt,
             ]
-            out += cells.map(csvCell).joined(separator: ",") + "\n"
+            out += cells.map(csvField).joined(separator: ",") + "\n"
         }
         return out
     }
@@ -114,10 +114,5 @@ package enum CampaignsJob {
             column("creative") { $0.creative ?? "-" }, column("read from") { $0.place },
         ]
         return TableColumn.lines(columns, rows: rows.count).joined(separator: "\n") + "\n"
-    }
-
-    private static func csvCell(_ text: String) -> String {
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 }

@@ -41,10 +41,10 @@ extension PostgresStore {
             }
             summary.policy = policy
             let sql = PostgresSQL(connection: connection, logger: logger)
-            for statement in DailyAggregator.fillStatements(selection) {
+            for statement in AggregateSQL.fillStatements(selection) {
                 try await sql.execute(statement)
             }
-            try await sql.execute(DailyAggregator.runRecord(summary, stored: stored, selection: selection))
+            try await sql.execute(AggregateSQL.runRecord(summary, stored: stored, selection: selection))
             return summary
         }
         summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
@@ -79,7 +79,7 @@ extension PostgresStore {
         logger: Logger
     ) async throws {
         let sql = PostgresSQL(connection: connection, logger: logger)
-        for statement in DailyAggregator.deleteStatements(selection) {
+        for statement in AggregateSQL.deleteStatements(selection) {
             try await sql.execute(statement)
         }
     }
@@ -247,13 +247,13 @@ extension PostgresStore {
                 }
             }
             try await connection.send(
-                unnestInsert("INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns))", counts),
+                unnestInsert("INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns))", counts),
                 logger: logger
             )
             if revenue[0].count > 0 {
                 try await connection.send(
                     unnestInsert(
-                        "INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns))",
+                        "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns))",
                         revenue
                     ),
                     logger: logger

@@ -21,7 +21,7 @@ extension SQLiteStore {
                 summary.days = days
                 var unmodelled = Set<Int64>()
                 var previousGroups = 0
-                for statement in DailyAggregator.deleteStatements(selection) {
+                for statement in AggregateSQL.deleteStatements(selection) {
                     try SQLiteSQL.execute(db, statement)
                 }
                 for day in days {
@@ -45,10 +45,10 @@ extension SQLiteStore {
                     try Self.write(db, aggregation, policy: policy)
                 }
                 summary.unmodelledApps = unmodelled.sorted()
-                for statement in DailyAggregator.fillStatements(selection) {
+                for statement in AggregateSQL.fillStatements(selection) {
                     try SQLiteSQL.execute(db, statement)
                 }
-                try SQLiteSQL.execute(db, DailyAggregator.runRecord(summary, stored: stored, selection: selection))
+                try SQLiteSQL.execute(db, AggregateSQL.runRecord(summary, stored: stored, selection: selection))
                 return .commit
             }
         }
@@ -130,11 +130,11 @@ extension SQLiteStore {
         }
         let totals = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_totals (\(DailyAggregator.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let totalsRevenue = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_totals_revenue (\(DailyAggregator.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         for (key, metrics) in aggregation.totals() {
             let installDate = key.installDate?.description

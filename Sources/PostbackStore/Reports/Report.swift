@@ -328,7 +328,7 @@ struct ReportSQL {
         // Without the app when it can: the smallest.
         let tables = DashboardTable.all.filter { !$0.byApp } + DashboardTable.all.filter(\.byApp)
         if let table = tables.first(where: { $0.holds(query) }) { return .dashboard(table) }
-        return query.dimensions.allSatisfy(DailyAggregator.totalsDimensions.contains) ? .totals : .detailed
+        return query.dimensions.allSatisfy(AggregateSQL.totalsDimensions.contains) ? .totals : .detailed
     }
 
     /// Whether the report reads sums of the detailed rows (the totals or a dashboard table).
@@ -357,7 +357,7 @@ struct ReportSQL {
         let table = query.events ? "aggregate_daily_event_revenue" : source.table + "_revenue"
         let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
         return """
-            SELECT \(prefix)currency, \(raw: DailyAggregator.exactSum("revenue_min", scale: "1000000")), \(raw: DailyAggregator.exactSum("revenue_max", scale: "1000000")), \(raw: DailyAggregator.exactSum("revenue_estimate", scale: "2000000"))
+            SELECT \(prefix)currency, \(raw: AggregateSQL.exactSum("revenue_min", scale: "1000000")), \(raw: AggregateSQL.exactSum("revenue_max", scale: "1000000")), \(raw: AggregateSQL.exactSum("revenue_estimate", scale: "2000000"))
             FROM \(raw: table) \(filter) GROUP BY \(raw: positions)
             """
     }

@@ -341,22 +341,7 @@ func roundedMoney(_ value: Double) -> Double {
     (value * 1_000_000).rounded() / 1_000_000
 }
 
-/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
-func csvField(_ text: String) -> String {
-    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-    return "\"" + text.replacingOccurrencesOfQuote() + "\""
-}
-
 extension String {
-    fileprivate func replacingOccurrencesOfQuote() -> String {
-        var out = ""
-        for character in self {
-            out.append(character)
-            if character == "\"" { out.append("\"") }
-        }
-        return out
-    }
-
     var trailingSpacesRemoved: String {
         var text = self
         while text.last == " " { text.removeLast() }

@@ -14,7 +14,7 @@ import PostbackKit
 ///   after the last `aggregate`, which is a notice).
 ///
 /// Ingest runs left `running` (killed runs; a re-run finishes their work) are notices too.
-package enum StoreCheck {
+package enum CheckJob {
     /// What to check, and how to tell of progress.
     package struct Options: Sendable {
         /// SQLite's `quick_check` instead of `integrity_check` (no index is compared with its table).
@@ -295,7 +295,7 @@ package struct CheckReport: Sendable {
     package var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
     package var checked: [CheckedTable: Int] = [:]
     var aggregatedDays = 0
-    /// The first findings (``StoreCheck/Options/maximumFindings``).
+    /// The first findings (``CheckJob/Options/maximumFindings``).
     package var findings: [CheckFinding] = []
     var findingCount = 0
     /// What is not a fault but worth knowing: runs left running, days not yet aggregated.

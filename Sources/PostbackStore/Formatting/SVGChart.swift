@@ -248,20 +248,3 @@ func count(_ value: Int) -> String { decimal(Double(value), fractionDigits: 0) }
 
 /// `0.1234` as `12.3%`.
 func percent(_ ratio: Double) -> String { decimal(ratio * 100, fractionDigits: 1) + "%" }
-
-/// Text made safe for HTML content and attribute values.
-package func escapeHTML(_ text: String) -> String {
-    var out = ""
-    out.reserveCapacity(text.utf8.count)
-    for character in text {
-        switch character {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&#39;"
-        default: out.append(character)
-        }
-    }
-    return out
-}

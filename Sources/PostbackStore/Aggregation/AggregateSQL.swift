@@ -1,0 +1,152 @@
+import PostbackKit
+
+/// The aggregate tables and the statements a run executes on both engines around the rows it
+/// writes its own way: deleting the days' rows, filling the intake, the fine-value totals and
+/// the dashboard's tables from them, and recording the run.
+enum AggregateSQL {
+    static let tables =
+        [
+            "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
+            "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals",
+            "aggregate_daily_totals_revenue",
+            "aggregate_fine_value_totals",
+        ] + DashboardTable.all.filter { $0.basis == .received }.flatMap { [$0.name, $0.name + "_revenue"] }
+
+    /// The tables by install date: a run over some days received replaces their rows for the
+    /// install dates those days can hold (``dashboardStatements(_:)``), not by `date`.
+    static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap {
+        [$0.name, $0.name + "_revenue"]
+    }
+
+    /// The dimensions of `aggregate_daily_totals` and `aggregate_daily_totals_revenue`: the
+    /// day's groups summed over every other dimension. A report by these alone (the dashboard's,
+    /// the default one) reads them: a few hundred rows a day instead of one per combination of
+    /// every dimension.
+    static let totalsDimensions: [AggregateDimension] = [
+        .date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier,
+    ]
+
+    /// The totals columns: dimensions, then the counts.
+    static var totalsColumns: String {
+        totalsDimensions.map(\.column).joined(separator: ", ") + ", " + GroupMetrics.countColumns
+    }
+
+    /// The totals revenue columns.
+    static var totalsRevenueColumns: String {
+        totalsDimensions.map(\.column).joined(separator: ", ")
+            + ", currency, revenue_min, revenue_max, revenue_estimate"
+    }
+
+    /// `column` within the days `from...to` (either nil: unbounded on that side).
+    static func within(_ column: String, _ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
+        switch (bounds.from, bounds.to) {
+        case (nil, nil): "TRUE"
+        case (let from?, nil): "\(raw: column) >= \(from)"
+        case (nil, let to?): "\(raw: column) <= \(to)"
+        case (let from?, let to?): "\(raw: column) >= \(from) AND \(raw: column) <= \(to)"
+        }
+    }
+
+    /// What a run over `selection` deletes before it writes the days' rows: every table's rows
+    /// of those days received (``tables``).
+    static func deleteStatements(_ selection: DaySelection) -> [SQLQuery] {
+        tables.map { table in
+            selection == .all
+                ? "DELETE FROM \(raw: table)" : "DELETE FROM \(raw: table) WHERE \(within("date", selection.bounds))"
+        }
+    }
+
+    /// What a run over `selection` fills from the rows it wrote, in order: the intake, the
+    /// fine-value totals and the dashboard's tables (``dashboardStatements(_:)``).
+    static func fillStatements(_ selection: DaySelection) -> [SQLQuery] {
+        [intakeStatement(selection.bounds), fineValueTotalsStatement(selection.bounds)]
+            + dashboardStatements(selection)
+    }
+
+    /// Fills `aggregate_daily_intake` for the days received within `bounds`.
+    ///
+    /// `quarantined` sums `received_count` (a body `serve` refused again and again is one row);
+    /// a count is on the day its row was first received.
+    static func intakeStatement(_ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
+        """
+        INSERT INTO aggregate_daily_intake (date, quarantined, duplicates, conflicts)
+        SELECT day, SUM(quarantined), SUM(duplicates), SUM(conflicts) FROM (
+            SELECT \(SQLQuery.receivedDay) AS day, received_count AS quarantined, 0 AS duplicates, 0 AS conflicts FROM quarantine
+            UNION ALL
+            SELECT \(SQLQuery.receivedDay), 0, 1, CASE WHEN conflict THEN 1 ELSE 0 END FROM sightings
+        ) AS intake
+        WHERE \(within("day", bounds))
+        GROUP BY day
+        """
+    }
+
+    /// Fills `aggregate_fine_value_totals` (the fine-value histogram per day, summed over apps
+    /// and networks) from the run's `aggregate_fine_values` rows within `bounds`. The
+    /// dashboard's histogram without a filter reads it: 65 rows a day at most, instead of one
+    /// per app, network and fine value (a year: 23,725 rows instead of 363,126).
+    static func fineValueTotalsStatement(_ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
+        """
+        INSERT INTO aggregate_fine_value_totals (date, fine_value, postbacks)
+        SELECT date, fine_value, SUM(postbacks) FROM aggregate_fine_values
+        WHERE \(within("date", bounds))
+        GROUP BY date, fine_value
+        """
+    }
+
+    /// A sum of currency amounts exact to `scale`, in SQL both engines read: micros (`1000000`)
+    /// or half-micros (`2000000`, for an estimate, which a midpoint can end on).
+    static func exactSum(_ column: String, scale: String) -> String {
+        "CAST(SUM(CAST(ROUND(\(column) * \(scale)) AS BIGINT)) AS DOUBLE PRECISION) / \(scale).0"
+    }
+
+    /// What a run over `selection` does to the dashboard's tables, after the totals are
+    /// written. By day received, the run's days (their old rows are gone with ``tables``); by
+    /// install date, the install dates those days can hold, deleted and filled again.
+    static func dashboardStatements(_ selection: DaySelection) -> [SQLQuery] {
+        let install = installBounds(selection)
+        return dashboardFills(.received, selection.bounds)
+            + installTables.map { table in
+                "DELETE FROM \(raw: table) WHERE install_date IS NULL OR (\(within("install_date", install)))"
+            }
+            + dashboardFills(.install, install)
+    }
+
+    /// Fills the dashboard's tables of `basis` and their revenue (with the app, from the
+    /// totals; without it, from those) for the days (`date` or `install_date`) within `bounds`
+    /// (for the install basis, NULL install dates too). The rows of those days must be gone
+    /// first.
+    private static func dashboardFills(_ basis: DateBasis, _ bounds: (from: UTCDay?, to: UTCDay?)) -> [SQLQuery] {
+        [true, false].flatMap { byApp in DashboardTable(basis, byApp: byApp).fillStatements(bounds) }
+    }
+
+    /// The install dates a run over the days received `from...to` must recompute in the install
+    /// tables: those its postbacks can hold (``PostbackInference/installDays(forReceivedDays:_:)``)
+    /// widened by a day each side. nil bounds for a run over every day.
+    private static func installBounds(_ selection: DaySelection) -> (from: UTCDay?, to: UTCDay?) {
+        guard case .range(let from, let to) = selection else { return (nil, nil) }
+        let days = PostbackInference.installDays(forReceivedDays: from, to)
+        return (
+            UTCDay(daysSinceEpoch: days.from.daysSinceEpoch - 1),
+            UTCDay(daysSinceEpoch: days.to.daysSinceEpoch + 1)
+        )
+    }
+
+    /// The run's row in `aggregate_runs`.
+    static func runRecord(
+        _ summary: AggregateSummary,
+        stored: [StoredModel],
+        selection: DaySelection
+    ) -> SQLQuery {
+        """
+        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
+        VALUES (\(UTCInstant.now()), \(summary.days.first), \(summary.days.last), \(summary.days.count),
+            \(summary.postbacks), \(summary.policy.rawValue), \(modelsJSON(stored))\(sqlite: "", postgres: "::jsonb"),
+            \(PostbackdVersion.current), \(AggregateDimension.columnList), \(selection == .all))
+        """
+    }
+
+    /// `aggregate_runs.models`: the model digest of each app, as a JSON object.
+    static func modelsJSON(_ stored: [StoredModel]) -> String {
+        "{" + stored.map { "\"\($0.model.appID)\":\"\($0.sha256)\"" }.joined(separator: ",") + "}"
+    }
+}

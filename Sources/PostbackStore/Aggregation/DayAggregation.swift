@@ -1,0 +1,300 @@
+import PostbackKit
+
+/// One day's groups and fine-value histogram, computed from its stored postbacks.
+struct DayAggregation: Sendable {
+    let day: UTCDay
+    let models: ConversionModels
+    let campaigns: CampaignMappings
+    var groups: [GroupKey: GroupMetrics] = [:]
+    var histogram: [HistogramKey: Int] = [:]
+    /// Postbacks added.
+    var postbacks = 0
+    /// Apps whose postbacks had no model.
+    var unmodelled = Set<Int64>()
+
+    /// `expectedGroups`: room to reserve (e.g. the previous day's group count), sparing the
+    /// dictionary's regrowth, which rehashes every key.
+    init(day: UTCDay, models: ConversionModels, campaigns: CampaignMappings, expectedGroups: Int = 0) {
+        self.day = day
+        self.models = models
+        self.campaigns = campaigns
+        groups.reserveCapacity(expectedGroups)
+    }
+
+    /// Adds `postback` (`postback.count` identical ones, when the engine grouped them).
+    mutating func add(_ postback: AggregatedPostback) {
+        postbacks += postback.count
+        let decoded = models.decode(
+            appID: postback.appID,
+            value: postback.conversionValue,
+            sequenceIndex: postback.sequenceIndex
+        )
+        if case .unmodelled = decoded { unmodelled.insert(postback.appID) }
+        let mapping = postback.installDate.flatMap {
+            campaigns.lookup(
+                network: postback.adNetworkID,
+                identifier: postback.sourceIdentifierDimension,
+                installDate: $0
+            )
+        }
+        groups[GroupKey(postback, mapping: mapping), default: GroupMetrics()].add(postback, decoded)
+        if postback.countsInFineValueHistogram {
+            let key = HistogramKey(
+                appID: postback.appID,
+                network: postback.adNetworkID,
+                fine: postback.conversionValue?.fine
+            )
+            histogram[key, default: 0] += postback.count
+        }
+    }
+
+    var sortedHistogram: [(key: HistogramKey, value: Int)] { histogram.sorted { $0.key < $1.key } }
+
+    /// The groups summed over every dimension but ``AggregateSQL/totalsDimensions``: the
+    /// rows of `aggregate_daily_totals` (counts, revenue; no events). Revenue sums micros, so the
+    /// totals equal the sums of the detailed rows exactly, and every estimate policy is linear.
+    func totals() -> [TotalsKey: GroupMetrics] {
+        var totals: [TotalsKey: GroupMetrics] = [:]
+        for (key, metrics) in groups {
+            totals[TotalsKey(key), default: GroupMetrics()].merge(metrics)
+        }
+        return totals
+    }
+}
+
+/// A row of `aggregate_daily_totals` within its day.
+struct TotalsKey: Hashable, Sendable {
+    var appID: Int64
+    var adNetworkID: String
+    var installDate: UTCDay?
+    var crowdAnonymityTier: Int?
+
+    init(_ key: GroupKey) {
+        appID = key.appID
+        adNetworkID = key.adNetworkID
+        installDate = key.installDate
+        crowdAnonymityTier = key.crowdAnonymityTier
+    }
+}
+
+/// The columns of a stored postback that aggregation reads.
+struct AggregatedPostback {
+    var appID: Int64
+    var adNetworkID: String
+    var isAAK: Bool
+    var keySpace: String
+    var version: String?
+    var campaignID: Int64?
+    var sourceIdentifier: String?
+    var sourceAppID: Int64?
+    var sourceDomain: String?
+    var fidelityType: Int64?
+    var redownload: Bool?
+    var didWin: Bool?
+    var sequenceIndex: Int
+    var countryCode: String?
+    var conversionValue: ConversionValue?
+    var conversionType: String?
+    var marketplaceID: String?
+    /// The stored inferences (``PostbackInference``).
+    var installDate: UTCDay?
+    var crowdAnonymityTier: Int?
+    var sourceIdentifierDigits: Int?
+    /// How many identical postbacks this row stands for (an engine may group them in SQL).
+    var count = 1
+
+    var isProduction: Bool { keySpace == KeySpace.production.rawValue }
+    var isTestMode: Bool { keySpace == KeySpace.test.rawValue }
+    var isDevelopment: Bool { keySpace == KeySpace.development.rawValue }
+
+    /// `did-win` true, or no `did-win` at all (before 3.0, every postback is the winner's).
+    var isWinning: Bool { didWin ?? true }
+
+    /// The `source_identifier` dimension: the 4.0 or AdAttributionKit source identifier, or
+    /// the campaign id as a string before 4.0.
+    var sourceIdentifierDimension: String? {
+        sourceIdentifier ?? campaignID.map { String($0) }
+    }
+
+    /// Whether the fine-value histogram counts it: winning production postbacks without a
+    /// coarse value, bucketed by fine value (NULL for no value at all).
+    var countsInFineValueHistogram: Bool {
+        isProduction && isWinning && conversionValue?.coarse == nil
+    }
+}
+
+/// The dimensions of one aggregate row within its day (``DayAggregation/day`` is its date).
+struct GroupKey: Hashable, Sendable {
+    var appID: Int64
+    var adNetworkID: String
+    var sourceIdentifier: String?
+    var sourceAppID: Int64?
+    var sourceDomain: String?
+    var version: String?
+    var fidelityType: Int64?
+    var redownload: Bool?
+    var didWin: Bool?
+    var sequenceIndex: Int
+    var countryCode: String?
+    var marketplaceID: String?
+    var installDate: UTCDay?
+    var crowdAnonymityTier: Int?
+    var sourceIdentifierDigits: Int?
+    /// The campaign mapping row (an index into ``CampaignMappings/rows``), if any.
+    var mapping: Int?
+
+    init(_ postback: AggregatedPostback, mapping: Int?) {
+        appID = postback.appID
+        adNetworkID = postback.adNetworkID
+        sourceIdentifier = postback.sourceIdentifierDimension
+        sourceAppID = postback.sourceAppID
+        sourceDomain = postback.sourceDomain
+        version = postback.version
+        fidelityType = postback.fidelityType
+        redownload = postback.redownload
+        didWin = postback.didWin
+        sequenceIndex = postback.sequenceIndex
+        countryCode = postback.countryCode
+        marketplaceID = postback.marketplaceID
+        installDate = postback.installDate
+        crowdAnonymityTier = postback.crowdAnonymityTier
+        sourceIdentifierDigits = postback.sourceIdentifierDigits
+        self.mapping = mapping
+    }
+}
+
+struct HistogramKey: Hashable, Comparable, Sendable {
+    var appID: Int64
+    var network: String
+    var fine: Int?
+
+    static func < (lhs: HistogramKey, rhs: HistogramKey) -> Bool {
+        (lhs.appID, lhs.network, lhs.fine ?? -1) < (rhs.appID, rhs.network, rhs.fine ?? -1)
+    }
+}
+
+/// Revenue sums in micros.
+struct RevenueSum: Sendable {
+    var minMicros: Int64 = 0
+    var maxMicros: Int64 = 0
+}
+
+/// One event's sums within a group.
+struct EventSum: Sendable {
+    var occurrencesMin: Int64 = 0
+    var occurrencesMax: Int64 = 0
+    var postbacks = 0
+    var revenue: [String: RevenueSum] = [:]
+}
+
+/// The metrics of one aggregate row, with these exact meanings:
+///
+/// - `postbacks`: stored (non-duplicate) postbacks in the group;
+/// - `installs`: winning (`did-win` true, or no `did-win` before 3.0), sequence index 0,
+///   production (not test-mode, not an AdAttributionKit development key), `redownload` false
+///   or absent, and not an AdAttributionKit re-engagement;
+/// - `redownloads`: the same with `redownload` true (AdAttributionKit: conversion type
+///   `redownload`);
+/// - `reengagements`: the same for an AdAttributionKit conversion type `re-engagement`;
+/// - `non_winning`: `did-win` false;
+/// - `test_mode`: test-mode postbacks (never counted in installs or revenue);
+/// - `development`: AdAttributionKit development-key postbacks (never counted in installs or
+///   revenue);
+/// - `null_conversion_values`: winning postbacks with neither a fine nor a coarse value;
+/// - `unmapped`: postbacks with a value their app's model does not map;
+/// - `unmodelled`: postbacks of an app that has no model;
+/// - revenue per currency, and events: from winning production postbacks of every sequence
+///   index, through the app's model.
+struct GroupMetrics: Sendable {
+    var postbacks = 0
+    var installs = 0
+    var redownloads = 0
+    var reengagements = 0
+    var nonWinning = 0
+    var testMode = 0
+    var development = 0
+    var nullConversionValues = 0
+    var unmapped = 0
+    var unmodelled = 0
+    var revenue: [String: RevenueSum] = [:]
+    var events: [String: EventSum] = [:]
+
+    /// The counts in the `aggregate_daily` column order after the dimensions.
+    var counts: [Int] {
+        [
+            postbacks, installs, redownloads, reengagements, nonWinning, testMode, development, nullConversionValues,
+            unmapped, unmodelled,
+        ]
+    }
+
+    /// Adds `other`'s counts and revenue (not its events).
+    mutating func merge(_ other: GroupMetrics) {
+        postbacks += other.postbacks
+        installs += other.installs
+        redownloads += other.redownloads
+        reengagements += other.reengagements
+        nonWinning += other.nonWinning
+        testMode += other.testMode
+        development += other.development
+        nullConversionValues += other.nullConversionValues
+        unmapped += other.unmapped
+        unmodelled += other.unmodelled
+        for (currency, sum) in other.revenue {
+            revenue[currency, default: RevenueSum()].minMicros += sum.minMicros
+            revenue[currency, default: RevenueSum()].maxMicros += sum.maxMicros
+        }
+    }
+
+    /// The `aggregate_daily` count columns, in ``counts`` order.
+    static let countColumns =
+        "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled"
+
+    /// The count columns one by one.
+    private static var countColumnNames: [String] {
+        countColumns.split(separator: ",").map { String($0.withoutSurroundingSpaces) }
+    }
+
+    /// `SUM(postbacks), SUM(installs), …`: the count columns summed, in order.
+    static var countSums: String { countColumnNames.map { "SUM(\($0))" }.joined(separator: ", ") }
+
+    /// Adds `postback.count` copies of `postback`, whose value decodes to `decoded`.
+    mutating func add(_ postback: AggregatedPostback, _ decoded: DecodedConversionValue) {
+        let count = postback.count
+        postbacks += count
+        if postback.didWin == false { nonWinning += count }
+        if postback.isTestMode { testMode += count }
+        if postback.isDevelopment { development += count }
+        if postback.isWinning && postback.conversionValue == nil { nullConversionValues += count }
+        switch decoded {
+        case .unmapped: unmapped += count
+        case .unmodelled: unmodelled += count
+        case .mapped, .null: break
+        }
+        guard postback.isProduction, postback.isWinning else { return }
+        if postback.sequenceIndex == 0 {
+            if postback.conversionType == AAKConversionType.reengagement.rawValue {
+                reengagements += count
+            } else if postback.redownload == true {
+                redownloads += count
+            } else {
+                installs += count
+            }
+        }
+        guard case .mapped(let mapped) = decoded else { return }
+        let times = Int64(count)
+        var seen = Set<String>()
+        for event in mapped {
+            var sum = events[event.name, default: EventSum()]
+            sum.occurrencesMin += Int64(event.occurrences.min) * times
+            sum.occurrencesMax += Int64(event.occurrences.max) * times
+            if seen.insert(event.name).inserted { sum.postbacks += count }
+            if let range = event.revenue {
+                sum.revenue[range.currency, default: RevenueSum()].minMicros += range.minMicros * times
+                sum.revenue[range.currency, default: RevenueSum()].maxMicros += range.maxMicros * times
+                revenue[range.currency, default: RevenueSum()].minMicros += range.minMicros * times
+                revenue[range.currency, default: RevenueSum()].maxMicros += range.maxMicros * times
+            }
+            events[event.name] = sum
+        }
+    }
+}

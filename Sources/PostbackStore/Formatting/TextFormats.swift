@@ -1,0 +1,30 @@
+/// The escaping every output format shares: CSV fields (reports, exports, campaign
+/// mappings) and HTML text (the dashboard page and its SVG charts).
+
+/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+    var quoted = "\""
+    for character in text {
+        quoted.append(character)
+        if character == "\"" { quoted.append("\"") }
+    }
+    return quoted + "\""
+}
+
+/// Text made safe for HTML content and attribute values.
+package func escapeHTML(_ text: String) -> String {
+    var out = ""
+    out.reserveCapacity(text.utf8.count)
+    for character in text {
+        switch character {
+        case "&": out += "&amp;"
+        case "<": out += "&lt;"
+        case ">": out += "&gt;"
+        case "\"": out += "&quot;"
+        case "'": out += "&#39;"
+        default: out.append(character)
+        }
+    }
+    return out
+}

@@ -30,7 +30,7 @@ extension PostbackResponder {
         do throws(AppleAdsTokenError) {
             token = try AppleAdsToken.parse(json: Array(body.readableBytesView), now: arrival)
         } catch {
-            return Self.json(.badRequest, Self.error(error.reason, field: error.field))
+            return Self.json(.badRequest, Self.error(error.message, field: error.field))
         }
         switch await committer.store(token, receivedAtMs: arrival.milliseconds) {
         case .stored(let outcome):

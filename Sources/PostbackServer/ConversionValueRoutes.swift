@@ -226,9 +226,33 @@ struct SnippetQuery {
     var revenueTotals: [String: Int64]?
     var adRevenueTotals: [String: Int64]?
 
-    struct Problem: Error, CustomStringConvertible {
-        var description: String
-        init(_ parameter: String, _ message: String) { description = "\(parameter): \(message)" }
+    /// A parameter that cannot be used: the snippet is answered 400 with ``reason``.
+    struct Problem: CodedError {
+        struct Code: Hashable, Sendable {
+            fileprivate enum Value: Hashable { case repeated, missing, tooLong, invalidValue }
+            fileprivate let value: Value
+            /// A parameter given twice.
+            static let repeated = Code(value: .repeated)
+            /// A parameter the answer needs is missing or empty (`i`, `n`, `idfv`).
+            static let missing = Code(value: .missing)
+            /// A parameter longer than it can be, or currency totals of more currencies.
+            static let tooLong = Code(value: .tooLong)
+            /// A value that cannot be used: not a time, a time in the future, not a conversion
+            /// value, not currency totals.
+            static let invalidValue = Code(value: .invalidValue)
+        }
+
+        let code: Code
+        /// The parameter at fault (`skan_current_conversion_value`).
+        let parameter: String
+        /// What a person reads: the parameter, then what is wrong with it.
+        let reason: String
+
+        init(_ code: Code, _ parameter: String, _ message: String) {
+            self.code = code
+            self.parameter = parameter
+            reason = "\(parameter): \(message)"
+        }
     }
 
     /// The parameters read; the others (`v`, `app_v`, `p`, `idfa`, `prev_fine_value`, …) are
@@ -242,39 +266,51 @@ struct SnippetQuery {
     init(_ parameters: FlatDictionary<Substring, Substring>, now: UTCInstant) throws(Problem) {
         var values: [Substring: Substring] = [:]
         for (key, value) in parameters where Self.known.contains(key) {
-            guard values[key] == nil else { throw Problem(String(key), "given twice") }
+            guard values[key] == nil else { throw Problem(.repeated, String(key), "given twice") }
             values[key] = value
         }
         func text(_ name: Substring, maximum: Int, required: Bool) throws(Problem) -> String? {
             guard let value = values[name], !value.isEmpty else {
-                if required { throw Problem(String(name), "missing") }
+                if required { throw Problem(.missing, String(name), "missing") }
                 return nil
             }
-            guard value.utf8.count <= maximum else { throw Problem(String(name), "longer than \(maximum) bytes") }
+            guard value.utf8.count <= maximum else {
+                throw Problem(.tooLong, String(name), "longer than \(maximum) bytes")
+            }
             return String(value)
         }
         apiKey = try text("a", maximum: 256, required: false)
-        guard let app = try text("i", maximum: 155, required: true) else { throw Problem("i", "missing") }
+        guard let app = try text("i", maximum: 155, required: true) else { throw Problem(.missing, "i", "missing") }
         self.app = app
-        guard let event = try text("n", maximum: 100, required: true) else { throw Problem("n", "missing") }
+        guard let event = try text("n", maximum: 100, required: true) else { throw Problem(.missing, "n", "missing") }
         self.event = event
-        guard let idfv = try text("idfv", maximum: 64, required: true) else { throw Problem("idfv", "missing") }
+        guard let idfv = try text("idfv", maximum: 64, required: true) else {
+            throw Problem(.missing, "idfv", "missing")
+        }
         self.idfv = idfv.uppercased()
 
         if let first = values["skan_first_call_to_skadnetwork_timestamp"], !first.isEmpty {
             guard let seconds = Double(first), seconds.isFinite, seconds >= 0, seconds < 1e11 else {
-                throw Problem("skan_first_call_to_skadnetwork_timestamp", "expected unix seconds, found \(first)")
+                throw Problem(
+                    .invalidValue,
+                    "skan_first_call_to_skadnetwork_timestamp",
+                    "expected unix seconds, found \(first)"
+                )
             }
             let instant = UTCInstant(milliseconds: Int64((seconds * 1000).rounded()))
             // A device's clock may run a little ahead; an hour ahead is a wrong timestamp.
             guard instant.milliseconds <= now.milliseconds + 3_600_000 else {
-                throw Problem("skan_first_call_to_skadnetwork_timestamp", "\(first) is in the future")
+                throw Problem(.invalidValue, "skan_first_call_to_skadnetwork_timestamp", "\(first) is in the future")
             }
             firstCallAt = instant
         }
         if let fine = values["skan_current_conversion_value"], !fine.isEmpty {
             guard let value = Int(fine), (0...63).contains(value) else {
-                throw Problem("skan_current_conversion_value", "expected a fine conversion value 0–63, found \(fine)")
+                throw Problem(
+                    .invalidValue,
+                    "skan_current_conversion_value",
+                    "expected a fine conversion value 0–63, found \(fine)"
+                )
             }
             currentFine = value
         }
@@ -282,14 +318,22 @@ struct SnippetQuery {
             let coarseName: Substring = "p\(window)_coarse"[...]
             if let coarse = values[coarseName], !coarse.isEmpty {
                 guard let value = CoarseConversionValue(snippet: coarse) else {
-                    throw Problem(String(coarseName), "expected 0 (low), 1 (medium) or 2 (high), found \(coarse)")
+                    throw Problem(
+                        .invalidValue,
+                        String(coarseName),
+                        "expected 0 (low), 1 (medium) or 2 (high), found \(coarse)"
+                    )
                 }
                 currentCoarse[window] = value
             }
             let lockName: Substring = "p\(window)_window_lock"[...]
             if let lock = values[lockName], !lock.isEmpty {
                 guard let seconds = Double(lock), seconds.isFinite, seconds >= 0 else {
-                    throw Problem(String(lockName), "expected the unix time the window was locked, found \(lock)")
+                    throw Problem(
+                        .invalidValue,
+                        String(lockName),
+                        "expected the unix time the window was locked, found \(lock)"
+                    )
                 }
                 locked[window] = seconds > 0
             }
@@ -304,21 +348,29 @@ struct SnippetQuery {
     /// `{"USD": 4.99, "EUR": 1.5}` as micros per currency; nil when absent or empty.
     private static func totals(_ text: Substring?, _ name: String) throws(Problem) -> [String: Int64]? {
         guard let text, !text.isEmpty else { return nil }
-        guard text.utf8.count <= 4096 else { throw Problem(name, "longer than 4096 bytes") }
+        guard text.utf8.count <= 4096 else { throw Problem(.tooLong, name, "longer than 4096 bytes") }
         let value: JSONValue
         do {
             value = try JSONValue.parse(Array(text.utf8))
         } catch {
-            throw Problem(name, "not a JSON object of currency totals: \(error.message)")
+            throw Problem(.invalidValue, name, "not a JSON object of currency totals: \(error.message)")
         }
         guard case .object(let members) = value else {
-            throw Problem(name, "expected a JSON object of currency totals ({\"USD\": 4.99}), found \(value.kindName)")
+            throw Problem(
+                .invalidValue,
+                name,
+                "expected a JSON object of currency totals ({\"USD\": 4.99}), found \(value.kindName)"
+            )
         }
-        guard members.count <= 64 else { throw Problem(name, "more than 64 currencies") }
+        guard members.count <= 64 else { throw Problem(.tooLong, name, "more than 64 currencies") }
         var totals: [String: Int64] = [:]
         for (currency, amount) in members {
             guard isCurrencyCode(currency) else {
-                throw Problem(name, "\(jsonQuoted(currency)) is not a three-letter ISO 4217 code such as \"USD\"")
+                throw Problem(
+                    .invalidValue,
+                    name,
+                    "\(jsonQuoted(currency)) is not a three-letter ISO 4217 code such as \"USD\""
+                )
             }
             var number: Double?
             switch amount {
@@ -326,7 +378,7 @@ struct SnippetQuery {
             default: number = nil
             }
             guard let number, number.isFinite, number >= 0, number < 9e12 else {
-                throw Problem(name, "\(currency): expected a non-negative amount, found \(amount.text)")
+                throw Problem(.invalidValue, name, "\(currency): expected a non-negative amount, found \(amount.text)")
             }
             totals[currency] = Int64((number * 1_000_000).rounded())
         }

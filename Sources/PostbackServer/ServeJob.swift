@@ -98,7 +98,7 @@ package struct ServeJob: Sendable {
     /// - Throws: ``ServeError`` (a certificate that cannot be read, an address that cannot be
     ///   listened on) and ``DatabaseOpenError`` before anything is received.
     package func run(ready: @escaping @Sendable (String) -> Void) async throws -> IngestSummary {
-        if let missing = forward?.missingSecret { throw ServeError(missing.description) }
+        if let missing = forward?.missingSecret { throw ServeError(.missingSecret, missing.reason) }
         let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
         let scheme = tls == nil ? "http" : "https"
         // Every store is opened here, outside the service group: a PostgreSQL pool must outlive
@@ -231,7 +231,10 @@ package struct ServeJob: Sendable {
             let summary = writer.summary
             try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
             if listening.withLock({ $0 }) == nil {
-                throw ServeError("cannot listen on \(host):\(port): \(error); choose another --host or --port")
+                throw ServeError(
+                    .cannotListen,
+                    "cannot listen on \(host):\(port): \(error); choose another --host or --port"
+                )
             }
             throw error
         }
@@ -250,17 +253,21 @@ package struct ServeJob: Sendable {
             chain = try NIOSSLCertificate.fromPEMFile(certificate)
         } catch {
             throw ServeError(
+                .certificateUnreadable,
                 "cannot read the certificate chain in \(certificate) (--tls-cert): \(error); give a PEM file"
             )
         }
         guard !chain.isEmpty else {
-            throw ServeError("\(certificate) (--tls-cert) holds no certificate; give a PEM file")
+            throw ServeError(.noCertificate, "\(certificate) (--tls-cert) holds no certificate; give a PEM file")
         }
         let privateKey: NIOSSLPrivateKey
         do {
             privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
         } catch {
-            throw ServeError("cannot read the private key in \(key) (--tls-key): \(error); give an unencrypted PEM key")
+            throw ServeError(
+                .keyUnreadable,
+                "cannot read the private key in \(key) (--tls-key): \(error); give an unencrypted PEM key"
+            )
         }
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) },
@@ -269,13 +276,6 @@ package struct ServeJob: Sendable {
         configuration.minimumTLSVersion = .tlsv12
         return configuration
     }
-}
-
-/// Why `serve` could not start.
-package struct ServeError: Error, CustomStringConvertible {
-    package var reason: String
-    init(_ reason: String) { self.reason = reason }
-    package var description: String { reason }
 }
 
 /// Runs the writer on its own thread until graceful shutdown, then lets it commit what waits.

@@ -1,3 +1,5 @@
+import PostbackKit
+
 /// Where postbacks are stored: an SQLite file (the embedded default) or a PostgreSQL database.
 ///
 /// `--db` and `POSTBACKD_DB` take either: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
@@ -35,9 +37,29 @@ package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A `--db` value that looks like a PostgreSQL URL but is not a valid one.
-package struct StoreLocationError: Error, Hashable, CustomStringConvertible {
-    package var reason: String
-    package var description: String { reason }
+package struct StoreLocationError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case incomplete, invalidHost, invalidPort, unknownParameter, invalidSSLMode }
+        fileprivate let value: Value
+        /// A part the URL needs is missing: the scheme, the user, the host or the database name.
+        package static let incomplete = Code(value: .incomplete)
+        /// An IPv6 host's `[` is not closed.
+        package static let invalidHost = Code(value: .invalidHost)
+        /// The port is not a number from 1 to 65535.
+        package static let invalidPort = Code(value: .invalidPort)
+        /// A query parameter other than `sslmode`.
+        package static let unknownParameter = Code(value: .unknownParameter)
+        /// `sslmode` is not `disable`, `prefer` or `require`.
+        package static let invalidSSLMode = Code(value: .invalidSSLMode)
+    }
+
+    package let code: Code
+    package let reason: String
+
+    init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
 }
 
 /// A parsed `postgres://` URL. Its ``description`` never shows the password.
@@ -56,23 +78,23 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]`; user, password
     /// and database may be percent-encoded.
     package init(_ text: String) throws(StoreLocationError) {
-        func fail(_ what: String) -> StoreLocationError {
+        func fail(_ code: StoreLocationError.Code, _ what: String) -> StoreLocationError {
             StoreLocationError(
-                reason:
-                    "--db \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]"
+                code,
+                "--db \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]"
             )
         }
-        guard let schemeEnd = text.range(of: "://") else { throw fail("no scheme") }
+        guard let schemeEnd = text.range(of: "://") else { throw fail(.incomplete, "no scheme") }
         var rest = Substring(text[schemeEnd.upperBound...])
         var query: Substring = ""
         if let mark = rest.firstIndex(of: "?") {
             query = rest[rest.index(after: mark)...]
             rest = rest[..<mark]
         }
-        guard let slash = rest.firstIndex(of: "/") else { throw fail("no database name after the host") }
+        guard let slash = rest.firstIndex(of: "/") else { throw fail(.incomplete, "no database name after the host") }
         let authority = rest[..<slash]
         let databasePart = rest[rest.index(after: slash)...]
-        guard let at = authority.lastIndex(of: "@") else { throw fail("no user before @") }
+        guard let at = authority.lastIndex(of: "@") else { throw fail(.incomplete, "no user before @") }
         let credentials = authority[..<at]
         let hostPort = authority[authority.index(after: at)...]
         let userPart: Substring
@@ -83,39 +105,43 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         } else {
             userPart = credentials
         }
-        guard let user = Self.percentDecoded(userPart), !user.isEmpty else { throw fail("no user") }
+        guard let user = Self.percentDecoded(userPart), !user.isEmpty else { throw fail(.incomplete, "no user") }
         guard let database = Self.percentDecoded(databasePart), !database.isEmpty else {
-            throw fail("no database name")
+            throw fail(.incomplete, "no database name")
         }
         var host = String(hostPort)
         var port = 5432
         if hostPort.hasPrefix("[") {
             // [::1]:5432
-            guard let close = hostPort.firstIndex(of: "]") else { throw fail("an unclosed [ in the host") }
+            guard let close = hostPort.firstIndex(of: "]") else {
+                throw fail(.invalidHost, "an unclosed [ in the host")
+            }
             host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
             let after = hostPort[hostPort.index(after: close)...]
             if after.hasPrefix(":") {
                 guard let number = Int(after.dropFirst()), (1...65535).contains(number) else {
-                    throw fail("the port is not a number from 1 to 65535")
+                    throw fail(.invalidPort, "the port is not a number from 1 to 65535")
                 }
                 port = number
             }
         } else if let colon = hostPort.lastIndex(of: ":") {
             host = String(hostPort[..<colon])
             guard let number = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(number) else {
-                throw fail("the port is not a number from 1 to 65535")
+                throw fail(.invalidPort, "the port is not a number from 1 to 65535")
             }
             port = number
         }
-        guard !host.isEmpty else { throw fail("no host") }
+        guard !host.isEmpty else { throw fail(.incomplete, "no host") }
         var sslMode = SSLMode.prefer
         for parameter in query.split(separator: "&") where !parameter.isEmpty {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(pair[0])
             let value = pair.count > 1 ? String(pair[1]) : ""
-            guard name == "sslmode" else { throw fail("unknown parameter \(name) (only sslmode is understood)") }
+            guard name == "sslmode" else {
+                throw fail(.unknownParameter, "unknown parameter \(name) (only sslmode is understood)")
+            }
             guard let mode = SSLMode(rawValue: value) else {
-                throw fail("sslmode \(value) is not disable, prefer or require")
+                throw fail(.invalidSSLMode, "sslmode \(value) is not disable, prefer or require")
             }
             sslMode = mode
         }

@@ -42,13 +42,13 @@ package struct AppleAdsRecord: Sendable, Hashable {
         do {
             value = try JSONValue.parse(bytes)
         } catch {
-            throw AppleAdsTokenError(field: nil, reason: "the record is not JSON: \(error.message)")
+            throw AppleAdsTokenError(.notJSON, field: nil, message: "the record is not JSON: \(error.message)")
         }
         guard case .object = value else {
-            throw AppleAdsTokenError(field: nil, reason: "the record is \(value.kindName), not an object")
+            throw AppleAdsTokenError(.wrongType, field: nil, message: "the record is \(value.kindName), not an object")
         }
         guard case .bool(let attribution)? = value["attribution"] else {
-            throw AppleAdsTokenError(field: "attribution", reason: "the record has no boolean attribution")
+            throw AppleAdsTokenError(.missing, field: "attribution", message: "the record has no boolean attribution")
         }
         var record = AppleAdsRecord(attribution: attribution, raw: String(decoding: bytes, as: UTF8.self))
         func integer(_ key: String) -> Int64? {

@@ -42,7 +42,7 @@ package struct AppleAdsToken: Sendable, Hashable {
         do {
             value = try JSONValue.parse(bytes)
         } catch {
-            throw AppleAdsTokenError(field: nil, reason: "not valid JSON: \(error.message)")
+            throw AppleAdsTokenError(.notJSON, field: nil, message: "not valid JSON: \(error.message)")
         }
         return try parse(value, now: now)
     }
@@ -54,22 +54,23 @@ package struct AppleAdsToken: Sendable, Hashable {
     /// - Throws: ``AppleAdsTokenError`` naming the field and what is wrong with it.
     package static func parse(_ value: JSONValue, now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
         guard case .object = value else {
-            throw AppleAdsTokenError(field: nil, reason: "expected a JSON object, found \(value.kindName)")
+            throw AppleAdsTokenError(.wrongType, field: nil, message: "expected a JSON object, found \(value.kindName)")
         }
         let appID: Int64
         switch value["app_id"] {
         case .number(let text)?, .string(let text)?:
             guard let id = Int64(text), id > 0 else {
                 throw AppleAdsTokenError(
+                    .invalidValue,
                     field: "app_id",
-                    reason: "expected an App Store id (a positive integer), found \(clip(text))"
+                    message: "expected an App Store id (a positive integer), found \(clip(text))"
                 )
             }
             appID = id
         case nil, .null?:
-            throw AppleAdsTokenError(field: "app_id", reason: "missing: give the app's App Store id")
+            throw AppleAdsTokenError(.missing, field: "app_id", message: "missing: give the app's App Store id")
         case let other?:
-            throw AppleAdsTokenError(field: "app_id", reason: "expected a number, found \(other.kindName)")
+            throw AppleAdsTokenError(.wrongType, field: "app_id", message: "expected a number, found \(other.kindName)")
         }
         let token: String
         switch value["token"] {
@@ -77,13 +78,14 @@ package struct AppleAdsToken: Sendable, Hashable {
             token = text
         case nil, .null?:
             throw AppleAdsTokenError(
+                .missing,
                 field: "token",
-                reason: "missing: give the token AAAttribution.attributionToken() returned"
+                message: "missing: give the token AAAttribution.attributionToken() returned"
             )
         case let other?:
-            throw AppleAdsTokenError(field: "token", reason: "expected a string, found \(other.kindName)")
+            throw AppleAdsTokenError(.wrongType, field: "token", message: "expected a string, found \(other.kindName)")
         }
-        if let problem = problem(token) { throw AppleAdsTokenError(field: "token", reason: problem) }
+        if let problem = problem(token) { throw AppleAdsTokenError(.invalidValue, field: "token", message: problem) }
         var obtainedAt = now
         var given = false
         switch value["obtained_at"] {
@@ -91,20 +93,26 @@ package struct AppleAdsToken: Sendable, Hashable {
             break
         case .string(let text)?:
             guard let instant = UTCInstant(iso8601: text) else {
-                throw AppleAdsTokenError(field: "obtained_at", reason: "expected an ISO 8601 time, found \(clip(text))")
+                throw AppleAdsTokenError(
+                    .invalidValue,
+                    field: "obtained_at",
+                    message: "expected an ISO 8601 time, found \(clip(text))"
+                )
             }
             guard instant.milliseconds <= now.milliseconds + clockSkewMs else {
                 throw AppleAdsTokenError(
+                    .invalidValue,
                     field: "obtained_at",
-                    reason: "\(clip(text)) is more than an hour in the future"
+                    message: "\(clip(text)) is more than an hour in the future"
                 )
             }
             obtainedAt = min(instant, now)
             given = true
         case let other?:
             throw AppleAdsTokenError(
+                .wrongType,
                 field: "obtained_at",
-                reason: "expected an ISO 8601 string, found \(other.kindName)"
+                message: "expected an ISO 8601 string, found \(other.kindName)"
             )
         }
         return AppleAdsToken(appID: appID, token: token, obtainedAt: obtainedAt, obtainedAtGiven: given)
@@ -127,18 +135,39 @@ package struct AppleAdsToken: Sendable, Hashable {
     }
 }
 
-/// A token submission that cannot be used.
-package struct AppleAdsTokenError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The field at fault; nil for the body as a whole.
-    package var field: String?
-    package var reason: String
-
-    package init(field: String?, reason: String) {
-        self.field = field
-        self.reason = reason
+/// A token submission (or Apple's attribution record for it) that cannot be used: the field
+/// and what is wrong with it.
+package struct AppleAdsTokenError: CodedError, Sendable {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case notJSON, missing, wrongType, invalidValue, tooLarge }
+        fileprivate let value: Value
+        /// The text is not JSON.
+        package static let notJSON = Code(value: .notJSON)
+        /// A field it needs is missing: `app_id`, `token`; `obtained_at` in a batch file;
+        /// a record's `attribution`.
+        package static let missing = Code(value: .missing)
+        /// The submission, or a field, holds another kind of JSON value than it takes.
+        package static let wrongType = Code(value: .wrongType)
+        /// A field's value cannot be used: not an App Store id, not a token (empty, too long,
+        /// bytes no token has), not an ISO 8601 time, a time more than an hour ahead.
+        package static let invalidValue = Code(value: .invalidValue)
+        /// A line of `apple-ads add` longer than it reads.
+        package static let tooLarge = Code(value: .tooLarge)
     }
 
-    package var description: String { field.map { "\($0): \(reason)" } ?? reason }
+    package let code: Code
+    /// The field at fault; nil for the body as a whole.
+    package let field: String?
+    /// What is wrong with the field, without its name (an HTTP answer gives the field apart).
+    package let message: String
+    /// What a person reads: the field, then what is wrong with it.
+    package var reason: String { field.map { "\($0): \(message)" } ?? message }
+
+    package init(_ code: Code, field: String?, message: String) {
+        self.code = code
+        self.field = field
+        self.message = message
+    }
 }
 
 /// A token's state. `pending` until Apple answers for good or the token expires; the token

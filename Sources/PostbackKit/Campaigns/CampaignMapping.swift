@@ -220,11 +220,25 @@ extension CampaignMapping {
 }
 
 /// Mapping files that cannot be added: every problem, each naming its file and line.
-package struct CampaignMappingError: Error, CustomStringConvertible {
-    package var problems: [String]
-    package var description: String { problems.joined(separator: "\n") }
+package struct CampaignMappingError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case invalid }
+        fileprivate let value: Value
+        /// The files cannot be added as they are: a file unreadable or empty, a header or row
+        /// that cannot be read, rows of one network and prefix whose periods overlap, or no row
+        /// at all. Every problem is listed, each naming its file and line.
+        package static let invalid = Code(value: .invalid)
+    }
 
+    package let code: Code
+    /// One line per problem, each naming its file and line.
+    package let problems: [String]
+    /// The problems, one per line.
+    package var reason: String { problems.joined(separator: "\n") }
+
+    /// The problems found in the files (``Code/invalid``).
     package init(problems: [String]) {
+        code = .invalid
         self.problems = problems
     }
 }

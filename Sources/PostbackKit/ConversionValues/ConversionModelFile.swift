@@ -17,12 +17,12 @@ package enum ConversionModelFile {
         do {
             bytes = try readWholeFile(file)
         } catch {
-            throw ModelFilesError(problems: [error.reason])
+            throw ModelFilesError(.unreadable, problems: [error.reason])
         }
         do {
             return try ConversionModelParser.parseAll(bytes)
         } catch {
-            throw ModelFilesError(problems: error.problems.map { "\(file): \($0)" })
+            throw ModelFilesError(.invalid, problems: error.problems.map { "\(file): \($0)" })
         }
     }
 
@@ -32,12 +32,32 @@ package enum ConversionModelFile {
     }
 }
 
-/// Model files that cannot be added: every problem, each naming its file and JSON path.
-package struct ModelFilesError: Error, CustomStringConvertible {
-    package var problems: [String]
-    package var description: String { problems.joined(separator: "\n") }
+/// Model files that cannot be used: every problem, each naming its file (and JSON path).
+package struct ModelFilesError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case unreadable, invalid }
+        fileprivate let value: Value
+        /// A file cannot be read (see ``WholeFileError``).
+        package static let unreadable = Code(value: .unreadable)
+        /// The files hold no usable model: not JSON, not a valid model; or, added together, two
+        /// models for one app or a bundle identifier that cannot be recorded. `models add` lists
+        /// every problem of every file under this code, unreadable files among them.
+        package static let invalid = Code(value: .invalid)
+    }
 
-    package init(problems: [String]) {
+    package let code: Code
+    /// One line per problem, each naming its file.
+    package let problems: [String]
+    /// The problems, one per line.
+    package var reason: String { problems.joined(separator: "\n") }
+
+    package init(_ code: Code, problems: [String]) {
+        self.code = code
         self.problems = problems
+    }
+
+    /// The problems `models add` found across its files, listed together (``Code/invalid``).
+    package init(problems: [String]) {
+        self.init(.invalid, problems: problems)
     }
 }

@@ -22,33 +22,23 @@ package enum EncodeJob {
     /// (blank lines skipped), and writes one JSON line per state to `output`: the answer, or
     /// `{"line": N, "error": "…"}` for a state that cannot be read, which is also reported to
     /// `errors`. The other lines are answered whatever one line holds.
+    ///
+    /// - Throws: ``TextLinesError`` when the input cannot be opened or reading it fails part way.
     package static func run(
         model: ConversionModel,
         input: String,
         explain: Bool,
         output: TextOutput,
         errors: TextOutput
-    ) throws(EncodeInputError) -> Summary {
-        let lines: TextLines
-        do {
-            lines = try TextLines(input, maximumBytes: maximumLineBytes)
-        } catch {
-            throw EncodeInputError(description: error.description)
-        }
+    ) throws(TextLinesError) -> Summary {
+        let lines = try TextLines(input, maximumBytes: maximumLineBytes)
         var summary = Summary()
-        while true {
-            let next: TextLines.Line
-            do {
-                guard let line = try lines.next() else { break }
-                next = line
-            } catch {
-                throw EncodeInputError(description: error.description)
-            }
+        while let next = try lines.next() {
             let line = lines.number
             let state: UserState
             do throws(UserStateError) {
                 guard case .text(let bytes) = next else {
-                    throw UserStateError(field: "", message: "longer than \(maximumLineBytes) bytes")
+                    throw UserStateError(.tooLarge, field: "", message: "longer than \(maximumLineBytes) bytes")
                 }
                 state = try UserStateParser.parse(bytes)
             } catch {
@@ -65,9 +55,4 @@ package enum EncodeJob {
         }
         return summary
     }
-}
-
-/// The state input could not be read at all.
-package struct EncodeInputError: Error, CustomStringConvertible {
-    package var description: String
 }

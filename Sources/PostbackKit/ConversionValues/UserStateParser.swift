@@ -1,8 +1,42 @@
 /// Why a state could not be read: the field (`events[1].hours`) and what is wrong with it.
-public struct UserStateError: Error, Sendable, Hashable, CustomStringConvertible {
+///
+/// Errors compare equal by ``code``; ``reason`` is what a person reads.
+public struct UserStateError: CodedError, Sendable {
+    /// What kind of failure this is; errors compare equal by code.
+    public struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case notJSON, missing, wrongType, invalidValue, tooLarge }
+        fileprivate let value: Value
+        /// The text is not JSON.
+        public static let notJSON = Code(value: .notJSON)
+        /// A field the state needs is missing: `elapsed_hours`, an event's `name` or `hours`, or
+        /// the `currency` of an event with revenue.
+        public static let missing = Code(value: .missing)
+        /// A field holds another kind of JSON value than it takes (a string for a number, an
+        /// object for an array).
+        public static let wrongType = Code(value: .wrongType)
+        /// A field's value cannot be used: a negative number, a fine value over 63, a coarse
+        /// value or currency code that does not exist, an empty event name, implausible revenue,
+        /// more than three windows.
+        public static let invalidValue = Code(value: .invalidValue)
+        /// The state is larger than is read: more than 10,000 events, or a line longer than
+        /// `postbackd encode` reads.
+        public static let tooLarge = Code(value: .tooLarge)
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// The field at fault (`events[1].hours`); empty for the state as a whole.
     public var field: String
+    /// What is wrong with the field, without its name (`missing`, `-1 is negative`).
     public var message: String
-    public var description: String { field.isEmpty ? message : "\(field): \(message)" }
+    /// What a person reads: the field, then what is wrong with it (`events[1].hours: missing`).
+    public var reason: String { field.isEmpty ? message : "\(field): \(message)" }
+
+    init(_ code: Code, field: String, message: String) {
+        self.code = code
+        self.field = field
+        self.message = message
+    }
 }
 
 /// Reads a user's state for encoding from JSON (spec, "Encoding"):
@@ -19,23 +53,23 @@ package enum UserStateParser {
         do {
             value = try JSONValue.parse(bytes)
         } catch {
-            throw UserStateError(field: "", message: "not valid JSON: \(error.message)")
+            throw UserStateError(.notJSON, field: "", message: "not valid JSON: \(error.message)")
         }
         return try parse(value)
     }
 
     package static func parse(_ value: JSONValue) throws(UserStateError) -> UserState {
         guard case .object = value else {
-            throw UserStateError(field: "", message: "expected a JSON object, found \(value.kindName)")
+            throw UserStateError(.wrongType, field: "", message: "expected a JSON object, found \(value.kindName)")
         }
         let elapsed = try number(value["elapsed_hours"], "elapsed_hours", required: true) ?? 0
         var events: [UserState.Event] = []
         if let list = value["events"], list != .null {
             guard case .array(let elements) = list else {
-                throw UserStateError(field: "events", message: "expected an array, found \(list.kindName)")
+                throw UserStateError(.wrongType, field: "events", message: "expected an array, found \(list.kindName)")
             }
             guard elements.count <= maximumEvents else {
-                throw UserStateError(field: "events", message: "more than \(maximumEvents) events")
+                throw UserStateError(.tooLarge, field: "events", message: "more than \(maximumEvents) events")
             }
             events.reserveCapacity(elements.count)
             for (index, element) in elements.enumerated() {
@@ -45,11 +79,16 @@ package enum UserStateParser {
         var state = UserState(elapsedHours: elapsed, events: events)
         if let current = value["current"], current != .null {
             guard case .object = current else {
-                throw UserStateError(field: "current", message: "expected an object, found \(current.kindName)")
+                throw UserStateError(
+                    .wrongType,
+                    field: "current",
+                    message: "expected an object, found \(current.kindName)"
+                )
             }
             if let fine = current["fine"], fine != .null {
                 guard case .number(let text) = fine, let parsed = Int(text), (0...63).contains(parsed) else {
                     throw UserStateError(
+                        .invalidValue,
                         field: "current.fine",
                         message: "expected a fine conversion value 0–63, found \(fine.text)"
                     )
@@ -61,6 +100,7 @@ package enum UserStateParser {
                 for (window, value) in values.enumerated() where value != .null {
                     guard case .string(let name) = value, let parsed = CoarseConversionValue(rawValue: name) else {
                         throw UserStateError(
+                            .invalidValue,
                             field: "current.coarse[\(window)]",
                             message: "expected \"low\", \"medium\", \"high\" or null, found \(value.text)"
                         )
@@ -76,6 +116,7 @@ package enum UserStateParser {
                     case .bool(let flag): state.currentLocked[window] = flag
                     default:
                         throw UserStateError(
+                            .wrongType,
                             field: "current.locked[\(window)]",
                             message: "expected true, false or null, found \(value.text)"
                         )
@@ -88,10 +129,11 @@ package enum UserStateParser {
 
     private static func event(_ value: JSONValue, _ path: String) throws(UserStateError) -> UserState.Event {
         guard case .object = value else {
-            throw UserStateError(field: path, message: "expected an object, found \(value.kindName)")
+            throw UserStateError(.wrongType, field: path, message: "expected an object, found \(value.kindName)")
         }
         guard case .string(let name)? = value["name"], !name.isEmpty else {
             throw UserStateError(
+                value["name"] == nil ? .missing : .invalidValue,
                 field: path + ".name",
                 message: value["name"] == nil ? "missing" : "expected a non-empty string"
             )
@@ -102,6 +144,7 @@ package enum UserStateParser {
         if let revenue = try number(value["revenue"], path + ".revenue", required: false) {
             guard revenue < 9e12 else {
                 throw UserStateError(
+                    .invalidValue,
                     field: path + ".revenue",
                     message: "\(formatJSONNumber(revenue)) is implausibly large"
                 )
@@ -111,6 +154,7 @@ package enum UserStateParser {
         if let currency = value["currency"], currency != .null {
             guard case .string(let code) = currency, isCurrencyCode(code) else {
                 throw UserStateError(
+                    .invalidValue,
                     field: path + ".currency",
                     message: "expected a three-letter ISO 4217 code such as \"USD\", found \(currency.text)"
                 )
@@ -118,7 +162,7 @@ package enum UserStateParser {
             currencyCode = code
         }
         if micros != nil && currencyCode == nil {
-            throw UserStateError(field: path + ".currency", message: "missing: revenue needs its currency")
+            throw UserStateError(.missing, field: path + ".currency", message: "missing: revenue needs its currency")
         }
         return UserState.Event(name: name, hours: hours, revenueMicros: micros, currency: currencyCode)
     }
@@ -126,13 +170,13 @@ package enum UserStateParser {
     /// A non-negative finite number.
     private static func number(_ value: JSONValue?, _ path: String, required: Bool) throws(UserStateError) -> Double? {
         guard let value, value != .null else {
-            if required { throw UserStateError(field: path, message: "missing") }
+            if required { throw UserStateError(.missing, field: path, message: "missing") }
             return nil
         }
         guard case .number(let text) = value, let number = Double(text), number.isFinite else {
-            throw UserStateError(field: path, message: "expected a number, found \(value.text)")
+            throw UserStateError(.wrongType, field: path, message: "expected a number, found \(value.text)")
         }
-        guard number >= 0 else { throw UserStateError(field: path, message: "\(text) is negative") }
+        guard number >= 0 else { throw UserStateError(.invalidValue, field: path, message: "\(text) is negative") }
         return number
     }
 
@@ -140,12 +184,17 @@ package enum UserStateParser {
     private static func triple(_ value: JSONValue, _ path: String) throws(UserStateError) -> [JSONValue] {
         guard case .array(let elements) = value else {
             throw UserStateError(
+                .wrongType,
                 field: path,
                 message: "expected an array of three (one per window), found \(value.kindName)"
             )
         }
         guard elements.count <= 3 else {
-            throw UserStateError(field: path, message: "\(elements.count) entries; there are three windows")
+            throw UserStateError(
+                .invalidValue,
+                field: path,
+                message: "\(elements.count) entries; there are three windows"
+            )
         }
         return elements + Array(repeating: .null, count: 3 - elements.count)
     }

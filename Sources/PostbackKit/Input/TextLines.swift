@@ -36,13 +36,13 @@ package final class TextLines {
         self.maximumBytes = maximumBytes
         if path == "-" {
             guard let standardInput = fdopen(dup(STDIN_FILENO), "rb") else {
-                throw TextLinesError(description: "cannot read standard input")
+                throw TextLinesError(.cannotOpen, "cannot read standard input")
             }
             file = standardInput
             name = "standard input"
         } else {
             guard let opened = fopen(path, "rb") else {
-                throw TextLinesError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+                throw TextLinesError(.cannotOpen, "cannot read \(path): \(String(cString: strerror(errno)))")
             }
             file = opened
             name = path
@@ -78,7 +78,7 @@ package final class TextLines {
                 position = 0
                 if chunkCount == 0 {
                     if ferror(file) != 0 {
-                        throw TextLinesError(description: "cannot read \(name) after line \(number)")
+                        throw TextLinesError(.readFailed, "cannot read \(name) after line \(number)")
                     }
                     guard started else { return nil }
                     break
@@ -96,7 +96,23 @@ package final class TextLines {
     }
 }
 
-/// An input that cannot be read.
-package struct TextLinesError: Error, CustomStringConvertible {
-    package var description: String
+/// An input of lines (`encode`'s states, `apple-ads add`'s tokens) that cannot be read: the
+/// command stops, where one bad line would only be reported.
+package struct TextLinesError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case cannotOpen, readFailed }
+        fileprivate let value: Value
+        /// The file (or standard input) cannot be opened: no such file, not permitted.
+        package static let cannotOpen = Code(value: .cannotOpen)
+        /// Reading failed part way, after some lines were read.
+        package static let readFailed = Code(value: .readFailed)
+    }
+
+    package let code: Code
+    package let reason: String
+
+    init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
 }

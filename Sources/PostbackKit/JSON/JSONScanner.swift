@@ -1,11 +1,40 @@
 /// Why some bytes are not the JSON postbackd accepts, and where.
-package struct JSONSyntaxError: Error, Hashable, Sendable {
-    /// Byte offset of the problem from the start of the scanned bytes.
-    package var offset: Int
-    /// What is wrong, for a person.
-    package var message: String
+package struct JSONSyntaxError: CodedError, Sendable {
+    /// What kind of failure this is; errors compare equal by code.
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable {
+            case unexpectedEnd, unexpectedCharacter, duplicateKey, tooDeep, invalidString, invalidUTF8, invalidNumber
+        }
+        fileprivate let value: Value
+        /// The input ends where more is needed: empty, or inside a value, a string, an object
+        /// or an array.
+        package static let unexpectedEnd = Code(value: .unexpectedEnd)
+        /// A character that cannot be where it is: not a value, a quoted key, `:`, `,` or the
+        /// closing bracket expected, or anything after the end of the value.
+        package static let unexpectedCharacter = Code(value: .unexpectedCharacter)
+        /// An object names a key twice.
+        package static let duplicateKey = Code(value: .duplicateKey)
+        /// Arrays and objects nest deeper than the scanner follows.
+        package static let tooDeep = Code(value: .tooDeep)
+        /// A string holds an unescaped control character or line end, an unknown escape, or a
+        /// `\u` escape that is not four hexadecimal digits or a whole surrogate pair.
+        package static let invalidString = Code(value: .invalidString)
+        /// Bytes that are not UTF-8.
+        package static let invalidUTF8 = Code(value: .invalidUTF8)
+        /// A number JSON does not allow (a leading zero, no digit after `.` or in the exponent).
+        package static let invalidNumber = Code(value: .invalidNumber)
+    }
 
-    init(_ message: String, at offset: Int) {
+    package let code: Code
+    /// Byte offset of the problem from the start of the scanned bytes.
+    package let offset: Int
+    /// What is wrong, for a person; callers say where (a line and column, a field).
+    package let message: String
+    /// The same as ``message``.
+    package var reason: String { message }
+
+    init(_ code: Code, _ message: String, at offset: Int) {
+        self.code = code
         self.message = message
         self.offset = offset
     }
@@ -71,7 +100,9 @@ struct JSONScanner: ~Copyable {
     /// members in document order; a top-level value of another kind is reported by kind.
     mutating func scanDocument() throws(JSONSyntaxError) -> JSONDocument {
         skipWhitespace()
-        guard position < bytes.count else { throw JSONSyntaxError("empty input: expected a JSON object", at: 0) }
+        guard position < bytes.count else {
+            throw JSONSyntaxError(.unexpectedEnd, "empty input: expected a JSON object", at: 0)
+        }
         let document: JSONDocument
         if bytes[position] == UInt8(ascii: "{") {
             document = .object(try scanObject(collecting: true))
@@ -81,6 +112,7 @@ struct JSONScanner: ~Copyable {
         skipWhitespace()
         if position < bytes.count {
             throw JSONSyntaxError(
+                .unexpectedCharacter,
                 "unexpected \(describeByte(at: position)) after the end of the JSON value",
                 at: position
             )
@@ -92,7 +124,7 @@ struct JSONScanner: ~Copyable {
 
     private mutating func scanValue() throws(JSONSyntaxError) -> JSONSlice {
         guard position < bytes.count else {
-            throw JSONSyntaxError("unexpected end of input: expected a value", at: position)
+            throw JSONSyntaxError(.unexpectedEnd, "unexpected end of input: expected a value", at: position)
         }
         let start = position
         switch bytes[position] {
@@ -118,7 +150,11 @@ struct JSONScanner: ~Copyable {
             let isFractional = try scanNumber()
             return JSONSlice(kind: .number, start: start, end: position, flag: isFractional)
         default:
-            throw JSONSyntaxError("unexpected \(describeByte(at: position)): expected a value", at: position)
+            throw JSONSyntaxError(
+                .unexpectedCharacter,
+                "unexpected \(describeByte(at: position)): expected a value",
+                at: position
+            )
         }
     }
 
@@ -139,20 +175,29 @@ struct JSONScanner: ~Copyable {
         while true {
             skipWhitespace()
             guard position < bytes.count else {
-                throw JSONSyntaxError("unexpected end of input inside an object: expected a key", at: position)
+                throw JSONSyntaxError(
+                    .unexpectedEnd,
+                    "unexpected end of input inside an object: expected a key",
+                    at: position
+                )
             }
             guard bytes[position] == UInt8(ascii: "\"") else {
-                throw JSONSyntaxError("unexpected \(describeByte(at: position)): expected a quoted key", at: position)
+                throw JSONSyntaxError(
+                    .unexpectedCharacter,
+                    "unexpected \(describeByte(at: position)): expected a quoted key",
+                    at: position
+                )
             }
             let keyOffset = position
             let key = try scanString()
             for earlier in keys where sameKey(earlier, key) {
-                throw JSONSyntaxError("duplicate key \"\(keyText(key))\"", at: keyOffset)
+                throw JSONSyntaxError(.duplicateKey, "duplicate key \"\(keyText(key))\"", at: keyOffset)
             }
             keys.append(key)
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else {
                 throw JSONSyntaxError(
+                    position < bytes.count ? .unexpectedCharacter : .unexpectedEnd,
                     position < bytes.count
                         ? "unexpected \(describeByte(at: position)) after key \"\(keyText(key))\": expected ':'"
                         : "unexpected end of input after key \"\(keyText(key))\"",
@@ -167,7 +212,11 @@ struct JSONScanner: ~Copyable {
             }
             skipWhitespace()
             guard position < bytes.count else {
-                throw JSONSyntaxError("unexpected end of input inside an object: expected ',' or '}'", at: position)
+                throw JSONSyntaxError(
+                    .unexpectedEnd,
+                    "unexpected end of input inside an object: expected ',' or '}'",
+                    at: position
+                )
             }
             switch bytes[position] {
             case UInt8(ascii: ","):
@@ -178,6 +227,7 @@ struct JSONScanner: ~Copyable {
                 return members
             default:
                 throw JSONSyntaxError(
+                    .unexpectedCharacter,
                     "unexpected \(describeByte(at: position)) in an object: expected ',' or '}'",
                     at: position
                 )
@@ -199,7 +249,11 @@ struct JSONScanner: ~Copyable {
             _ = try scanValue()
             skipWhitespace()
             guard position < bytes.count else {
-                throw JSONSyntaxError("unexpected end of input inside an array: expected ',' or ']'", at: position)
+                throw JSONSyntaxError(
+                    .unexpectedEnd,
+                    "unexpected end of input inside an array: expected ',' or ']'",
+                    at: position
+                )
             }
             switch bytes[position] {
             case UInt8(ascii: ","):
@@ -210,6 +264,7 @@ struct JSONScanner: ~Copyable {
                 return
             default:
                 throw JSONSyntaxError(
+                    .unexpectedCharacter,
                     "unexpected \(describeByte(at: position)) in an array: expected ',' or ']'",
                     at: position
                 )
@@ -220,7 +275,7 @@ struct JSONScanner: ~Copyable {
     private mutating func enterContainer() throws(JSONSyntaxError) {
         depth += 1
         if depth > Self.maximumDepth {
-            throw JSONSyntaxError("nesting deeper than \(Self.maximumDepth) levels", at: position)
+            throw JSONSyntaxError(.tooDeep, "nesting deeper than \(Self.maximumDepth) levels", at: position)
         }
     }
 
@@ -243,6 +298,7 @@ struct JSONScanner: ~Copyable {
                 try scanEscape()
             } else if byte < 0x20 {
                 throw JSONSyntaxError(
+                    .invalidString,
                     byte == 0x0A
                         ? "unterminated string (line ends inside it)"
                         : "control character U+\(hex4(UInt16(byte))) inside a string (must be escaped)",
@@ -254,13 +310,15 @@ struct JSONScanner: ~Copyable {
                 try scanUTF8Sequence()
             }
         }
-        throw JSONSyntaxError("unterminated string: input ends inside it", at: start - 1)
+        throw JSONSyntaxError(.unexpectedEnd, "unterminated string: input ends inside it", at: start - 1)
     }
 
     private mutating func scanEscape() throws(JSONSyntaxError) {
         let escapeStart = position
         position += 1  // backslash
-        guard position < bytes.count else { throw JSONSyntaxError("unterminated escape sequence", at: escapeStart) }
+        guard position < bytes.count else {
+            throw JSONSyntaxError(.unexpectedEnd, "unterminated escape sequence", at: escapeStart)
+        }
         switch bytes[position] {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
@@ -272,27 +330,41 @@ struct JSONScanner: ~Copyable {
                 guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
                     bytes[position + 1] == UInt8(ascii: "u")
                 else {
-                    throw JSONSyntaxError("\\u\(hex4(unit)) is a lone high surrogate", at: escapeStart)
+                    throw JSONSyntaxError(.invalidString, "\\u\(hex4(unit)) is a lone high surrogate", at: escapeStart)
                 }
                 position += 2
                 let low = try scanHex4(escapeStart: escapeStart)
                 guard (0xDC00...0xDFFF).contains(low) else {
-                    throw JSONSyntaxError("\\u\(hex4(unit)) is not followed by a low surrogate", at: escapeStart)
+                    throw JSONSyntaxError(
+                        .invalidString,
+                        "\\u\(hex4(unit)) is not followed by a low surrogate",
+                        at: escapeStart
+                    )
                 }
             } else if (0xDC00...0xDFFF).contains(unit) {
-                throw JSONSyntaxError("\\u\(hex4(unit)) is a lone low surrogate", at: escapeStart)
+                throw JSONSyntaxError(.invalidString, "\\u\(hex4(unit)) is a lone low surrogate", at: escapeStart)
             }
         default:
-            throw JSONSyntaxError("invalid escape \\\(describeByte(at: position, quoted: false))", at: escapeStart)
+            throw JSONSyntaxError(
+                .invalidString,
+                "invalid escape \\\(describeByte(at: position, quoted: false))",
+                at: escapeStart
+            )
         }
     }
 
     private mutating func scanHex4(escapeStart: Int) throws(JSONSyntaxError) -> UInt16 {
-        guard position + 4 <= bytes.count else { throw JSONSyntaxError("truncated \\u escape", at: escapeStart) }
+        guard position + 4 <= bytes.count else {
+            throw JSONSyntaxError(.unexpectedEnd, "truncated \\u escape", at: escapeStart)
+        }
         var value: UInt16 = 0
         for _ in 0..<4 {
             guard let digit = hexDigitValue(bytes[position]) else {
-                throw JSONSyntaxError("invalid \\u escape: expected four hexadecimal digits", at: escapeStart)
+                throw JSONSyntaxError(
+                    .invalidString,
+                    "invalid \\u escape: expected four hexadecimal digits",
+                    at: escapeStart
+                )
             }
             value = value << 4 | UInt16(digit)
             position += 1
@@ -323,18 +395,26 @@ struct JSONScanner: ~Copyable {
             length = 4
             secondRange = 0x80...0x8F
         default:
-            throw JSONSyntaxError("invalid UTF-8 byte 0x\(hex2(lead))", at: position)
+            throw JSONSyntaxError(.invalidUTF8, "invalid UTF-8 byte 0x\(hex2(lead))", at: position)
         }
         guard position + length <= bytes.count else {
-            throw JSONSyntaxError("truncated UTF-8 sequence starting with byte 0x\(hex2(lead))", at: position)
+            throw JSONSyntaxError(
+                .invalidUTF8,
+                "truncated UTF-8 sequence starting with byte 0x\(hex2(lead))",
+                at: position
+            )
         }
         guard secondRange.contains(bytes[position + 1]) else {
-            throw JSONSyntaxError("invalid UTF-8 byte 0x\(hex2(bytes[position + 1]))", at: position + 1)
+            throw JSONSyntaxError(.invalidUTF8, "invalid UTF-8 byte 0x\(hex2(bytes[position + 1]))", at: position + 1)
         }
         var index = 2
         while index < length {
             guard (0x80...0xBF).contains(bytes[position + index]) else {
-                throw JSONSyntaxError("invalid UTF-8 byte 0x\(hex2(bytes[position + index]))", at: position + index)
+                throw JSONSyntaxError(
+                    .invalidUTF8,
+                    "invalid UTF-8 byte 0x\(hex2(bytes[position + index]))",
+                    at: position + index
+                )
             }
             index += 1
         }
@@ -370,12 +450,12 @@ struct JSONScanner: ~Copyable {
         let start = position
         if bytes[position] == UInt8(ascii: "-") { position += 1 }
         guard position < bytes.count, isDigit(bytes[position]) else {
-            throw JSONSyntaxError("invalid number: expected a digit", at: start)
+            throw JSONSyntaxError(.invalidNumber, "invalid number: expected a digit", at: start)
         }
         if bytes[position] == UInt8(ascii: "0") {
             position += 1
             if position < bytes.count, isDigit(bytes[position]) {
-                throw JSONSyntaxError("invalid number: leading zero", at: start)
+                throw JSONSyntaxError(.invalidNumber, "invalid number: leading zero", at: start)
             }
         } else {
             while position < bytes.count, isDigit(bytes[position]) { position += 1 }
@@ -385,7 +465,7 @@ struct JSONScanner: ~Copyable {
             isFractional = true
             position += 1
             guard position < bytes.count, isDigit(bytes[position]) else {
-                throw JSONSyntaxError("invalid number: expected a digit after '.'", at: start)
+                throw JSONSyntaxError(.invalidNumber, "invalid number: expected a digit after '.'", at: start)
             }
             while position < bytes.count, isDigit(bytes[position]) { position += 1 }
         }
@@ -396,7 +476,7 @@ struct JSONScanner: ~Copyable {
                 position += 1
             }
             guard position < bytes.count, isDigit(bytes[position]) else {
-                throw JSONSyntaxError("invalid number: expected a digit in the exponent", at: start)
+                throw JSONSyntaxError(.invalidNumber, "invalid number: expected a digit in the exponent", at: start)
             }
             while position < bytes.count, isDigit(bytes[position]) { position += 1 }
         }
@@ -412,7 +492,11 @@ struct JSONScanner: ~Copyable {
             return true
         }
         guard matches else {
-            throw JSONSyntaxError("unexpected \(describeByte(at: start)): expected a value", at: start)
+            throw JSONSyntaxError(
+                .unexpectedCharacter,
+                "unexpected \(describeByte(at: start)): expected a value",
+                at: start
+            )
         }
         position += count
     }

@@ -61,6 +61,7 @@ struct AAKPostbackDecoder {
         let segmentCount = jws.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).count
         guard segmentCount == 3 else {
             throw envelope.problem(
+                .invalidValue,
                 .jwsString,
                 "expected a compact JWS (three base64url segments separated by '.'), found \(segmentCount) segment\(segmentCount == 1 ? "" : "s")"
             )
@@ -81,7 +82,11 @@ struct AAKPostbackDecoder {
             let conversionTypeText = try reader.requiredString(.conversionType, maximumLength: 64)
             guard let (conversionType, otherSpelling) = AAKConversionType.reading(conversionTypeText) else {
                 let expected = AAKConversionType.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-                throw reader.problem(.conversionType, "expected \(expected), found string (\"\(conversionTypeText)\")")
+                throw reader.problem(
+                    .invalidValue,
+                    .conversionType,
+                    "expected \(expected), found string (\"\(conversionTypeText)\")"
+                )
             }
             return AAKPostback(
                 keyID: keyID,
@@ -111,6 +116,7 @@ struct AAKPostbackDecoder {
         let segments = jws.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard index < segments.count, let bytes = Base64.decode(segments[index], alphabet: .url), !bytes.isEmpty else {
             throw PostbackProblem(
+                .invalidValue,
                 field: PostbackKey.jwsString.name,
                 "the JWS \(name) segment is not canonical base64url"
             )
@@ -130,12 +136,13 @@ struct AAKPostbackDecoder {
             document = try scanner.scanDocument()
         } catch {
             throw PostbackProblem(
+                .notJSON,
                 field: PostbackKey.jwsString.name,
                 "the \(context) is not valid JSON: \(error.message)"
             )
         }
         guard case .object(let members) = document else {
-            throw PostbackProblem(field: PostbackKey.jwsString.name, "the \(context) is not a JSON object")
+            throw PostbackProblem(.wrongType, field: PostbackKey.jwsString.name, "the \(context) is not a JSON object")
         }
         return FieldReader(bytes, members, context: context, requirement: requirement)
     }

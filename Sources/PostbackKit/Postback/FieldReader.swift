@@ -16,8 +16,8 @@ struct FieldReader<Key: JSONFieldKey> {
     }
 
     /// A problem with `key`.
-    func problem(_ key: Key, _ message: String) -> PostbackProblem {
-        PostbackProblem(field: key.name, context.map { "\(message) (in the \($0))" } ?? message)
+    func problem(_ code: PostbackProblem.Code, _ key: Key, _ message: String) -> PostbackProblem {
+        PostbackProblem(code, field: key.name, context.map { "\(message) (in the \($0))" } ?? message)
     }
 
     /// Whether the field appears at all (even as `null`).
@@ -31,7 +31,11 @@ struct FieldReader<Key: JSONFieldKey> {
 
     func required(_ key: Key) throws(PostbackProblem) -> JSONSlice {
         guard let slice = present(key) else {
-            throw problem(key, "\(fields[key] == nil ? "missing" : "null"), but \(requirement) requires it")
+            throw problem(
+                .missingField,
+                key,
+                "\(fields[key] == nil ? "missing" : "null"), but \(requirement) requires it"
+            )
         }
         return slice
     }
@@ -46,11 +50,11 @@ struct FieldReader<Key: JSONFieldKey> {
     }
 
     func string(_ key: Key, _ slice: JSONSlice, maximumLength: Int) throws(PostbackProblem) -> String {
-        guard slice.kind == .string else { throw problem(key, "expected a string, found \(found(slice))") }
+        guard slice.kind == .string else { throw problem(.wrongType, key, "expected a string, found \(found(slice))") }
         let value = JSONText.string(bytes, slice)
-        guard !value.isEmpty else { throw problem(key, "is an empty string") }
+        guard !value.isEmpty else { throw problem(.invalidValue, key, "is an empty string") }
         guard value.utf8.count <= maximumLength else {
-            throw problem(key, "is \(value.utf8.count) bytes long; at most \(maximumLength) expected")
+            throw problem(.invalidValue, key, "is \(value.utf8.count) bytes long; at most \(maximumLength) expected")
         }
         return value
     }
@@ -69,13 +73,13 @@ struct FieldReader<Key: JSONFieldKey> {
         case .value(let value) where range.contains(value):
             return value
         case .value(let value):
-            throw problem(key, "\(value) is out of range (\(describe(range)))")
+            throw problem(.invalidValue, key, "\(value) is out of range (\(describe(range)))")
         case .notANumber:
-            throw problem(key, "expected an integer, found \(found(slice))")
+            throw problem(.wrongType, key, "expected an integer, found \(found(slice))")
         case .notAnInteger:
-            throw problem(key, "expected a plain integer, found \(JSONText.excerpt(bytes, slice))")
+            throw problem(.invalidValue, key, "expected a plain integer, found \(JSONText.excerpt(bytes, slice))")
         case .outOfRange:
-            throw problem(key, "\(JSONText.excerpt(bytes, slice)) is out of range (\(describe(range)))")
+            throw problem(.invalidValue, key, "\(JSONText.excerpt(bytes, slice)) is out of range (\(describe(range)))")
         }
     }
 
@@ -84,7 +88,7 @@ struct FieldReader<Key: JSONFieldKey> {
         switch slice.kind {
         case .true: return true
         case .false: return false
-        default: throw problem(key, "expected true or false, found \(found(slice))")
+        default: throw problem(.wrongType, key, "expected true or false, found \(found(slice))")
         }
     }
 
@@ -92,7 +96,7 @@ struct FieldReader<Key: JSONFieldKey> {
     func requiredSourceIdentifier(_ key: Key) throws(PostbackProblem) -> String {
         let value = try requiredString(key, maximumLength: 4)
         guard (2...4).contains(value.utf8.count), value.utf8.allSatisfy(isDigit) else {
-            throw problem(key, "expected a string of 2, 3 or 4 digits, found \"\(value)\"")
+            throw problem(.invalidValue, key, "expected a string of 2, 3 or 4 digits, found \"\(value)\"")
         }
         return value
     }

@@ -59,12 +59,17 @@ extension FieldReader where Key == PostbackKey {
         if let slice = present(.coarseConversionValue) {
             guard slice.kind == .string, let value = CoarseConversionValue(rawValue: JSONText.string(bytes, slice))
             else {
-                throw problem(.coarseConversionValue, "expected \"low\", \"medium\" or \"high\", found \(found(slice))")
+                throw problem(
+                    .invalidValue,
+                    .coarseConversionValue,
+                    "expected \"low\", \"medium\" or \"high\", found \(found(slice))"
+                )
             }
             coarse = value
         }
         if fine != nil && coarse != nil {
             throw problem(
+                .conflictingFields,
                 .coarseConversionValue,
                 "present together with conversion-value; a postback carries a fine or a coarse value, never both"
             )
@@ -77,7 +82,7 @@ extension FieldReader where Key == PostbackKey {
         guard let value = try optionalString(.countryCode, maximumLength: 2) else { return nil }
         let isLetter = { (byte: UInt8) in (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
         guard value.utf8.count == 2, value.utf8.allSatisfy(isLetter) else {
-            throw problem(.countryCode, "expected a two-letter ISO 3166 code, found \"\(value)\"")
+            throw problem(.invalidValue, .countryCode, "expected a two-letter ISO 3166 code, found \"\(value)\"")
         }
         return value
     }
@@ -132,6 +137,7 @@ struct SKANPostbackDecoder {
         let sourceDomain = isFour ? try reader.optionalString(.sourceDomain, maximumLength: 255) : nil
         if sourceAppID != nil && sourceDomain != nil {
             throw reader.problem(
+                .conflictingFields,
                 .sourceDomain,
                 "present together with source-app-id; a postback names a source app or a source domain, never both"
             )
@@ -167,13 +173,17 @@ struct SKANPostbackDecoder {
     private func readVersion() throws(PostbackProblem) -> SKANVersion {
         guard let slice = reader.fields[.version] else { return .v1_0 }
         guard slice.kind == .string else {
-            throw reader.problem(.version, "expected a string such as \"4.0\", found \(reader.found(slice))")
+            throw reader.problem(
+                .wrongType,
+                .version,
+                "expected a string such as \"4.0\", found \(reader.found(slice))"
+            )
         }
         let text = JSONText.string(reader.bytes, slice)
         guard let version = SKANVersion(rawValue: text) else {
             let shown = text.count > 16 ? String(text.prefix(16)) + "…" : text
             throw PostbackProblem(
-                .unsupported,
+                .unsupportedVersion,
                 field: PostbackKey.version.name,
                 "\"\(visible(shown))\" is not a SKAdNetwork version postbackd can verify (1.0, 2.0, 2.1, 2.2, 3.0, 4.0)"
             )

@@ -62,14 +62,14 @@ package final class PostbackVerifier: @unchecked Sendable {
             case .done:
                 continue
             case .skan(let postback):
-                guard case .success(let (signature, keys)) = signatureAndKeys(of: postback), let key = keys.first
+                guard case .ready(let (signature, keys)) = signatureAndKeys(of: postback), let key = keys.first
                 else { continue }
                 requests.append(
                     .init(signature: signature, digest: ecdsa.sha256(postback.signedMessage()), key: key.key)
                 )
                 firstChecks.append((index, validSignature(of: postback, keyName: key.name)))
             case .aak(let postback):
-                guard case .success(let (signature, key)) = signatureAndKey(of: postback) else { continue }
+                guard case .ready(let (signature, key)) = signatureAndKey(of: postback) else { continue }
                 requests.append(
                     .init(signature: signature, digest: ecdsa.sha256(Array(postback.signingInput.utf8)), key: key.key)
                 )
@@ -103,7 +103,7 @@ package final class PostbackVerifier: @unchecked Sendable {
 
     private func prepare(_ bytes: UnsafeBufferPointer<UInt8>, problem: EntryReadProblem?, line: Int) -> Prepared {
         if let problem {
-            return .done(.rejected(PostbackProblem(problem.description), kind: nil, identity: PostbackIdentity()))
+            return .done(.rejected(PostbackProblem(problem), kind: nil, identity: PostbackIdentity()))
         }
         var scanner = JSONScanner(bytes)
         let document: JSONDocument
@@ -113,13 +113,13 @@ package final class PostbackVerifier: @unchecked Sendable {
             let position = lineAndColumn(of: error.offset, in: bytes)
             let reason =
                 "not valid JSON at line \(line + position.line - 1), column \(position.column): \(error.message)"
-            return .done(.rejected(PostbackProblem(reason), kind: nil, identity: PostbackIdentity()))
+            return .done(.rejected(PostbackProblem(.notJSON, reason), kind: nil, identity: PostbackIdentity()))
         }
         guard case .object(let members) = document else {
             let found = if case .other(let kind) = document { kind.name } else { "another value" }
             return .done(
                 .rejected(
-                    PostbackProblem("expected a JSON object, found \(found)"),
+                    PostbackProblem(.wrongType, "expected a JSON object, found \(found)"),
                     kind: nil,
                     identity: PostbackIdentity()
                 )
@@ -183,8 +183,8 @@ package final class PostbackVerifier: @unchecked Sendable {
         let signature: [UInt8]
         let keys: [NamedKey]
         switch signatureAndKeys(of: postback) {
-        case .success(let found): (signature, keys) = found
-        case .failure(let refused): return refused.result
+        case .ready(let found): (signature, keys) = found
+        case .refused(let result): return result
         }
         switch check(signature, postback.signedMessage(), keys.map { ($0.name, $0.key) }) {
         case .verified(let name):
@@ -206,13 +206,15 @@ package final class PostbackVerifier: @unchecked Sendable {
         return invalid(.attributionSignature, "does not verify with \(keys.map(\.name).joined(separator: ", "))")
     }
 
-    /// A signature refused before any key was tried.
-    private struct Refused: Error {
-        var result: SignatureResult
+    /// What checking a signature needs, or the verdict given before any key was tried (a
+    /// failed signature is an outcome, not an error).
+    private enum Prechecked<Found> {
+        case ready(Found)
+        case refused(SignatureResult)
     }
 
     /// The DER signature of a SKAdNetwork postback and the keys for its version.
-    private func signatureAndKeys(of postback: SKANPostback) -> Result<([UInt8], [NamedKey]), Refused> {
+    private func signatureAndKeys(of postback: SKANPostback) -> Prechecked<([UInt8], [NamedKey])> {
         let curve = postback.version.curve
         let keys = keyRing.keys(for: curve)
         guard !keys.isEmpty else {
@@ -230,7 +232,7 @@ package final class PostbackVerifier: @unchecked Sendable {
                 "\(signature.count) bytes; a \(curve) DER signature has at most \(curve.maximumDERSignatureLength)"
             )
         }
-        return .success((signature, keys))
+        return .ready((signature, keys))
     }
 
     /// A SKAdNetwork signature that verified as received: test mode when `source-app-id` is 0.
@@ -243,8 +245,8 @@ package final class PostbackVerifier: @unchecked Sendable {
         let der: [UInt8]
         let key: AAKKey
         switch signatureAndKey(of: postback) {
-        case .success(let found): (der, key) = found
-        case .failure(let refused): return refused.result
+        case .ready(let found): (der, key) = found
+        case .refused(let result): return result
         }
         switch check(der, Array(postback.signingInput.utf8), [(key.name, key.key)]) {
         case .verified:
@@ -255,7 +257,7 @@ package final class PostbackVerifier: @unchecked Sendable {
     }
 
     /// The JWS signature of an AdAttributionKit postback as DER, and the key its `kid` names.
-    private func signatureAndKey(of postback: AAKPostback) -> Result<([UInt8], AAKKey), Refused> {
+    private func signatureAndKey(of postback: AAKPostback) -> Prechecked<([UInt8], AAKKey)> {
         guard postback.algorithm == "ES256" else {
             return refused(
                 .jwsString,
@@ -275,7 +277,7 @@ package final class PostbackVerifier: @unchecked Sendable {
         guard raw.count == 2 * ECCurve.p256.coordinateLength, let der = ECDSASignatureEncoding.der(fromRaw: raw) else {
             return refused(.jwsString, "the ES256 signature is \(raw.count) bytes; expected 64 (R‖S)")
         }
-        return .success((der, key))
+        return .ready((der, key))
     }
 
     private func validSignature(key: AAKKey) -> SignatureResult {
@@ -301,8 +303,8 @@ package final class PostbackVerifier: @unchecked Sendable {
         return .mismatch
     }
 
-    private func refused<Found>(_ field: PostbackKey, _ reason: String) -> Result<Found, Refused> {
-        .failure(Refused(result: invalid(field, reason)))
+    private func refused<Found>(_ field: PostbackKey, _ reason: String) -> Prechecked<Found> {
+        .refused(invalid(field, reason))
     }
 
     private func invalid(_ field: PostbackKey, _ reason: String) -> SignatureResult {

@@ -115,7 +115,7 @@ final class DeliveryLedger: Sendable {
 
     private func send<Value>(_ request: Request, orFail reply: CheckedContinuation<Value, any Error>) {
         if case .terminated = continuation.yield(request) {
-            reply.resume(throwing: ForwardError("the forwarder is stopping"))
+            reply.resume(throwing: ForwardError(.stopping, "the forwarder is stopping"))
         }
     }
 
@@ -201,10 +201,4 @@ final class DeliveryLedger: Sendable {
             }
         }
     }
-}
-
-/// Why `forward` cannot go on.
-package struct ForwardError: Error, CustomStringConvertible {
-    package var description: String
-    init(_ description: String) { self.description = description }
 }

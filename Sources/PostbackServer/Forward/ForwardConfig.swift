@@ -49,10 +49,36 @@ package struct ForwardConfig: Sendable {
     }
 
     /// Why a config cannot be used: the JSON path and what is wrong.
-    package struct Problem: Error, CustomStringConvertible {
-        package var path: String
-        package var message: String
-        package var description: String { "\(path): \(message)" }
+    package struct Problem: CodedError {
+        package struct Code: Hashable, Sendable {
+            fileprivate enum Value: Hashable { case notJSON, invalidValue, duplicateName, reservedHeader }
+            fileprivate let value: Value
+            /// The file is not JSON.
+            package static let notJSON = Code(value: .notJSON)
+            /// A member is missing, of the wrong kind or out of its range (a name, a URL, a
+            /// payload, a filter, a header, a variable name, a number, a retry schedule whose
+            /// ceiling is below its base).
+            package static let invalidValue = Code(value: .invalidValue)
+            /// Two destinations have one name.
+            package static let duplicateName = Code(value: .duplicateName)
+            /// A header postbackd sets itself (`Content-Length`, `Host`, its delivery id and
+            /// signature).
+            package static let reservedHeader = Code(value: .reservedHeader)
+        }
+
+        package let code: Code
+        /// The JSON path at fault (`$.destinations[0].url`).
+        package let path: String
+        /// What is wrong there.
+        package let message: String
+        /// What a person reads: the path, then what is wrong there.
+        package var reason: String { "\(path): \(message)" }
+
+        init(_ code: Code, path: String, message: String) {
+            self.code = code
+            self.path = path
+            self.message = message
+        }
     }
 
     /// Reads and checks a config; every problem is named with its JSON path.
@@ -61,11 +87,11 @@ package struct ForwardConfig: Sendable {
         do {
             root = try JSONValue.parse(bytes)
         } catch {
-            throw Problem(path: "$", message: "not valid JSON: \(error.message)")
+            throw Problem(.notJSON, path: "$", message: "not valid JSON: \(error.message)")
         }
-        guard case .object = root else { throw Problem(path: "$", message: "expected an object") }
+        guard case .object = root else { throw Problem(.invalidValue, path: "$", message: "expected an object") }
         guard case .array(let list)? = root["destinations"], !list.isEmpty else {
-            throw Problem(path: "$.destinations", message: "expected a non-empty array of destinations")
+            throw Problem(.invalidValue, path: "$.destinations", message: "expected a non-empty array of destinations")
         }
         var destinations: [Destination] = []
         var names = Set<String>()
@@ -73,7 +99,11 @@ package struct ForwardConfig: Sendable {
             let path = "$.destinations[\(index)]"
             let destination = try Self.destination(value, path)
             guard names.insert(destination.name).inserted else {
-                throw Problem(path: path + ".name", message: "\(destination.name) names two destinations")
+                throw Problem(
+                    .duplicateName,
+                    path: path + ".name",
+                    message: "\(destination.name) names two destinations"
+                )
             }
             destinations.append(destination)
         }
@@ -81,25 +111,31 @@ package struct ForwardConfig: Sendable {
     }
 
     private static func destination(_ value: JSONValue, _ path: String) throws(Problem) -> Destination {
-        guard case .object = value else { throw Problem(path: path, message: "expected an object") }
+        guard case .object = value else { throw Problem(.invalidValue, path: path, message: "expected an object") }
         guard case .string(let name)? = value["name"], !name.isEmpty, name.utf8.count <= 100,
             name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {
-            throw Problem(path: path + ".name", message: "expected a name of 1 to 100 printable characters, no spaces")
+            throw Problem(
+                .invalidValue,
+                path: path + ".name",
+                message: "expected a name of 1 to 100 printable characters, no spaces"
+            )
         }
         guard case .string(let url)? = value["url"], url.hasPrefix("http://") || url.hasPrefix("https://"),
             url.utf8.count <= 2048
         else {
-            throw Problem(path: path + ".url", message: "expected an http:// or https:// URL")
+            throw Problem(.invalidValue, path: path + ".url", message: "expected an http:// or https:// URL")
         }
         guard case .string(let payloadName)? = value["payload"],
             let payload = Destination.Payload(rawValue: payloadName)
         else {
-            throw Problem(path: path + ".payload", message: "expected \"raw\" or \"decoded\"")
+            throw Problem(.invalidValue, path: path + ".payload", message: "expected \"raw\" or \"decoded\"")
         }
         var destination = Destination(name: name, url: url, payload: payload)
         if let filter = value["filter"], filter != .null {
-            guard case .object = filter else { throw Problem(path: path + ".filter", message: "expected an object") }
+            guard case .object = filter else {
+                throw Problem(.invalidValue, path: path + ".filter", message: "expected an object")
+            }
             destination.filter.appIDs = try integers(filter["app_ids"], path + ".filter.app_ids")
             destination.filter.adNetworkIDs = try strings(
                 filter["ad_network_ids"],
@@ -117,11 +153,16 @@ package struct ForwardConfig: Sendable {
         }
         if let headers = value["headers"], headers != .null {
             guard case .object(let members) = headers else {
-                throw Problem(path: path + ".headers", message: "expected an object of header names and values")
+                throw Problem(
+                    .invalidValue,
+                    path: path + ".headers",
+                    message: "expected an object of header names and values"
+                )
             }
             for (header, headerValue) in members {
                 guard case .string(let text) = headerValue, isHeaderName(header), isHeaderValue(text) else {
                     throw Problem(
+                        .invalidValue,
                         path: path + ".headers.\(header)",
                         message: "expected a header name with a string value"
                     )
@@ -131,7 +172,11 @@ package struct ForwardConfig: Sendable {
                     !["content-length", "host", "transfer-encoding", "postbackd-delivery-id", "postbackd-signature"]
                         .contains(lowered)
                 else {
-                    throw Problem(path: path + ".headers.\(header)", message: "\(header) is set by postbackd")
+                    throw Problem(
+                        .reservedHeader,
+                        path: path + ".headers.\(header)",
+                        message: "\(header) is set by postbackd"
+                    )
                 }
                 destination.headers.append((header, text))
             }
@@ -143,6 +188,7 @@ package struct ForwardConfig: Sendable {
                 })
             else {
                 throw Problem(
+                    .invalidValue,
                     path: path + ".hmac_secret_env",
                     message: "expected the name of an environment variable (not the secret)"
                 )
@@ -153,7 +199,9 @@ package struct ForwardConfig: Sendable {
             try number(value["timeout_seconds"], path + ".timeout_seconds", in: 0.1...600) ?? 10
         destination.concurrency = Int(try number(value["concurrency"], path + ".concurrency", in: 1...256) ?? 8)
         if let retry = value["retry"], retry != .null {
-            guard case .object = retry else { throw Problem(path: path + ".retry", message: "expected an object") }
+            guard case .object = retry else {
+                throw Problem(.invalidValue, path: path + ".retry", message: "expected an object")
+            }
             destination.retry.baseSeconds =
                 try number(retry["base_seconds"], path + ".retry.base_seconds", in: 0.01...3600) ?? 1
             destination.retry.maxSeconds =
@@ -161,7 +209,7 @@ package struct ForwardConfig: Sendable {
             destination.retry.giveUpHours =
                 try number(retry["give_up_hours"], path + ".retry.give_up_hours", in: 0...8760) ?? 72
             if destination.retry.maxSeconds < destination.retry.baseSeconds {
-                throw Problem(path: path + ".retry.max_seconds", message: "less than base_seconds")
+                throw Problem(.invalidValue, path: path + ".retry.max_seconds", message: "less than base_seconds")
             }
         }
         return destination
@@ -175,6 +223,7 @@ package struct ForwardConfig: Sendable {
         guard let value, value != .null else { return nil }
         guard case .number(let text) = value, let number = Double(text), range.contains(number) else {
             throw Problem(
+                .invalidValue,
                 path: path,
                 message:
                     "expected a number from \(formatJSONNumber(range.lowerBound)) to \(formatJSONNumber(range.upperBound))"
@@ -185,7 +234,9 @@ package struct ForwardConfig: Sendable {
 
     private static func integers(_ value: JSONValue?, _ path: String) throws(Problem) -> Set<Int64>? {
         guard let value, value != .null else { return nil }
-        guard case .array(let items) = value else { throw Problem(path: path, message: "expected an array of app ids") }
+        guard case .array(let items) = value else {
+            throw Problem(.invalidValue, path: path, message: "expected an array of app ids")
+        }
         var result = Set<Int64>()
         for (index, item) in items.enumerated() {
             var id: Int64?
@@ -193,7 +244,7 @@ package struct ForwardConfig: Sendable {
             case .number(let text), .string(let text): id = Int64(text)
             default: id = nil
             }
-            guard let id else { throw Problem(path: "\(path)[\(index)]", message: "expected an app id") }
+            guard let id else { throw Problem(.invalidValue, path: "\(path)[\(index)]", message: "expected an app id") }
             result.insert(id)
         }
         return result
@@ -205,12 +256,14 @@ package struct ForwardConfig: Sendable {
         allowed: Set<String>?
     ) throws(Problem) -> Set<String>? {
         guard let value, value != .null else { return nil }
-        guard case .array(let items) = value else { throw Problem(path: path, message: "expected an array of strings") }
+        guard case .array(let items) = value else {
+            throw Problem(.invalidValue, path: path, message: "expected an array of strings")
+        }
         var result = Set<String>()
         for (index, item) in items.enumerated() {
             guard case .string(let text) = item, allowed.map({ $0.contains(text) }) ?? true else {
                 let choices = allowed.map { " (" + $0.sorted().joined(separator: ", ") + ")" } ?? ""
-                throw Problem(path: "\(path)[\(index)]", message: "expected a string\(choices)")
+                throw Problem(.invalidValue, path: "\(path)[\(index)]", message: "expected a string\(choices)")
             }
             result.insert(text)
         }

@@ -56,11 +56,8 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
 
     /// Parses `date,ad_network_id`, naming any unknown dimension.
-    package static func list(_ text: String) throws(AggregateDimensionError) -> [AggregateDimension] {
-        switch dimensionList(text, as: AggregateDimension.self) {
-        case .success(let dimensions): dimensions
-        case .failure(let unknown): throw AggregateDimensionError(name: unknown.name)
-        }
+    package static func list(_ text: String) throws(DimensionError) -> [AggregateDimension] {
+        try dimensionList(text, as: AggregateDimension.self)
     }
 
     /// The dimensions stored as columns of the aggregate tables, in order.
@@ -81,14 +78,6 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
 
     /// How a report selects the dimension: its column, or its derivation.
     var selectExpression: String { derivation ?? column }
-}
-
-/// An unknown dimension name in `--by`.
-package struct AggregateDimensionError: Error, Hashable, CustomStringConvertible {
-    package var name: String
-    package var description: String {
-        "\"\(name)\" is not a dimension; use \(AggregateDimension.allCases.map(\.rawValue).joined(separator: ", "))"
-    }
 }
 
 /// The App Store placements Apple Ads stands for with the campaign ids of its SKAdNetwork (and
@@ -112,24 +101,43 @@ enum ApplePlacement: String, Sendable, CaseIterable {
     }
 }
 
-/// A `--by` name that is not a dimension.
-struct UnknownDimension: Error {
-    var name: String
+/// A `--by` name that is not a dimension (of `report`, or of `apple-ads report`).
+package struct DimensionError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case unknown }
+        fileprivate let value: Value
+        /// The name is not one of the report's dimensions.
+        package static let unknown = Code(value: .unknown)
+    }
+
+    package let code: Code
+    /// The name as given.
+    package let name: String
+    /// What a person reads: the name, and the dimensions there are.
+    package let reason: String
+
+    init(unknown name: String, dimensions: [String]) {
+        code = .unknown
+        self.name = name
+        reason = "\"\(name)\" is not a dimension; use \(dimensions.joined(separator: ", "))"
+    }
 }
 
 /// Parses `date,app_id` (spaces around names allowed, repeats dropped) into dimensions of a
-/// report, or the first unknown name.
-func dimensionList<Dimension: RawRepresentable & Equatable>(
+/// report.
+///
+/// - Throws: ``DimensionError`` naming the first unknown name.
+func dimensionList<Dimension: RawRepresentable & Equatable & CaseIterable>(
     _ text: String,
     as _: Dimension.Type
-)
-    -> Result<[Dimension], UnknownDimension> where Dimension.RawValue == String
-{
+) throws(DimensionError) -> [Dimension] where Dimension.RawValue == String {
     var dimensions: [Dimension] = []
     for part in text.split(separator: ",") {
         let name = part.withoutSurroundingSpaces
-        guard let dimension = Dimension(rawValue: name) else { return .failure(UnknownDimension(name: name)) }
+        guard let dimension = Dimension(rawValue: name) else {
+            throw DimensionError(unknown: name, dimensions: Dimension.allCases.map(\.rawValue))
+        }
         if !dimensions.contains(dimension) { dimensions.append(dimension) }
     }
-    return .success(dimensions)
+    return dimensions
 }

@@ -34,19 +34,31 @@ package struct ReportRequest: Sendable, Hashable {
         func day(_ text: String?, _ option: String) throws(ReportRequestError) -> UTCDay? {
             guard let text, !text.isEmpty else { return nil }
             guard let day = UTCDay(text) else {
-                throw ReportRequestError(option: option, reason: "\"\(text)\" is not a date; use YYYY-MM-DD")
+                throw ReportRequestError(
+                    .invalidValue,
+                    option: option,
+                    reason: "\"\(text)\" is not a date; use YYYY-MM-DD"
+                )
             }
             return day
         }
         let from = try day(options.from, "from")
         let to = try day(options.to, "to")
         if let from, let to, from > to {
-            throw ReportRequestError(option: "from", reason: "\(from) is after the period's end, \(to)")
+            throw ReportRequestError(
+                .reversedPeriod,
+                option: "from",
+                reason: "\(from) is after the period's end, \(to)"
+            )
         }
         var basis = DateBasis.received
         if let text = options.dateBasis, !text.isEmpty {
             guard let parsed = DateBasis(rawValue: text) else {
-                throw ReportRequestError(option: "date-basis", reason: "\"\(text)\" is not received or install")
+                throw ReportRequestError(
+                    .invalidValue,
+                    option: "date-basis",
+                    reason: "\"\(text)\" is not received or install"
+                )
             }
             basis = parsed
         }
@@ -56,13 +68,14 @@ package struct ReportRequest: Sendable, Hashable {
         do {
             dimensions = try AggregateDimension.list(byText)
         } catch {
-            throw ReportRequestError(option: "by", reason: error.description)
+            throw ReportRequestError(.invalidValue, option: "by", reason: error.reason)
         }
         var appIDs: [Int64] = []
         for text in options.appIDs.flatMap({ $0.split(separator: ",") }) {
             let trimmed = text.withoutSurroundingSpaces
             guard let id = Int64(trimmed), id > 0 else {
                 throw ReportRequestError(
+                    .invalidValue,
                     option: "app-id",
                     reason: "\"\(trimmed)\" is not an app id (a positive integer)"
                 )
@@ -73,12 +86,17 @@ package struct ReportRequest: Sendable, Hashable {
         for text in options.adNetworkIDs.flatMap({ $0.split(separator: ",") }) {
             let trimmed = text.withoutSurroundingSpaces
             guard !trimmed.isEmpty, trimmed.utf8.count <= 255 else {
-                throw ReportRequestError(option: "ad-network-id", reason: "an ad network id is 1 to 255 bytes")
+                throw ReportRequestError(
+                    .invalidValue,
+                    option: "ad-network-id",
+                    reason: "an ad network id is 1 to 255 bytes"
+                )
             }
             if !networks.contains(trimmed) { networks.append(trimmed) }
         }
         guard appIDs.count <= maximumFilterValues, networks.count <= maximumFilterValues else {
             throw ReportRequestError(
+                .tooManyValues,
                 option: appIDs.count > maximumFilterValues ? "app-id" : "ad-network-id",
                 reason: "at most \(maximumFilterValues) values"
             )
@@ -88,6 +106,7 @@ package struct ReportRequest: Sendable, Hashable {
                 networks.isEmpty, appIDs.isEmpty
             else {
                 throw ReportRequestError(
+                    .notWithAppleAds,
                     option: "with-apple-ads",
                     reason:
                         "groups by date and app_id only (not with --events, --date-basis install, --app-id or --ad-network-id)"
@@ -122,14 +141,45 @@ package struct ReportRequest: Sendable, Hashable {
 }
 
 /// An option of a report request that cannot be used.
-package struct ReportRequestError: Error, Hashable, CustomStringConvertible {
+///
+/// Unlike other coded errors, ``reason`` leaves the option out: an HTTP answer gives it apart
+/// (`{"field": "by", …}`), and ``description`` (`--by: …`) is what the command prints.
+package struct ReportRequestError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable {
+            case invalidValue, reversedPeriod, tooManyValues, notWithAppleAds, invalidParameter
+        }
+        fileprivate let value: Value
+        /// A value that cannot be read: not a date, a date basis, a dimension, an app id or an
+        /// ad network id.
+        package static let invalidValue = Code(value: .invalidValue)
+        /// The period starts after it ends.
+        package static let reversedPeriod = Code(value: .reversedPeriod)
+        /// More apps or ad networks than one request may name.
+        package static let tooManyValues = Code(value: .tooManyValues)
+        /// `--with-apple-ads` with what it cannot show beside Apple Ads' counts.
+        package static let notWithAppleAds = Code(value: .notWithAppleAds)
+        /// A query parameter that a route reading reports checks itself: unknown, given twice,
+        /// or a flag that is not true or false.
+        package static let invalidParameter = Code(value: .invalidParameter)
+    }
+
+    package let code: Code
     /// The option's name without dashes (`by`, `from`, `app-id`, …).
-    package var option: String
-    package var reason: String
+    package let option: String
+    /// What is wrong with the option, without its name.
+    package let reason: String
+    /// The option, then what is wrong with it: `--by: …`.
     package var description: String { "--\(option): \(reason)" }
 
-    package init(option: String, reason: String) {
+    package init(_ code: Code, option: String, reason: String) {
+        self.code = code
         self.option = option
         self.reason = reason
+    }
+
+    /// A query parameter a route refused (``Code/invalidParameter``).
+    package init(option: String, reason: String) {
+        self.init(.invalidParameter, option: option, reason: reason)
     }
 }

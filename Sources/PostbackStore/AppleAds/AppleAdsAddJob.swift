@@ -19,17 +19,15 @@ package enum AppleAdsAddJob {
 
     /// Reads `input` (a path, or `-` for standard input) into the store at `location`;
     /// `problem` gets one line per refused line.
+    ///
+    /// - Throws: ``TextLinesError`` when the input cannot be opened (before the store is) or
+    ///   reading it fails part way.
     package static func run(
         location: StoreLocation,
         input: String,
         problem: (String) -> Void
     ) async throws -> Summary {
-        let lines: TextLines
-        do throws(TextLinesError) {
-            lines = try TextLines(input, maximumBytes: maximumLineBytes)
-        } catch {
-            throw AppleAdsAddError(error.description)
-        }
+        let lines = try TextLines(input, maximumBytes: maximumLineBytes)
         return try await PostbackStores.with(location) { store in
             var summary = Summary()
             var batch: [AppleAdsToken] = []
@@ -48,26 +46,24 @@ package enum AppleAdsAddJob {
                 }
                 batch.removeAll(keepingCapacity: true)
             }
-            while true {
-                let next: TextLines.Line
-                do throws(TextLinesError) {
-                    guard let line = try lines.next() else { break }
-                    next = line
-                } catch {
-                    throw AppleAdsAddError(error.description)
-                }
+            while let next = try lines.next() {
                 summary.read += 1
                 do throws(AppleAdsTokenError) {
                     guard case .text(let bytes) = next else {
-                        throw AppleAdsTokenError(field: nil, reason: "longer than \(maximumLineBytes) bytes")
+                        throw AppleAdsTokenError(
+                            .tooLarge,
+                            field: nil,
+                            message: "longer than \(maximumLineBytes) bytes"
+                        )
                     }
                     let token = try AppleAdsToken.parse(json: bytes, now: .now())
                     // A file may be days old: without the time the app obtained the token, it
                     // would be taken as fresh and sent after its 24 hours.
                     guard token.obtainedAtGiven else {
                         throw AppleAdsTokenError(
+                            .missing,
                             field: "obtained_at",
-                            reason: "missing: a batch file must say when the app obtained each token (ISO 8601)"
+                            message: "missing: a batch file must say when the app obtained each token (ISO 8601)"
                         )
                     }
                     batch.append(token)
@@ -82,12 +78,6 @@ package enum AppleAdsAddJob {
             return summary
         }
     }
-}
-
-/// An input `apple-ads add` cannot read.
-package struct AppleAdsAddError: Error, CustomStringConvertible {
-    package var description: String
-    init(_ description: String) { self.description = description }
 }
 
 extension AppleAdsReport {

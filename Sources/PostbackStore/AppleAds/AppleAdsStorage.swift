@@ -57,19 +57,8 @@ package enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Parses `date,app_id`, naming any unknown dimension.
-    package static func list(_ text: String) throws(AppleAdsDimensionError) -> [AppleAdsDimension] {
-        switch dimensionList(text, as: AppleAdsDimension.self) {
-        case .success(let dimensions): dimensions
-        case .failure(let unknown): throw AppleAdsDimensionError(name: unknown.name)
-        }
-    }
-}
-
-/// An unknown dimension name in `apple-ads report --by`.
-package struct AppleAdsDimensionError: Error, Hashable, CustomStringConvertible {
-    package var name: String
-    package var description: String {
-        "\"\(name)\" is not a dimension; use \(AppleAdsDimension.allCases.map(\.rawValue).joined(separator: ", "))"
+    package static func list(_ text: String) throws(DimensionError) -> [AppleAdsDimension] {
+        try dimensionList(text, as: AppleAdsDimension.self)
     }
 }
 

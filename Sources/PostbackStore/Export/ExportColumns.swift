@@ -102,7 +102,26 @@ package struct ExportSelection: Sendable {
     }
 }
 
-/// A cursor one engine cannot read (made by the other).
-package struct ExportCursorError: Error, CustomStringConvertible {
-    package var description: String
+/// A consumer's cursor this store cannot read.
+package struct ExportCursorError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case otherEngine }
+        fileprivate let value: Value
+        /// The cursor was made by the other engine (the consumer's store was moved or copied).
+        package static let otherEngine = Code(value: .otherEngine)
+    }
+
+    package let code: Code
+    package let reason: String
+
+    package init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// A cursor the other engine made (``Code/otherEngine``), the one failure the engines report
+    /// by this initializer.
+    package init(description: String) {
+        self.init(.otherEngine, description)
+    }
 }

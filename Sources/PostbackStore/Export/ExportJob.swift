@@ -92,8 +92,27 @@ extension Optional {
 }
 
 /// The output cannot be written (a full disk, a closed pipe): nothing was recorded.
-package struct ExportOutputError: Error, CustomStringConvertible {
-    package var description: String
+package struct ExportOutputError: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case cannotCreate, cannotWrite, cannotFlush, cannotRename }
+        fileprivate let value: Value
+        /// The file (its `.partial` name) cannot be created.
+        package static let cannotCreate = Code(value: .cannotCreate)
+        /// A write failed (a full disk, a closed pipe).
+        package static let cannotWrite = Code(value: .cannotWrite)
+        /// What was written cannot be synced to disk.
+        package static let cannotFlush = Code(value: .cannotFlush)
+        /// The complete file cannot be renamed into place.
+        package static let cannotRename = Code(value: .cannotRename)
+    }
+
+    package let code: Code
+    package let reason: String
+
+    init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
 }
 
 /// Writes a whole output at once: to a file under `NAME.partial`, synced and renamed into
@@ -126,7 +145,7 @@ final class ExportSink {
             let partial = path + ".partial"
             let descriptor = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {
-                throw ExportOutputError(description: "\(partial): cannot write: \(String(cString: strerror(errno)))")
+                throw ExportOutputError(.cannotCreate, "\(partial): cannot write: \(String(cString: strerror(errno)))")
             }
             self.descriptor = descriptor
             self.partial = partial
@@ -153,8 +172,8 @@ final class ExportSink {
                     continue
                 } else {
                     throw ExportOutputError(
-                        description:
-                            "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(errno)))"
+                        .cannotWrite,
+                        "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(errno)))"
                     )
                 }
             }
@@ -168,15 +187,16 @@ final class ExportSink {
         try drain()
         if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP {
             throw ExportOutputError(
-                description:
-                    "\(partial ?? "standard output"): cannot flush to disk: \(String(cString: strerror(errno)))"
+                .cannotFlush,
+                "\(partial ?? "standard output"): cannot flush to disk: \(String(cString: strerror(errno)))"
             )
         }
         if let partial, let path {
             close(descriptor)
             guard rename(partial, path) == 0 else {
                 throw ExportOutputError(
-                    description: "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))"
+                    .cannotRename,
+                    "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))"
                 )
             }
             // The rename itself, durable.

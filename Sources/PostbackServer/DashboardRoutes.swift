@@ -180,6 +180,7 @@ extension PostbackResponder {
         for (name, value) in parameters {
             guard allowed.contains(String(name)) else {
                 throw ReportRequestError(
+                    .invalidParameter,
                     option: String(name.prefix(64)),
                     reason: "unknown parameter; known: " + allowed.joined(separator: ", ")
                 )
@@ -187,7 +188,7 @@ extension PostbackResponder {
             let text = String(value)
             if name != "app_id" && name != "ad_network_id" {
                 guard seen.insert(name).inserted else {
-                    throw ReportRequestError(option: String(name), reason: "given more than once")
+                    throw ReportRequestError(.invalidParameter, option: String(name), reason: "given more than once")
                 }
             }
             switch name {
@@ -209,7 +210,8 @@ extension PostbackResponder {
         switch text {
         case "", "true", "1": return true
         case "false", "0": return false
-        default: throw ReportRequestError(option: name, reason: "\"\(text.prefix(64))\" is not true or false")
+        default:
+            throw ReportRequestError(.invalidValue, option: name, reason: "\"\(text.prefix(64))\" is not true or false")
         }
     }
 

@@ -261,12 +261,22 @@ extension StoredModel {
     }
 }
 
-/// A bundle identifier recorded for another app already.
-package struct BundleIDConflict: Error, CustomStringConvertible {
+/// A bundle identifier recorded for another app already: `models add --bundle-id` stores
+/// nothing then.
+package struct BundleIDConflict: CodedError {
+    package struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case taken }
+        fileprivate let value: Value
+        /// The bundle identifier names another app.
+        package static let taken = Code(value: .taken)
+    }
+
+    package let code = Code.taken
     package var bundleID: String
     package var appID: Int64
     var otherAppID: Int64
-    package var description: String {
+
+    package var reason: String {
         "bundle identifier \(bundleID) belongs to app \(otherAppID) already; it cannot name app \(appID) too"
     }
 }

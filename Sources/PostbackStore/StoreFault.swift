@@ -110,12 +110,12 @@ package struct StoreFault: CodedError {
             return postgres(
                 sqlState: error.sqlState,
                 lost: error.connectionLost,
-                detail: error.reason,
+                detail: error.detail,
                 store: store,
                 action: error.action
             )
         }
-        if error is PSQLError || error is PostgresConnectionLost {
+        if error is PSQLError {
             let facts = PostgresStoreError.facts(of: error)
             return postgres(
                 sqlState: facts.sqlState,

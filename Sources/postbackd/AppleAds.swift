@@ -138,7 +138,7 @@ extension Postbackd.AppleAds {
         func run() async throws {
             let status: AppleAdsStatus
             do {
-                status = try await AppleAdsStatus.read(database.location)
+                status = try await AppleAdsReportJob.status(database.location)
             } catch {
                 throw failStore(error, database.location)
             }
@@ -195,7 +195,7 @@ extension Postbackd.AppleAds {
             )
             let report: PostbackStore.AppleAdsReport
             do {
-                report = try await PostbackStore.AppleAdsReport.read(database.location, query)
+                report = try await AppleAdsReportJob.report(database.location, query)
             } catch {
                 throw failStore(error, database.location)
             }

@@ -144,7 +144,7 @@ extension Postbackd {
             let result: (report: PostbackStore.Report, warning: String?)
             let request = try ReportRequest.parse(options)
             do {
-                result = try await request.read(database.location)
+                result = try await ReportJob.run(database.location, request)
             } catch {
                 throw failStore(error, database.location)
             }
@@ -161,7 +161,7 @@ extension Postbackd {
         private func writePage() async throws {
             let dashboard: Dashboard
             do {
-                dashboard = try await Dashboard.read(database.location, try Dashboard.query(options))
+                dashboard = try await ReportJob.dashboard(database.location, try Dashboard.query(options))
             } catch {
                 throw failStore(error, database.location)
             }

@@ -103,7 +103,7 @@ struct AggregateTests {
         from: String? = nil,
         to: String? = nil
     ) async throws -> Report {
-        try await Report.read(
+        try await ReportJob.run(
             database,
             ReportQuery(
                 from: from.flatMap(UTCDay.init),

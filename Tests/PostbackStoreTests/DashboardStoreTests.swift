@@ -94,8 +94,8 @@ struct DashboardStoreTests {
             var detailed = query
             detailed.detailedRowsOnly = true
             #expect(!ReportSQL(query: detailed).readsTotals)
-            let fromTotals = try await Report.read(store.location, query).report
-            let fromDetails = try await Report.read(store.location, detailed).report
+            let fromTotals = try await ReportJob.run(store.location, query).report
+            let fromDetails = try await ReportJob.run(store.location, detailed).report
             #expect(!fromTotals.rows.isEmpty, "\(query.dimensions)")
             #expect(
                 fromTotals.formatted(.json) == fromDetails.formatted(.json),
@@ -267,7 +267,7 @@ struct DashboardStoreTests {
         }
         // A command that only reads does not migrate it, and says a writer must.
         do {
-            _ = try await Report.read(store.location, ReportQuery(from: nil, to: nil, by: [], events: false))
+            _ = try await ReportJob.run(store.location, ReportQuery(from: nil, to: nil, by: [], events: false))
             Issue.record("a report migrated, or read, a store of an older schema")
         } catch let fault as StoreFault {
             #expect(fault.code == .olderSchema, "\(fault)")

@@ -106,7 +106,7 @@ struct InstallDateReportTests {
     )
         async throws -> Report
     {
-        try await Report.read(
+        try await ReportJob.run(
             store.location,
             ReportQuery(
                 from: from.flatMap(UTCDay.init),
@@ -266,7 +266,7 @@ struct InstallDateReportTests {
         #expect(change.networks.map(\.added) == [1, 2, 3])
         #expect(change.networks.map(\.removed) == [0, 0, 0])
         func warning() async throws -> String? {
-            try await Report.read(store.location, ReportQuery(from: nil, to: nil, by: [], events: false)).warning
+            try await ReportJob.run(store.location, ReportQuery(from: nil, to: nil, by: [], events: false)).warning
         }
         #expect(try await warning()?.contains("campaign mappings changed after the last aggregate run") == true)
         // A run over some days does not apply a mapping to the others; one over every day does.

@@ -86,7 +86,7 @@ struct ReportRequestTests {
         let store = try await TestStore.make(engine, in: directory, name: "filters")
         try await ingest([Repository.path("SamplePostbacks/generated")], into: store.location)
         _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
-        let all = try await request { $0.by = "app_id,ad_network_id" }.read(store.location).report
+        let all = try await ReportJob.run(store.location, try request { $0.by = "app_id,ad_network_id" }).report
         let apps = Set(all.rows.map { $0.dimensions[0] })
         let networks = Set(all.rows.map { $0.dimensions[1] })
         #expect(apps.count > 2 && networks.count > 2)
@@ -97,10 +97,11 @@ struct ReportRequestTests {
         }
         let expected = all.rows.filter { $0.dimensions[0] == .integer(app) || $0.dimensions[1] == .text(network) }
         func filtered(_ edit: (inout ReportRequest.Options) -> Void) async throws -> [ReportRow] {
-            try await request {
+            let parsed = try request {
                 $0.by = "app_id,ad_network_id"
                 edit(&$0)
-            }.read(store.location).report.rows
+            }
+            return try await ReportJob.run(store.location, parsed).report.rows
         }
         let byApp = try await filtered { $0.appIDs = [String(app)] }
         #expect(byApp.map(\.dimensions) == all.rows.filter { $0.dimensions[0] == .integer(app) }.map(\.dimensions))

@@ -89,7 +89,7 @@ package enum CampaignMappingFile {
             let more = problems.count - maximumProblems
             problems = Array(problems.prefix(maximumProblems)) + ["… and \(more) more problems"]
         }
-        return problems.isEmpty ? .success(rows) : .failure(CampaignMappingError(problems: problems))
+        return problems.isEmpty ? .success(rows) : .failure(CampaignMappingError(.invalid, problems: problems))
     }
 
     /// Parses one file's bytes; `source` names it in problems and rows. Returns the rows that
@@ -222,12 +222,14 @@ extension CampaignMapping {
 /// Mapping files that cannot be added: every problem, each naming its file and line.
 package struct CampaignMappingError: CodedError {
     package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case invalid }
+        fileprivate enum Value: Hashable { case invalid, empty }
         fileprivate let value: Value
         /// The files cannot be added as they are: a file unreadable or empty, a header or row
-        /// that cannot be read, rows of one network and prefix whose periods overlap, or no row
-        /// at all. Every problem is listed, each naming its file and line.
+        /// that cannot be read, or rows of one network and prefix whose periods overlap. Every
+        /// problem is listed, each naming its file and line.
         package static let invalid = Code(value: .invalid)
+        /// The files hold a header and no mapping row.
+        package static let empty = Code(value: .empty)
     }
 
     package let code: Code
@@ -236,9 +238,8 @@ package struct CampaignMappingError: CodedError {
     /// The problems, one per line.
     package var reason: String { problems.joined(separator: "\n") }
 
-    /// The problems found in the files (``Code/invalid``).
-    package init(problems: [String]) {
-        code = .invalid
+    package init(_ code: Code, problems: [String]) {
+        self.code = code
         self.problems = problems
     }
 }

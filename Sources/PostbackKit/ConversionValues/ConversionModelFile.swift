@@ -55,9 +55,4 @@ package struct ModelFilesError: CodedError {
         self.code = code
         self.problems = problems
     }
-
-    /// The problems `models add` found across its files, listed together (``Code/invalid``).
-    package init(problems: [String]) {
-        self.init(.invalid, problems: problems)
-    }
 }

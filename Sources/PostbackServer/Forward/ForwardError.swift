@@ -18,10 +18,4 @@ package struct ForwardError: CodedError {
         self.code = code
         self.reason = reason
     }
-
-    /// A destination's secret missing from the environment (``Code/missingSecret``): the one
-    /// failure ``ForwardJob`` reports, by this initializer.
-    init(_ reason: String) {
-        self.init(.missingSecret, reason)
-    }
 }

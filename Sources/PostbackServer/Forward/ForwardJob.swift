@@ -54,6 +54,7 @@ package struct ForwardJob: Sendable {
                 missing =
                     missing
                     ?? ForwardError(
+                        .missingSecret,
                         "destination \(destination.name): the environment variable \(variable) (hmac_secret_env) is not set; set it to the HMAC secret"
                     )
                 continue

@@ -79,17 +79,3 @@ package enum AppleAdsAddJob {
         }
     }
 }
-
-extension AppleAdsReport {
-    /// `postbackd apple-ads report`.
-    package static func read(_ location: StoreLocation, _ query: AppleAdsReportQuery) async throws -> AppleAdsReport {
-        try await PostbackStores.with(location, access: .readOnly) { store in try await store.appleAdsReport(query) }
-    }
-}
-
-extension AppleAdsStatus {
-    /// `postbackd apple-ads status`.
-    package static func read(_ location: StoreLocation) async throws -> AppleAdsStatus {
-        try await PostbackStores.with(location, access: .readOnly) { store in try await store.appleAdsStatus() }
-    }
-}

@@ -54,7 +54,10 @@ package enum CampaignsJob {
         case .failure(let error): throw error
         }
         guard !rows.isEmpty else {
-            throw CampaignMappingError(problems: ["\(files.joined(separator: ", ")): no mapping rows (only a header)"])
+            throw CampaignMappingError(
+                .empty,
+                problems: ["\(files.joined(separator: ", ")): no mapping rows (only a header)"]
+            )
         }
         return try await PostbackStores.with(location) { store in
             try await store.replaceCampaignMappings(rows)

@@ -101,11 +101,6 @@ package struct Dashboard: Sendable {
         )
     }
 
-    /// Reads the dashboard from `location` (opened for this call only).
-    package static func read(_ location: StoreLocation, _ query: ReportQuery) async throws -> Dashboard {
-        try await PostbackStores.with(location, access: .readOnly) { store in try await read(store, query) }
-    }
-
     /// The totals row (zeros when nothing matched).
     package var total: ReportRow {
         totals.rows.first ?? ReportRow(dimensions: [])

@@ -118,10 +118,4 @@ package struct ExportCursorError: CodedError {
         self.code = code
         self.reason = reason
     }
-
-    /// A cursor the other engine made (``Code/otherEngine``), the one failure the engines report
-    /// by this initializer.
-    package init(description: String) {
-        self.init(.otherEngine, description)
-    }
 }

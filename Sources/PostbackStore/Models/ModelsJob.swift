@@ -57,7 +57,7 @@ package enum ModelsJob {
                 )
             }
         }
-        if !problems.isEmpty { throw ModelFilesError(problems: problems) }
+        if !problems.isEmpty { throw ModelFilesError(.invalid, problems: problems) }
         let outcomes = try await PostbackStores.with(location) { store in
             try await store.addModels(read, bundleIDs: bundleIDs)
         }

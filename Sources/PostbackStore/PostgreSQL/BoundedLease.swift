@@ -1,14 +1,6 @@
 import PostgresNIO
 import Synchronization
 
-/// No pooled connection became free, or could be opened, within the wait.
-struct ConnectionWaitTimeout: Error, CustomStringConvertible {
-    var seconds: Int64
-    var description: String {
-        "no connection to the server within \(seconds) s (is it running and reachable?)"
-    }
-}
-
 extension PostgresClient {
     /// As `withConnection`, but stops waiting for a connection after `seconds`, and when the
     /// calling task is cancelled.
@@ -35,7 +27,7 @@ extension PostgresClient {
             }
             let timer = Task {
                 try await Task.sleep(for: .seconds(seconds))
-                handoff.fail(ConnectionWaitTimeout(seconds: seconds))
+                handoff.fail(PostgresStoreError.noConnection(within: seconds))
             }
             let connection: PostgresConnection
             do {

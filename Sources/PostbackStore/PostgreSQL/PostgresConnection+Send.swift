@@ -2,16 +2,11 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// The connection closed before the server answered a statement.
-struct PostgresConnectionLost: Error, CustomStringConvertible {
-    var description: String { "the connection to the server was lost" }
-}
-
 extension PostgresConnection {
     /// How often ``send(_:logger:)`` looks whether the connection has closed.
     static let closedCheckInterval = TimeAmount.milliseconds(250)
 
-    /// Runs `query` like `query(_:logger:)`, and fails with ``PostgresConnectionLost`` when the
+    /// Runs `query` like `query(_:logger:)`, and fails with ``PostgresStoreError/lost`` when the
     /// connection closes before the server answers.
     ///
     /// PostgresNIO 1.33 writes a query to its channel without a promise, so a query sent in the
@@ -21,7 +16,7 @@ extension PostgresConnection {
     /// rows have started, PostgresNIO itself fails their sequence when the connection closes.
     @discardableResult
     func send(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
-        guard !isClosed else { throw PostgresConnectionLost() }
+        guard !isClosed else { throw PostgresStoreError.lost }
         let answer = eventLoop.makePromise(of: PostgresRowSequence.self)
         let sent = Task {
             do {
@@ -35,7 +30,7 @@ extension PostgresConnection {
             delay: Self.closedCheckInterval
         ) { _ in
             // A promise completed twice keeps its first result: this is a no-op once answered.
-            if self.isClosed { answer.fail(PostgresConnectionLost()) }
+            if self.isClosed { answer.fail(PostgresStoreError.lost) }
         }
         answer.futureResult.whenComplete { _ in watch.cancel() }
         return try await withTaskCancellationHandler {

@@ -144,8 +144,8 @@ extension PostgresStore {
             digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else {
             throw ExportCursorError(
-                description:
-                    "the cursor \(cursor) was not made by a PostgreSQL store; export without --consumer, or with a new one"
+                .otherEngine,
+                "the cursor \(cursor) was not made by a PostgreSQL store; export without --consumer, or with a new one"
             )
         }
         return String(digits)

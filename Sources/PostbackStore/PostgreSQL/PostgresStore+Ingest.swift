@@ -188,7 +188,7 @@ extension PostgresStore {
                 throw PostgresStoreError(
                     store: "",
                     action: "store postbacks",
-                    reason: "the stored postback a copy conflicted with is not visible"
+                    detail: "the stored postback a copy conflicted with is not visible"
                 )
             }
             // The digest is 128 bits of SHA-256: two keys sharing one is beyond reach, but if it

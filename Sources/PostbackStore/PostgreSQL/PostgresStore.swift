@@ -284,43 +284,79 @@ package final class PostgresStore: StoreEngine {
     }
 }
 
-/// A PostgreSQL store failed while working, after it opened.
-struct PostgresStoreError: Error, CustomStringConvertible {
-    var store: String
-    var action: String
-    var reason: String
+/// A PostgreSQL store failed while working, after it opened: the engine's one error, in the
+/// coded shape of ``StoreFault`` (which says it to a person, naming the store).
+struct PostgresStoreError: CodedError {
+    struct Code: Hashable, Sendable {
+        fileprivate enum Value: Hashable { case connectionLost, connectionWait, failed }
+        fileprivate let value: Value
+        /// The connection closed before the server answered a statement (a retry can heal it).
+        static let connectionLost = Code(value: .connectionLost)
+        /// No pooled connection became free, or could be opened, within the wait.
+        static let connectionWait = Code(value: .connectionWait)
+        /// A transaction failed, after its retries: the server's error, or a defect.
+        static let failed = Code(value: .failed)
+    }
+
+    let code: Code
+    let reason: String
+    /// What failed, in the driver's words without the statement's bound values or the
+    /// password (``describePostgresError(_:)``).
+    let detail: String
+    /// What the store was doing (`store postbacks`), for a transaction that failed.
+    var action: String?
     /// The server's SQLSTATE, when it answered with an error.
     var sqlState: String?
     /// The connection broke or the server went away (a retry could have healed it).
     var connectionLost = false
 
+    /// The connection closed before the server answered.
+    static let lost = PostgresStoreError(
+        code: .connectionLost,
+        reason: "the connection to the server was lost",
+        detail: "the connection to the server was lost",
+        connectionLost: true
+    )
+
+    /// No connection within `seconds`.
+    static func noConnection(within seconds: Int64) -> PostgresStoreError {
+        let text = "no connection to the server within \(seconds) s (is it running and reachable?)"
+        return PostgresStoreError(code: .connectionWait, reason: text, detail: text, connectionLost: true)
+    }
+
+    private init(code: Code, reason: String, detail: String, connectionLost: Bool) {
+        self.code = code
+        self.reason = reason
+        self.detail = detail
+        self.connectionLost = connectionLost
+    }
+
+    /// The transaction of `action` on `store` failed with `error`.
     init(store: String, action: String, error: any Error) {
-        self.store = store
+        self.init(store: store, action: action, detail: describePostgresError(error))
+        (sqlState, connectionLost) = Self.facts(of: error)
+    }
+
+    /// The transaction of `action` on `store` failed as `detail` says.
+    init(store: String, action: String, detail: String) {
+        code = .failed
+        reason = "\(store) could not \(action): \(detail)"
+        self.detail = detail
         self.action = action
-        self.reason = describePostgresError(error)
-        (self.sqlState, self.connectionLost) = Self.facts(of: error)
     }
 
     /// The SQLSTATE the server answered `error` with, if any, and whether the connection broke
     /// or the server went away (a pool's wait that timed out counts).
     static func facts(of error: any Error) -> (sqlState: String?, connectionLost: Bool) {
         if let error = error as? PostgresStoreError { return (error.sqlState, error.connectionLost) }
-        return ((error as? PSQLError)?.serverInfo?[.sqlState], isRetryable(error) || error is ConnectionWaitTimeout)
+        return ((error as? PSQLError)?.serverInfo?[.sqlState], isRetryable(error))
     }
-
-    init(store: String, action: String, reason: String) {
-        self.store = store
-        self.action = action
-        self.reason = reason
-    }
-
-    package var description: String { "\(store) could not \(action): \(reason)" }
 }
 
 /// PostgresNIO's errors in words, without the query's bound values (which may hold postbacks)
 /// and without the connection's password.
 func describePostgresError(_ error: any Error) -> String {
-    if let error = error as? PostgresStoreError { return error.reason }
+    if let error = error as? PostgresStoreError { return error.detail }
     guard let error = error as? PSQLError else { return "\(error)" }
     if let info = error.serverInfo {
         let message = info[.message] ?? "the server refused"
@@ -367,7 +403,7 @@ func connectionFailure(_ error: any Error) -> String? {
 /// Whether a retry of the whole transaction can succeed: a deadlock or serialization failure,
 /// a server shutting down, restarting or starting, or a lost connection.
 func isRetryable(_ error: any Error) -> Bool {
-    if error is PostgresConnectionLost { return true }
+    if let error = error as? PostgresStoreError { return error.code == .connectionLost }
     guard let error = error as? PSQLError else { return false }
     if let state = error.serverInfo?[.sqlState] {
         return state == "40P01" || state == "40001" || state.hasPrefix("57P") || state.hasPrefix("08")

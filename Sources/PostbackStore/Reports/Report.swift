@@ -153,14 +153,6 @@ package struct Report: Sendable {
 }
 
 extension Report {
-    /// `postbackd report`: the report and, when the aggregates may be out of date, a warning.
-    package static func read(
-        _ location: StoreLocation,
-        _ query: ReportQuery
-    ) async throws -> (report: Report, warning: String?) {
-        try await ReportRequest(query: query, withAppleAds: false).read(location)
-    }
-
     /// The dimensions `--with-apple-ads` can group by: those both measurements have.
     static let sideBySideDimensions: [AggregateDimension] = [.date, .appID]
 

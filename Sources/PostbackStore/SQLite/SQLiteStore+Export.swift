@@ -63,8 +63,8 @@ extension SQLiteStore {
         guard let cursor else { return 0 }
         guard cursor.position.hasPrefix("sqlite:"), let id = Int64(cursor.position.dropFirst("sqlite:".count)) else {
             throw ExportCursorError(
-                description:
-                    "the cursor \(cursor) was not made by an SQLite store; export without --consumer, or with a new one"
+                .otherEngine,
+                "the cursor \(cursor) was not made by an SQLite store; export without --consumer, or with a new one"
             )
         }
         return id

@@ -127,11 +127,6 @@ package struct ReportRequest: Sendable, Hashable {
         )
     }
 
-    /// Reads the report from `location` (opened for this call only).
-    package func read(_ location: StoreLocation) async throws -> (report: Report, warning: String?) {
-        try await PostbackStores.with(location, access: .readOnly) { store in try await read(store) }
-    }
-
     /// Reads the report from an open store: the report and, when the aggregates may be out of
     /// date, a warning.
     package func read(_ store: any PostbackStorage) async throws -> (report: Report, warning: String?) {
@@ -159,8 +154,8 @@ package struct ReportRequestError: CodedError {
         package static let tooManyValues = Code(value: .tooManyValues)
         /// `--with-apple-ads` with what it cannot show beside Apple Ads' counts.
         package static let notWithAppleAds = Code(value: .notWithAppleAds)
-        /// A query parameter that a route reading reports checks itself: unknown, given twice,
-        /// or a flag that is not true or false.
+        /// A query parameter that a route reading reports checks itself: unknown, or given
+        /// twice.
         package static let invalidParameter = Code(value: .invalidParameter)
     }
 
@@ -176,10 +171,5 @@ package struct ReportRequestError: CodedError {
         self.code = code
         self.option = option
         self.reason = reason
-    }
-
-    /// A query parameter a route refused (``Code/invalidParameter``).
-    package init(option: String, reason: String) {
-        self.init(.invalidParameter, option: option, reason: reason)
     }
 }

@@ -36,6 +36,49 @@ struct StorageConformanceTests {
     }
 
     @Test(
+        "tasks sharing one store each get a transaction of their own: one rolled back takes no other's writes with it",
+        arguments: TestEngine.available
+    )
+    func transactionsOfTasksStayApart(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        struct Abandoned: Error {}
+        try await PostbackStores.with(store.location) { shared in
+            let (begun, signal) = AsyncStream.makeStream(of: Void.self)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Writes, lets the other task run while its transaction is open, then fails
+                    // (PostgreSQL's store names the transaction that failed around the error).
+                    await #expect(throws: (any Error).self) {
+                        try await shared.withSQL("abandon", .write) { sql -> Void in
+                            try await sql.execute(
+                                ExportCursorsSQL.save(
+                                    ExportCursor("sqlite:1"),
+                                    consumer: "abandoned",
+                                    table: .postbacks
+                                )
+                            )
+                            signal.yield()
+                            try await Task.sleep(for: .milliseconds(300))
+                            throw Abandoned()
+                        }
+                    }
+                }
+                group.addTask {
+                    for await _ in begun { break }
+                    try await shared.withSQL("keep", .write) { sql in
+                        try await sql.execute(
+                            ExportCursorsSQL.save(ExportCursor("sqlite:2"), consumer: "kept", table: .postbacks)
+                        )
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await shared.exportCursor(consumer: "kept", table: .postbacks) != nil)
+            #expect(try await shared.exportCursor(consumer: "abandoned", table: .postbacks) == nil)
+        }
+    }
+
+    @Test(
         "a valid postback whose dedup digest another key already holds is quarantined, never a duplicate",
         arguments: TestEngine.available
     )

@@ -71,7 +71,8 @@ enum AggregateSQL {
         """
         INSERT INTO aggregate_daily_intake (date, quarantined, duplicates, conflicts)
         SELECT day, SUM(quarantined), SUM(duplicates), SUM(conflicts) FROM (
-            SELECT \(SQLQuery.receivedDay) AS day, received_count AS quarantined, 0 AS duplicates, 0 AS conflicts FROM quarantine
+            SELECT \(SQLQuery.receivedDay) AS day, received_count AS quarantined, 0 AS duplicates, 0 AS conflicts
+            FROM quarantine
             UNION ALL
             SELECT \(SQLQuery.receivedDay), 0, 1, CASE WHEN conflict THEN 1 ELSE 0 END FROM sightings
         ) AS intake
@@ -92,6 +93,13 @@ enum AggregateSQL {
         GROUP BY date, fine_value
         """
     }
+
+    /// The revenue columns' sums, exact (``exactSum(_:scale:)``): the minimum, the maximum and
+    /// the estimate.
+    static let revenueSums = [
+        exactSum("revenue_min", scale: "1000000"), exactSum("revenue_max", scale: "1000000"),
+        exactSum("revenue_estimate", scale: "2000000"),
+    ].joined(separator: ", ")
 
     /// A sum of currency amounts exact to `scale`, in SQL both engines read: micros (`1000000`)
     /// or half-micros (`2000000`, for an estimate, which a midpoint can end on).
@@ -138,7 +146,8 @@ enum AggregateSQL {
         selection: DaySelection
     ) -> SQLQuery {
         """
-        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models, postbackd_version, dimensions, whole)
+        INSERT INTO aggregate_runs (run_at, first_day, last_day, days, postbacks, revenue_estimate, models,
+            postbackd_version, dimensions, whole)
         VALUES (\(UTCInstant.now()), \(summary.days.first), \(summary.days.last), \(summary.days.count),
             \(summary.postbacks), \(summary.policy.rawValue), \(modelsJSON(stored))\(sqlite: "", postgres: "::jsonb"),
             \(PostbackdVersion.current), \(AggregateDimension.columnList), \(selection == .all))

@@ -19,8 +19,8 @@ extension PostbackStorage {
                     let expired = token.expiresAt.milliseconds <= receivedAtMs
                     let state = expired ? AppleAdsTokenState.expired : AppleAdsTokenState.pending
                     return """
-                        (\(token.sha256), \(expired ? nil : token.token), \(token.appID), \(token.obtainedAt.milliseconds),
-                            \(receivedAtMs), \(state.rawValue), \(receivedAtMs), \(expired ? receivedAtMs : nil))
+                        (\(token.sha256), \(expired ? nil : token.token), \(token.appID),
+                            \(token.obtainedAt.milliseconds), \(receivedAtMs), \(state.rawValue), \(receivedAtMs), \(expired ? receivedAtMs : nil))
                         """
                 }
                 try await sql.forEachRow(
@@ -142,7 +142,10 @@ extension AppleAdsTokenQueue {
     package func nextAppleAdsTokenDue() async throws -> Int64? {
         try await withSQL("read the next Apple Ads token due", .statement) { sql in
             try await sql.row(
-                "SELECT min(\(SQLQuery.greatest("due_ms", "lease_until_ms"))) FROM apple_ads_tokens WHERE state = 'pending'"
+                """
+                SELECT min(\(SQLQuery.greatest("due_ms", "lease_until_ms"))) FROM apple_ads_tokens
+                WHERE state = 'pending'
+                """
             )?.optionalInt64(0)
         }
     }

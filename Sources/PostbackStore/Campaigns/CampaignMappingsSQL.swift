@@ -12,6 +12,11 @@ enum CampaignMappingsSQL {
         ORDER BY \(SQLQuery.bytewise("ad_network_id")), \(SQLQuery.bytewise("source_identifier")), valid_from NULLS FIRST, line
         """
 
+    /// A row of ``select`` as the mapping in force (aggregate's).
+    static func mapping(_ row: SQLRow) throws -> CampaignMapping {
+        try stored(row).mapping
+    }
+
     static func stored(_ row: SQLRow) throws -> StoredCampaignMapping {
         StoredCampaignMapping(
             mapping: CampaignMapping(

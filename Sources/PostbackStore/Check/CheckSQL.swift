@@ -18,30 +18,37 @@ extension CheckableStore {
 
     package func checkRows(_ table: CheckedTable, after: Int64, limit: Int) async throws -> [CheckedRow] {
         try await withSQL("read the \(table.rawValue)", .statement) { sql in
-            let rows = try await sql.rows(
-                "SELECT \(raw: CheckSQL.rows(table)) FROM \(raw: table.rawValue) WHERE id > \(after) ORDER BY id LIMIT \(limit)"
-            )
-            return try rows.map { row in
-                switch table {
-                case .postbacks:
-                    CheckedRow(
-                        id: try row.int64(0),
-                        key: (
-                            try row.string(1), try row.string(2), try row.string(3), try row.string(4),
-                            try row.int64(5)
-                        ),
-                        dedupKey: try row.optionalBytes(6),
-                        raw: try row.optionalBytes(7),
-                        rawSHA256: try row.optionalBytes(8) ?? []
-                    )
-                case .sightings, .quarantine:
-                    CheckedRow(
-                        id: try row.int64(0),
-                        raw: try row.optionalBytes(1),
-                        rawSHA256: try row.optionalBytes(2) ?? []
-                    )
-                }
+            var rows: [CheckedRow] = []
+            rows.reserveCapacity(limit)
+            try await sql.forEachRow(
+                """
+                SELECT \(raw: CheckSQL.rows(table)) FROM \(raw: table.rawValue)
+                WHERE id > \(after) ORDER BY id LIMIT \(limit)
+                """
+            ) { row in
+                let checked =
+                    switch table {
+                    case .postbacks:
+                        CheckedRow(
+                            id: try row.int64(0),
+                            key: (
+                                try row.string(1), try row.string(2), try row.string(3), try row.string(4),
+                                try row.int64(5)
+                            ),
+                            dedupKey: try row.optionalBytes(6),
+                            raw: try row.optionalBytes(7),
+                            rawSHA256: try row.optionalBytes(8) ?? []
+                        )
+                    case .sightings, .quarantine:
+                        CheckedRow(
+                            id: try row.int64(0),
+                            raw: try row.optionalBytes(1),
+                            rawSHA256: try row.optionalBytes(2) ?? []
+                        )
+                    }
+                rows.append(checked)
             }
+            return rows
         }
     }
 

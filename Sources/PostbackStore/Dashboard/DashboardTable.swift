@@ -45,11 +45,12 @@ struct DashboardTable: Hashable, Sendable {
         return [
             """
             INSERT INTO \(raw: name) (\(raw: keys), \(raw: GroupMetrics.countColumns))
-            SELECT \(raw: keys), \(raw: GroupMetrics.countSums) FROM \(raw: summedFrom) WHERE \(condition) GROUP BY \(raw: keys)
+            SELECT \(raw: keys), \(raw: GroupMetrics.countSums) FROM \(raw: summedFrom)
+            WHERE \(condition) GROUP BY \(raw: keys)
             """,
             """
             INSERT INTO \(raw: name)_revenue (\(raw: keys), currency, revenue_min, revenue_max, revenue_estimate)
-            SELECT \(raw: keys), currency, \(raw: AggregateSQL.exactSum("revenue_min", scale: "1000000")), \(raw: AggregateSQL.exactSum("revenue_max", scale: "1000000")), \(raw: AggregateSQL.exactSum("revenue_estimate", scale: "2000000"))
+            SELECT \(raw: keys), currency, \(raw: AggregateSQL.revenueSums)
             FROM \(raw: summedFrom)_revenue WHERE \(condition) GROUP BY \(raw: keys), currency
             """,
         ]

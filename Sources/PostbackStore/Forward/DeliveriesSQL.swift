@@ -15,8 +15,8 @@ extension DeliveryQueue {
                     outcome -> SQLQuery in
                     """
                     (\(outcome.destination), \(outcome.postbackID), \(outcome.state.rawValue), \(outcome.attempts),
-                        \(outcome.firstAttemptMs), \(outcome.lastAttemptMs), \(outcome.nextAttemptMs), \(outcome.status ?? 0),
-                        \(outcome.answer ?? ""))
+                        \(outcome.firstAttemptMs), \(outcome.lastAttemptMs), \(outcome.nextAttemptMs),
+                        \(outcome.status ?? 0), \(outcome.answer ?? ""))
                     """
                 }
                 // Only the lease's holder records: a recorded delivery has no holder, so the
@@ -25,8 +25,8 @@ extension DeliveryQueue {
                 // instead of the primary key.)
                 try await sql.execute(
                     """
-                    WITH o (destination, postback_id, state, attempts, first_attempt_ms, last_attempt_ms, next_attempt_ms,
-                        last_status, last_answer) AS (VALUES \(list: rows))
+                    WITH o (destination, postback_id, state, attempts, first_attempt_ms, last_attempt_ms,
+                        next_attempt_ms, last_status, last_answer) AS (VALUES \(list: rows))
                     UPDATE deliveries SET state = o.state, attempts = o.attempts, first_attempt_ms = o.first_attempt_ms,
                         last_attempt_ms = o.last_attempt_ms, next_attempt_ms = o.next_attempt_ms,
                         last_status = NULLIF(o.last_status, 0), last_answer = NULLIF(o.last_answer, ''),

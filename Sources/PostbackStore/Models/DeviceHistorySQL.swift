@@ -27,7 +27,8 @@ extension PostbackStorage {
                 }
                 try await sql.forEachRow(
                     """
-                    INSERT INTO conversion_value_devices (app_id, device, first_call_ms, last_call_ms, last_request, history)
+                    INSERT INTO conversion_value_devices
+                        (app_id, device, first_call_ms, last_call_ms, last_request, history)
                     VALUES \(list: rows)
                     ON CONFLICT (app_id, device) DO UPDATE SET app_id = excluded.app_id
                     RETURNING app_id, device, first_call_ms, last_call_ms, last_request, history
@@ -63,13 +64,14 @@ extension PostbackStorage {
             for chunk in Self.chunks(kept, rowsOf: 6) {
                 let rows = chunk.map { key, history -> SQLQuery in
                     """
-                    (\(key.appID), \(key.device), \(history.firstCallAt.milliseconds), \(history.lastCallAt.milliseconds),
-                        \(history.lastRequest), \(history.storedJSON))
+                    (\(key.appID), \(key.device), \(history.firstCallAt.milliseconds),
+                        \(history.lastCallAt.milliseconds), \(history.lastRequest), \(history.storedJSON))
                     """
                 }
                 try await sql.execute(
                     """
-                    INSERT INTO conversion_value_devices (app_id, device, first_call_ms, last_call_ms, last_request, history)
+                    INSERT INTO conversion_value_devices
+                        (app_id, device, first_call_ms, last_call_ms, last_request, history)
                     VALUES \(list: rows)
                     ON CONFLICT (app_id, device) DO UPDATE SET first_call_ms = excluded.first_call_ms,
                         last_call_ms = excluded.last_call_ms, last_request = excluded.last_request,
@@ -86,7 +88,8 @@ extension PostbackStorage {
                     DELETE FROM conversion_value_devices WHERE (app_id, device) IN (
                         SELECT app_id, device FROM conversion_value_devices
                         WHERE first_call_ms <= \(latest.milliseconds - DeviceHistory.retentionMilliseconds)
-                        LIMIT \(raw: String(DeviceHistory.pruneBatch))\(sqlite: "", postgres: " FOR UPDATE SKIP LOCKED"))
+                        LIMIT \(raw: String(DeviceHistory.pruneBatch))
+                        \(sqlite: "", postgres: "FOR UPDATE SKIP LOCKED"))
                     """
                 )
             }

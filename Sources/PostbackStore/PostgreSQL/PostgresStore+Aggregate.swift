@@ -2,6 +2,9 @@ import NIOCore
 import PostbackKit
 import PostgresNIO
 
+/// `aggregate` on PostgreSQL, its own: a day's postbacks read on a second connection while the
+/// first writes the day before, as multi-row array inserts; the statements around them are
+/// ``AggregateSQL``'s.
 extension PostgresStore {
     /// Recomputes the days in one transaction, serialized with other `aggregate` runs by an
     /// advisory lock. The server groups identical postbacks (every column aggregation reads)
@@ -24,7 +27,10 @@ extension PostgresStore {
             let stored = try await PostgresSQL(connection: connection, logger: logger).rows(ModelsSQL.current)
                 .map(ModelsSQL.stored)
             let models = ConversionModels(stored.map(\.model))
-            let campaigns = CampaignMappings(try await Self.campaignMappings(connection, logger: logger))
+            let campaigns = CampaignMappings(
+                try await PostgresSQL(connection: connection, logger: logger).rows(CampaignMappingsSQL.select)
+                    .map(CampaignMappingsSQL.mapping)
+            )
             try await Self.deleteRows(selection, connection, logger: logger)
             var summary = try await client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
                 try await Self.readOnly(reader, logger: logger) {

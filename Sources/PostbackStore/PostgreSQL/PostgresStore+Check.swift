@@ -1,6 +1,7 @@
 import PostbackKit
 import PostgresNIO
 
+/// `check`'s engine check on PostgreSQL, its own: the `amcheck` extension.
 extension PostgresStore {
     /// `amcheck`'s `bt_index_check` on each B-tree index of postbackd's schema, where the
     /// extension is installed and this user may run it; otherwise skipped, saying why.

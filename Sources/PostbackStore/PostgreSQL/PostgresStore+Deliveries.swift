@@ -18,13 +18,9 @@ extension PostgresStore {
                 "SELECT pg_advisory_xact_lock(hashtextextended(\("postbackd " + route.consumer), 0))",
                 logger: logger
             )
-            var position: String?
-            for try await text in try await connection.send(
-                "SELECT position FROM export_cursors WHERE consumer = \(route.consumer) AND table_name = 'postbacks'",
-                logger: logger
-            ).decode(String.self) {
-                position = text
-            }
+            let sql = PostgresSQL(connection: connection, logger: logger)
+            let position = try await sql.row(ExportCursorsSQL.select(consumer: route.consumer, table: .postbacks))?
+                .string(0)
             let after = try Self.exportPosition(position.map(ExportCursor.init))
             let foreign = try await Self.foreignTransactions(connection, logger: logger)
             let bound = try await Self.snapshotBound(connection, after: after, excluding: foreign, logger: logger)
@@ -48,14 +44,8 @@ extension PostgresStore {
                 logger: logger
             )
             for try await count in rows.decode(Int64.self) { added = Int(count) }
-            try await connection.send(
-                """
-                INSERT INTO export_cursors (consumer, table_name, position, updated_at)
-                VALUES (\(route.consumer), 'postbacks', \("postgres:" + bound), now())
-                ON CONFLICT (consumer, table_name) DO UPDATE SET position = EXCLUDED.position,
-                    updated_at = EXCLUDED.updated_at
-                """,
-                logger: logger
+            try await sql.execute(
+                ExportCursorsSQL.save(ExportCursor("postgres:" + bound), consumer: route.consumer, table: .postbacks)
             )
             return (added, false)
         }

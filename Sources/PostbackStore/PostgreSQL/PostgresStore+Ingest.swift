@@ -49,6 +49,8 @@ struct PendingWrites {
     var isEmpty: Bool { read == 0 }
 }
 
+/// Ingest and `serve`'s receipts on PostgreSQL, its own: a transaction's postbacks, sightings,
+/// conflicts and quarantine as one multi-row array insert per table (`unnest`), retried whole.
 extension PostgresStore {
     package func withIngestSession<Result>(
         _ body: (any IngestSession) async throws -> Result

@@ -5,7 +5,7 @@ import PostbackKit
 import PostgresNIO
 
 /// ``SQLDatabase`` on PostgreSQL: each statement on the connection of the transaction
-/// ``PostgresStore/withSQL(_:_:_:)`` runs, through the store's `send` (its time limit
+/// ``PostgresStore/withSQL(_:_:retry:_:)`` runs, through the store's `send` (its time limit
 /// and its watch for a lost connection).
 struct PostgresSQL: SQLDatabase {
     let connection: PostgresConnection

@@ -331,7 +331,8 @@ struct ReportSQL {
         let (prefix, group, order) = grouping
         if query.events {
             return """
-                SELECT \(prefix)\(Self.integerSum("occurrences_min")), \(Self.integerSum("occurrences_max")), \(Self.integerSum("postbacks"))
+                SELECT \(prefix)\(Self.integerSum("occurrences_min")), \(Self.integerSum("occurrences_max")),
+                    \(Self.integerSum("postbacks"))
                 FROM aggregate_daily_events \(filter) \(group) \(order)
                 """
         }
@@ -349,7 +350,7 @@ struct ReportSQL {
         let table = query.events ? "aggregate_daily_event_revenue" : source.table + "_revenue"
         let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
         return """
-            SELECT \(prefix)currency, \(raw: AggregateSQL.exactSum("revenue_min", scale: "1000000")), \(raw: AggregateSQL.exactSum("revenue_max", scale: "1000000")), \(raw: AggregateSQL.exactSum("revenue_estimate", scale: "2000000"))
+            SELECT \(prefix)currency, \(raw: AggregateSQL.revenueSums)
             FROM \(raw: table) \(filter) GROUP BY \(raw: positions)
             """
     }
@@ -374,7 +375,8 @@ struct ReportSQL {
     var intake: SQLQuery {
         precondition(query.dateBasis == .received && query.appIDs.isEmpty && query.adNetworkIDs.isEmpty)
         return """
-            SELECT \(Self.expression(.date)), \(Self.integerSum("quarantined")), \(Self.integerSum("duplicates")), \(Self.integerSum("conflicts"))
+            SELECT \(Self.expression(.date)), \(Self.integerSum("quarantined")), \(Self.integerSum("duplicates")),
+                \(Self.integerSum("conflicts"))
             FROM aggregate_daily_intake \(filter) GROUP BY 1 ORDER BY 1
             """
     }

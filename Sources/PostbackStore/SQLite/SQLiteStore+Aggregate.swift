@@ -1,6 +1,8 @@
 import GRDB
 import PostbackKit
 
+/// `aggregate` on SQLite, its own: a day's postbacks read and its rows written through SQLite's C
+/// API (prepared statements bound in place); the statements around them are ``AggregateSQL``'s.
 extension SQLiteStore {
     /// Reads each day's postbacks through SQLite's C API and replaces the days' rows in one
     /// `BEGIN IMMEDIATE` transaction.
@@ -16,7 +18,9 @@ extension SQLiteStore {
                 summary.policy = policy
                 let stored = try SQLiteSQL.rows(db, ModelsSQL.current).map(ModelsSQL.stored)
                 let models = ConversionModels(stored.map(\.model))
-                let campaigns = CampaignMappings(try Self.campaignMappings(db))
+                let campaigns = CampaignMappings(
+                    try SQLiteSQL.rows(db, CampaignMappingsSQL.select).map(CampaignMappingsSQL.mapping)
+                )
                 let days = try Self.days(selection, db)
                 summary.days = days
                 var unmodelled = Set<Int64>()

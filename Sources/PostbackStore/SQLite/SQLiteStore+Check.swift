@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import PostbackKit
 
+/// `check`'s engine check on SQLite, its own: `PRAGMA integrity_check` (or `quick_check`).
 extension SQLiteStore {
     package func checkEngine(quick: Bool) throws -> EngineCheck {
         let name = quick ? "quick_check" : "integrity_check"

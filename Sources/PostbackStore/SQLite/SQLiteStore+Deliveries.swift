@@ -9,11 +9,8 @@ extension SQLiteStore {
 
     package func discoverDeliveries(_ route: DeliveryRoute, nowMs: Int64) throws -> (added: Int, more: Bool) {
         try queue.write { db in
-            let position = try String.fetchOne(
-                db,
-                sql: "SELECT position FROM export_cursors WHERE consumer = ? AND table_name = 'postbacks'",
-                arguments: [route.consumer]
-            )
+            let position = try SQLiteSQL.rows(db, ExportCursorsSQL.select(consumer: route.consumer, table: .postbacks))
+                .first?.string(0)
             let after = try Self.exportPosition(position.map(ExportCursor.init))
             let last = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM postbacks") ?? 0
             // At most a batch of rows: ids are dense enough that this bounds the work.
@@ -42,13 +39,9 @@ extension SQLiteStore {
             sql += " ON CONFLICT DO NOTHING"
             try db.execute(sql: sql, arguments: arguments)
             let added = db.changesCount
-            try db.execute(
-                sql: """
-                    INSERT INTO export_cursors (consumer, table_name, position, updated_at) VALUES (?, 'postbacks', ?, ?)
-                    ON CONFLICT (consumer, table_name) DO UPDATE SET position = excluded.position,
-                        updated_at = excluded.updated_at
-                    """,
-                arguments: [route.consumer, "sqlite:\(bound)", UTCInstant.now().iso8601]
+            try SQLiteSQL.execute(
+                db,
+                ExportCursorsSQL.save(ExportCursor("sqlite:\(bound)"), consumer: route.consumer, table: .postbacks)
             )
             return (added, bound < last)
         }

@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import PostbackKit
+import Synchronization
 
 /// ``SQLDatabase`` on SQLite: each statement on the store's one connection, inside the
-/// transaction ``SQLiteStore/withSQL(_:_:_:)`` began.
+/// transaction ``SQLiteStore/withSQL(_:_:retry:_:)`` began.
 struct SQLiteSQL: SQLDatabase {
     let queue: DatabaseQueue
 
@@ -78,7 +79,9 @@ struct SQLiteSQL: SQLDatabase {
 }
 
 extension SQLiteStore {
-    /// One transaction on the store's connection (see ``SQLAccess``). Inside ingest's open
+    /// One transaction on the store's connection (see ``SQLAccess``), which it holds until the
+    /// transaction ends: another task's transaction waits for its turn (GRDB's queue
+    /// serializes each access, not a transaction of several). Inside ingest's open
     /// transaction, `body` runs in that one.
     package func withSQL<Result: Sendable>(
         _ what: String,
@@ -86,6 +89,8 @@ extension SQLiteStore {
         retry: SQLRetry,
         _ body: (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
+        await turn.acquire()
+        defer { turn.release() }
         let began = try queue.inDatabase { db -> Bool in
             if db.isInsideTransaction { return false }
             switch access {
@@ -103,5 +108,38 @@ extension SQLiteStore {
             if began { try? queue.inDatabase { db in try db.execute(sql: "ROLLBACK") } }
             throw error
         }
+    }
+}
+
+/// Turns at one connection: one holder at a time, the others waiting in order, suspended (a
+/// waiting task holds no thread).
+final class ConnectionTurn: Sendable {
+    private let state = Mutex<(held: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    /// Waits until the connection is this task's.
+    func acquire() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                guard state.held else {
+                    state.held = true
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Hands the connection to the next task waiting, if any.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.held = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
     }
 }

@@ -10,12 +10,19 @@ import PostbackKit
 /// postback ever reaches `postbacks`, so a forged copy can never claim a key before the genuine
 /// one arrives.
 ///
-/// `Sendable`: its one connection (GRDB's `DatabaseQueue`) serializes every access, and what an
-/// ingest run has not committed lives in its ``SQLiteIngestSession``, not here.
+/// Its own, beyond the statements written once for both engines: ingest's and `serve`'s writes
+/// bind through SQLite's C API into cached statements (the ingest path's speed), as do
+/// aggregate's reads and rows; claims rely on its one writer; an export cursor is a row id.
+///
+/// `Sendable`: its one connection (GRDB's `DatabaseQueue`) serializes every access, a
+/// transaction of several holds it until it ends (``ConnectionTurn``), and what an ingest run
+/// has not committed lives in its ``SQLiteIngestSession``, not here.
 package final class SQLiteStore: StoreEngine {
     package let queue: DatabaseQueue
     package let location: StoreLocation
     package let devicePrune = PruneSchedule()
+    /// Whose transaction the connection holds (``withSQL(_:_:retry:_:)``).
+    let turn = ConnectionTurn()
 
     /// `serve`'s checkpoints, off the commit path.
     private let checkpointer: WALCheckpointer?

@@ -17,23 +17,35 @@ extension PostbackStorage {
         let prune = devicePrune.isDue(at: latest.milliseconds, every: DeviceHistory.pruneIntervalMilliseconds)
         // Durable when this returns, as `receive` (a store that receives flushes its commits).
         return try await withSQL("record conversion value calls", .write, retry: .answering) { sql in
-            // Every device's row, locked: an empty one made for a new device, the stored one
-            // otherwise (`DO UPDATE` locks it even as another server deletes or prunes it, and
-            // returns it). Another server recording the same device waits for this transaction.
+            // Every device's stored row. PostgreSQL locks each one, making an empty one for a
+            // new device (`DO UPDATE` locks it even as another server deletes or prunes it, and
+            // returns it), so that another server recording the same device waits for this
+            // transaction; SQLite's write transaction already excludes every other writer, so
+            // it reads them, sparing each row a second write.
             var known: [DeviceKey: DeviceHistory?] = [:]
             for chunk in Self.chunks(keys, rowsOf: 4) {
-                let rows = chunk.map { key -> SQLQuery in
-                    "(\(key.appID), \(key.device), 0, 0, \([UInt8]()), '')"
+                let read: SQLQuery
+                switch sql.dialect {
+                case .sqlite:
+                    let rows = chunk.map { key -> SQLQuery in "(\(key.appID), \(key.device))" }
+                    read = """
+                        WITH k (app_id, device) AS (VALUES \(list: rows))
+                        SELECT d.app_id, d.device, d.first_call_ms, d.last_call_ms, d.last_request, d.history
+                        FROM k JOIN conversion_value_devices d ON d.app_id = k.app_id AND d.device = k.device
+                        """
+                case .postgres:
+                    let rows = chunk.map { key -> SQLQuery in
+                        "(\(key.appID), \(key.device), 0, 0, \([UInt8]()), '')"
+                    }
+                    read = """
+                        INSERT INTO conversion_value_devices
+                            (app_id, device, first_call_ms, last_call_ms, last_request, history)
+                        VALUES \(list: rows)
+                        ON CONFLICT (app_id, device) DO UPDATE SET app_id = excluded.app_id
+                        RETURNING app_id, device, first_call_ms, last_call_ms, last_request, history
+                        """
                 }
-                try await sql.forEachRow(
-                    """
-                    INSERT INTO conversion_value_devices
-                        (app_id, device, first_call_ms, last_call_ms, last_request, history)
-                    VALUES \(list: rows)
-                    ON CONFLICT (app_id, device) DO UPDATE SET app_id = excluded.app_id
-                    RETURNING app_id, device, first_call_ms, last_call_ms, last_request, history
-                    """
-                ) { row in
+                try await sql.forEachRow(read) { row in
                     // An empty row (just made) reads as no history.
                     known[DeviceKey(appID: try row.int64(0), device: try row.bytes(1))] = DeviceHistory(
                         storedJSON: try row.string(5),

@@ -111,10 +111,7 @@ struct SQLiteRowReader {
 
     /// Moves to the next row; false after the last.
     func next(_ db: Database) throws -> Bool {
-        let code = sqlite3_step(statement)
-        if code == SQLITE_ROW { return true }
-        if code == SQLITE_DONE { return false }
-        throw stepError(statement, code)
+        try SQLiteStep.next(statement)
     }
 
     func int64(_ column: Int32) -> Int64? {
@@ -139,6 +136,17 @@ struct SQLiteRowReader {
         let count = Int(sqlite3_column_bytes(statement, column))
         guard count == expected.utf8CodeUnitCount else { return false }
         return memcmp(bytes, expected.utf8Start, count) == 0
+    }
+}
+
+/// Stepping a statement through SQLite's C API.
+enum SQLiteStep {
+    /// Moves `statement` to its next row; false after the last.
+    static func next(_ statement: OpaquePointer) throws(DatabaseError) -> Bool {
+        let code = sqlite3_step(statement)
+        if code == SQLITE_ROW { return true }
+        if code == SQLITE_DONE { return false }
+        throw stepError(statement, code)
     }
 }
 

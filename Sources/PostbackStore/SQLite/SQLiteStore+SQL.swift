@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import PostbackKit
 import Synchronization
 
@@ -18,12 +19,36 @@ struct SQLiteSQL: SQLDatabase {
     /// (aggregate) that run a written-once statement inside their transaction.
     static func forEachRow(_ db: Database, _ query: SQLQuery, _ body: (SQLRow) throws -> Void) throws {
         let (sql, values) = query.rendered(for: .sqlite)
-        // A cursor, each row read once into its values (no array of GRDB rows first), in one
-        // buffer that `body` leaves uniquely referenced unless it keeps the row.
-        let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments(values))
+        // Stepped and read through SQLite's C API, each column once straight into its value
+        // (GRDB's rows would make a `DatabaseValue`, and copy a blob twice), in one buffer that
+        // `body` leaves uniquely referenced unless it keeps the row.
+        let statement = try db.makeStatement(sql: sql)
+        try statement.setArguments(arguments(values))
+        let handle = statement.sqliteStatement
+        let columns = sqlite3_column_count(handle)
         var row = SQLRow([])
-        while let next = try cursor.next() {
-            Self.read(next, into: &row.values)
+        row.values.reserveCapacity(Int(columns))
+        while try SQLiteStep.next(handle) {
+            row.values.removeAll(keepingCapacity: true)
+            for column in 0..<columns {
+                switch sqlite3_column_type(handle, column) {
+                case SQLITE_INTEGER: row.values.append(.integer(sqlite3_column_int64(handle, column)))
+                case SQLITE_FLOAT: row.values.append(.real(sqlite3_column_double(handle, column)))
+                case SQLITE_TEXT:
+                    let count = Int(sqlite3_column_bytes(handle, column))
+                    let text = sqlite3_column_text(handle, column).map {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+                    }
+                    row.values.append(text.map(SQLValue.text) ?? .null)
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(handle, column))
+                    let bytes = sqlite3_column_blob(handle, column).map {
+                        Array(UnsafeRawBufferPointer(start: $0, count: count))
+                    }
+                    row.values.append(.blob(bytes ?? []))
+                default: row.values.append(.null)
+                }
+            }
             try body(row)
         }
     }
@@ -60,21 +85,6 @@ struct SQLiteSQL: SQLDatabase {
                 }
             }
         )
-    }
-
-    /// `row`'s values, replacing those of `values`.
-    static func read(_ row: Row, into values: inout [SQLValue]) {
-        values.removeAll(keepingCapacity: true)
-        for index in 0..<row.count {
-            let value: DatabaseValue = row[index]
-            switch value.storage {
-            case .null: values.append(.null)
-            case .int64(let value): values.append(.integer(value))
-            case .double(let value): values.append(.real(value))
-            case .string(let value): values.append(.text(value))
-            case .blob(let value): values.append(.blob(Array(value)))
-            }
-        }
     }
 }
 

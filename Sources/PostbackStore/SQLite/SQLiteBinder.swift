@@ -87,6 +87,20 @@ struct SQLiteBinder {
         bytes.withUnsafeBytes { bindBlob($0) }
     }
 
+    /// Binds a written-once statement's value (``SQLQuery``), as SQLite stores it.
+    mutating func bind(_ value: SQLValue) {
+        switch value {
+        case .null: bind(nil as Int64?)
+        case .integer(let value): bind(value)
+        case .real(let value): bind(value)
+        case .text(let value): bind(value)
+        case .blob(let value): value.withUnsafeBytes { bindBlob($0) }
+        case .boolean(let value): bind(value)
+        case .instant(let value): value.withISO8601Bytes { bindText($0) }
+        case .day(let value): bind(value.description)
+        }
+    }
+
     /// Runs the statement; returns the number of rows it changed.
     func step(_ db: Database) throws -> Int {
         let code = sqlite3_step(statement)

@@ -22,8 +22,7 @@ struct SQLiteSQL: SQLDatabase {
         // Stepped and read through SQLite's C API, each column once straight into its value
         // (GRDB's rows would make a `DatabaseValue`, and copy a blob twice), in one buffer that
         // `body` leaves uniquely referenced unless it keeps the row.
-        let statement = try db.makeStatement(sql: sql)
-        try statement.setArguments(arguments(values))
+        let statement = try prepare(db, sql, values)
         let handle = statement.sqliteStatement
         let columns = sqlite3_column_count(handle)
         var row = SQLRow([])
@@ -63,28 +62,22 @@ struct SQLiteSQL: SQLDatabase {
     /// Runs `query` on `db`, inside the engine's own transaction.
     static func execute(_ db: Database, _ query: SQLQuery) throws {
         let (sql, values) = query.rendered(for: .sqlite)
-        try db.execute(sql: sql, arguments: arguments(values))
+        let statement = try prepare(db, sql, values)
+        while try SQLiteStep.next(statement.sqliteStatement) {}
+    }
+
+    /// `sql` prepared on `db` (not cached: a written-once statement's text varies with its
+    /// lists), its values bound through SQLite's C API (GRDB's `StatementArguments` would box
+    /// each one first).
+    private static func prepare(_ db: Database, _ sql: String, _ values: [SQLValue]) throws -> Statement {
+        let statement = try db.makeStatement(sql: sql)
+        var binder = SQLiteBinder(statement)
+        for value in values { binder.bind(value) }
+        return statement
     }
 
     func execute(_ query: SQLQuery) throws {
         try queue.inDatabase { db in try Self.execute(db, query) }
-    }
-
-    static func arguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(
-            values.map { value -> (any DatabaseValueConvertible)? in
-                switch value {
-                case .null: nil
-                case .integer(let value): value
-                case .real(let value): value
-                case .text(let value): value
-                case .blob(let value): Data(value)
-                case .boolean(let value): value ? Int64(1) : Int64(0)
-                case .instant(let value): value.iso8601
-                case .day(let value): value.description
-                }
-            }
-        )
     }
 }
 

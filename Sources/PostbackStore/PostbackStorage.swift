@@ -242,7 +242,7 @@ package struct QuarantinedEntry: Sendable {
     package var result: VerificationResult
 }
 
-/// A conversion model as stored: the current one for its app.
+/// A conversion model as stored: one of its app's timeline (``ConversionModels``).
 package struct StoredModel: Sendable {
     package var model: ConversionModel
     /// SHA-256 of the model's JSON text.
@@ -252,6 +252,16 @@ package struct StoredModel: Sendable {
     package var addedAt: String
     /// The app's bundle identifier, when recorded (`models add --bundle-id`).
     package var bundleID: String?
+    /// When it is in force from; nil: from the beginning. The first model of a timeline is in
+    /// force from the beginning whatever this says.
+    package var effectiveFrom: UTCInstant?
+    /// The postbacks it decodes.
+    package var conversionType: ModelConversionType = .install
+
+    /// As its timeline holds it.
+    package var timelineModel: TimelineModel {
+        TimelineModel(model, effectiveFrom: effectiveFrom, conversionType: conversionType)
+    }
 }
 
 extension StoredModel {
@@ -282,13 +292,56 @@ package struct BundleIDConflict: CodedError {
 }
 
 /// What adding a model did.
-package enum ModelAddOutcome: String, Sendable, Hashable {
-    /// The app had no model.
+package enum ModelAddOutcome: Sendable, Hashable {
+    /// The app had no model of the conversion type: this one is in force from the beginning.
     case added
-    /// The app's model changed; the old one is kept with `replaced_at`.
+    /// A later model: in force from `effectiveFrom` until the next one's.
+    case scheduled
+    /// Another model was in force from the same time; it is kept with `replaced_at`, out of
+    /// the timeline.
     case replaced
-    /// The same model was already current.
+    /// The same model was already in force from that time (or, without a time, is the newest).
     case unchanged
+
+    package var text: String {
+        switch self {
+        case .added: "added"
+        case .scheduled: "added to the timeline"
+        case .replaced: "replaced"
+        case .unchanged: "unchanged"
+        }
+    }
+}
+
+/// When a model added to a timeline is in force from.
+package enum ModelEffectiveTime: Sendable, Hashable {
+    /// From the beginning: it takes the place of the timeline's first model.
+    case beginning
+    case at(UTCInstant)
+
+    /// `beginning`, a day (its start, UTC) or an ISO 8601 instant.
+    package init?(_ text: String) {
+        if text == "beginning" {
+            self = .beginning
+        } else if let instant = UTCInstant(iso8601: text) {
+            self = .at(instant)
+        } else {
+            return nil
+        }
+    }
+}
+
+/// What adding a model did, and which days received it changes.
+package struct ModelAddResult: Sendable, Hashable {
+    package var outcome: ModelAddOutcome
+    package var effectiveFrom: UTCInstant?
+    package var conversionType: ModelConversionType
+    /// The first and last day received whose decoding (or `model_ambiguous` count) the model
+    /// changes: every day when `everyDay`; from the beginning to `to` when `from` is nil; from
+    /// `from` on when `to` is nil.
+    package var everyDay = false
+    package var from: UTCDay?
+    package var to: UTCDay?
 }
 
 /// What a report sums: the period and the grouping.

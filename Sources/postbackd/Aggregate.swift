@@ -5,15 +5,16 @@ import PostbackStore
 extension Postbackd {
     struct Aggregate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Recompute the daily aggregate rows from the stored postbacks and the current models.",
+            abstract: "Recompute the daily aggregate rows from the stored postbacks and the apps' models.",
             discussion: """
                 Groups each UTC day's postbacks (by received_at) by date, app, ad network, source \
                 identifier, source app, source domain, version, fidelity type, redownload, did-win, \
                 sequence index and country, and counts postbacks, installs, redownloads, non-winning, \
-                test-mode, null conversion values, unmapped and unmodelled postbacks, revenue per \
-                currency and events, decoded through each app's current model. The days' rows are \
-                replaced in one transaction: re-running gives identical rows, and after a model \
-                changes a re-run corrects history.
+                test-mode, null conversion values, unmapped, unmodelled and model-ambiguous \
+                postbacks, revenue per currency and events, each postback decoded through its app's \
+                model in force when its value was set (received_at minus 24 hours; docs/models.md). \
+                The days' rows are replaced in one transaction: re-running gives identical rows, and \
+                a model added later changes only the days it can reach (models add names them).
 
                 Nightly use: ingest the day's files, then aggregate that day:
                   postbackd ingest --received-at 2026-11-21 /data/2026-11-21/

@@ -15,7 +15,8 @@ extension Postbackd {
                 (raw as the postback's JSON text, hashes in hex, times in ISO 8601 UTC), and \
                 conversion (mapped, unmapped, null or unmodelled) with its events: name, \
                 occurrences, revenue range and estimate (--revenue-estimate) in the event's \
-                currency, through the app's current model. --table quarantine writes the \
+                currency, through the app's model in force when its value was set. --table \
+                quarantine writes the \
                 quarantined entries instead (raw also in raw_base64). Rows are read from one \
                 snapshot and streamed: memory stays flat.
 

@@ -64,11 +64,7 @@ extension Postbackd {
             if commitEvery < 1 {
                 throw ValidationError("--commit-every \(commitEvery) must be at least 1")
             }
-            if let receivedAt, UTCInstant(iso8601: receivedAt) == nil {
-                throw ValidationError(
-                    "--received-at \(receivedAt) is not an ISO 8601 date or date-time (2026-11-21 or 2026-11-21T08:00:00Z)"
-                )
-            }
+            try checkTime(receivedAt, option: "--received-at")
         }
 
         func run() async throws {

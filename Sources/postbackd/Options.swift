@@ -95,6 +95,16 @@ extension RevenueEstimatePolicy: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
 
 /// Parses `YYYY-MM-DD` for an option.
+/// Refuses a time option that is neither an ISO 8601 date nor a date-time (nor `literal`, a word
+/// it also takes).
+func checkTime(_ text: String?, option: String, orLiteral literal: String? = nil) throws {
+    guard let text, UTCInstant(iso8601: text) == nil, text != literal else { return }
+    throw ValidationError(
+        "\(option) \(text) is not an ISO 8601 date or date-time (2026-11-21 or 2026-11-21T08:00:00Z)"
+            + (literal.map { ", or \($0)" } ?? "")
+    )
+}
+
 func day(_ text: String, option: String) throws -> UTCDay {
     guard let day = UTCDay(text) else { throw ValidationError("\(option) \(text) is not a date (YYYY-MM-DD)") }
     return day

@@ -18,7 +18,8 @@ extension Postbackd {
                 attribution; empty otherwise), source_identifier_digits (2-4; empty before 4.0), and \
                 campaign, ad_group and creative (from postbackd campaigns add; empty when unmapped). \
                 Metrics: postbacks, installs, redownloads, reengagements, non_winning, test_mode, \
-                development, null_conversion_values, unmapped, unmodelled, null_rate \
+                development, null_conversion_values, unmapped, unmodelled, model_ambiguous (postbacks \
+                whose app's model changed within the span their value could have been set in), null_rate \
                 (null_conversion_values over winning postbacks), revenue per currency (min, max, \
                 estimate), and, by crowd_anonymity_tier, tier_share (each tier's share of the \
                 production postbacks that have a tier, among rows alike in their other dimensions). \

@@ -65,11 +65,7 @@ extension Postbackd {
         var paths: [String] = []
 
         func validate() throws {
-            if let receivedAt, UTCInstant(iso8601: receivedAt) == nil {
-                throw ValidationError(
-                    "--received-at \(receivedAt) is not an ISO 8601 date or date-time (2026-11-21 or 2026-11-21T08:00:00Z)"
-                )
-            }
+            try checkTime(receivedAt, option: "--received-at")
         }
 
         func run() async throws {

@@ -210,7 +210,7 @@ struct AggregateTests {
     }
 
     @Test(
-        "aggregate is idempotent, and a changed model plus a re-run corrects history",
+        "aggregate is idempotent; a later model leaves history as it was, one in place of the first plus a re-run corrects it",
         arguments: TestEngine.available
     )
     func idempotentAndCorrectable(_ engine: TestEngine) async throws {
@@ -242,8 +242,17 @@ struct AggregateTests {
             of: "\"minEventRevenue\": 5.0, \"maxEventRevenue\": 10.0",
             with: "\"minEventRevenue\": 6, \"maxEventRevenue\": 12"
         )
-        let outcome = try await ModelsJob.add(files: [try directory.write("changed.json", changed)], location: database)
+        // Added without a time, it is in force from now: the days received before keep their
+        // decoding, re-run or not.
+        let changedFile = try directory.write("changed.json", changed)
+        let later = try await ModelsJob.add(files: [changedFile], location: database)
+        #expect(later.map(\.outcome) == [.scheduled])
+        _ = try await AggregateJob.run(database, .all, policy: .midpoint)
+        #expect(try await dump() == first)
+        // In place of the first model (a mistake in it corrected), it decodes every day.
+        let outcome = try await ModelsJob.add(files: [changedFile], effectiveFrom: .beginning, location: database)
         #expect(outcome.map(\.outcome) == [.replaced])
+        #expect(outcome.first?.result.everyDay == false, "the later model still takes over from its time")
         #expect(
             try await report(database, by: "app_id", to: "2026-11-20").rows.first?.revenue["USD"]?.min == 60,
             "nothing changes before the re-run"
@@ -251,8 +260,8 @@ struct AggregateTests {
         _ = try await AggregateJob.run(database, .all, policy: .midpoint)
         let corrected = try row(try await report(database, by: "app_id", to: "2026-11-20"), .integer(111))
         #expect(corrected.revenue["USD"] == RevenueTotal(min: 62, max: 74, estimate: 68))
-        #expect(try await store.count("conversion_models") == 2)
-        #expect(try await store.count("conversion_models", where: "replaced_at IS NULL") == 1)
+        #expect(try await store.count("conversion_models") == 3)
+        #expect(try await store.count("conversion_models", where: "replaced_at IS NULL") == 2)
     }
 
     @Test("a reader never sees half of an aggregate run", arguments: TestEngine.available)

@@ -247,7 +247,15 @@ struct DashboardStoreTests {
         var written: [[String]] = []
         for sql in dump { written.append(try await store.rows(sql).sorted()) }
         #expect(written.allSatisfy { !$0.isEmpty })
-        // Back to the schema before: the tables gone, the migration not applied.
+        // Back to the schema before: the tables gone, the migration not applied (nor the one
+        // after it, undone: the model timelines and `model_ambiguous`).
+        let laterMigration = [
+            "DROP INDEX conversion_models_timeline",
+            "CREATE UNIQUE INDEX conversion_models_current ON conversion_models (app_id) WHERE replaced_at IS NULL",
+            "ALTER TABLE conversion_models DROP COLUMN conversion_type",
+            "ALTER TABLE conversion_models DROP COLUMN effective_from",
+            "ALTER TABLE aggregate_daily DROP COLUMN model_ambiguous",
+        ]
         switch engine {
         case .sqlite:
             for table in dashboardTables { try await store.execute("DROP TABLE \(table)") }
@@ -256,14 +264,16 @@ struct DashboardStoreTests {
                 "DROP TABLE aggregate_daily_totals",
                 "DROP TABLE aggregate_daily_totals_revenue",
                 "DROP TABLE aggregate_fine_value_totals",
-                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%'"
+                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%' OR identifier LIKE 'v13:%'"
             )
+            for statement in laterMigration { try await store.execute(statement) }
         case .postgres:
             try await store.execute(
                 "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue, aggregate_fine_value_totals, "
                     + dashboardTables.joined(separator: ", "),
-                "DELETE FROM postbackd_migrations WHERE version = 8"
+                "DELETE FROM postbackd_migrations WHERE version IN (8, 9)"
             )
+            for statement in laterMigration { try await store.execute(statement) }
         }
         // A command that only reads does not migrate it, and says a writer must.
         do {

@@ -46,7 +46,7 @@ struct ReportCommandTests {
         for row in rows {
             for key in [
                 "date", "app_id", "postbacks", "installs", "redownloads", "reengagements", "non_winning", "test_mode",
-                "development", "null_conversion_values", "unmapped", "unmodelled", "revenue",
+                "development", "null_conversion_values", "unmapped", "unmodelled", "model_ambiguous", "revenue",
             ] {
                 #expect(row[key] != nil, "\(key)")
             }
@@ -56,9 +56,9 @@ struct ReportCommandTests {
         #expect(records.count == rows.count)
         let header = CSV.parse(csv.standardOutput).first ?? []
         #expect(
-            Array(header.prefix(12)) == [
+            Array(header.prefix(13)) == [
                 "date", "app_id", "postbacks", "installs", "redownloads", "reengagements", "non_winning", "test_mode",
-                "development", "null_conversion_values", "unmapped", "unmodelled",
+                "development", "null_conversion_values", "unmapped", "unmodelled", "model_ambiguous",
             ]
         )
         #expect(

@@ -163,21 +163,6 @@ public enum DecodedConversionValue: Sendable, Hashable {
     case unmodelled
 }
 
-/// The current conversion models, by app.
-package struct ConversionModels: Sendable {
-    package var byApp: [Int64: ConversionModel]
-
-    package init(_ models: [ConversionModel]) {
-        byApp = Dictionary(models.map { ($0.appID, $0) }, uniquingKeysWith: { _, last in last })
-    }
-
-    /// Decodes a postback's value through its app's model.
-    package func decode(appID: Int64, value: ConversionValue?, sequenceIndex: Int) -> DecodedConversionValue {
-        guard let model = byApp[appID] else { return .unmodelled }
-        return model.decode(value, sequenceIndex: sequenceIndex)
-    }
-}
-
 /// How a point estimate of revenue is derived from its range.
 public enum RevenueEstimatePolicy: String, Sendable, Hashable, CaseIterable {
     /// The middle of the range (the default; what the largest MMPs report).

@@ -60,7 +60,11 @@ package struct VerifyJob: Sendable {
                 switch format {
                 case .text:
                     output.line(VerificationReport.textLine(entry.location, result))
-                    if let models, let decoded = VerificationReport.decodedText(result, models) { output.line(decoded) }
+                    if let models,
+                        let decoded = VerificationReport.decodedText(result, models, receivedAt: rule.fixed)
+                    {
+                        output.line(decoded)
+                    }
                     if explain, let block = VerificationReport.explanationText(result, received: received) {
                         output.line(block)
                     }

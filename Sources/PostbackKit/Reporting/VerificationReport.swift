@@ -118,11 +118,7 @@ package enum VerificationReport {
         object.add("key", result.keyName)
         object.add("warnings", strings: result.warnings)
         if let models, result.verdict == .valid, let postback = result.postback {
-            let decoded = models.decode(
-                appID: postback.appID,
-                value: postback.conversionValue,
-                sequenceIndex: postback.sequenceIndex
-            )
+            let decoded = models.decode(postback, receivedAt: received.flatMap { $0.1 == .option ? $0.0 : nil })
             object.addRaw("decoded", json: decoded.json())
         }
         let inference = Self.inference(result, received: received)
@@ -165,13 +161,14 @@ package enum VerificationReport {
     }
 
     /// `    decoded: purchase ×1–2 (USD 5.00–10.00); revenue …` under a valid postback's line.
-    static func decodedText(_ result: VerificationResult, _ models: ConversionModels) -> String? {
+    /// `receivedAt`: `--received-at`, which picks the model in force then; nil: the newest.
+    static func decodedText(
+        _ result: VerificationResult,
+        _ models: ConversionModels,
+        receivedAt: UTCInstant?
+    ) -> String? {
         guard result.verdict == .valid, let postback = result.postback else { return nil }
-        let decoded = models.decode(
-            appID: postback.appID,
-            value: postback.conversionValue,
-            sequenceIndex: postback.sequenceIndex
-        )
+        let decoded = models.decode(postback, receivedAt: receivedAt)
         return "    decoded: "
             + decoded.text(
                 appID: postback.appID,

@@ -167,7 +167,7 @@ final class DeliveryLedger: Sendable {
                     reply.resume(throwing: error)
                 }
             case .models(let reply):
-                do { reply.resume(returning: ConversionModels(try await store.currentModels().map(\.model))) } catch {
+                do { reply.resume(returning: try await store.models().timelines) } catch {
                     reply.resume(throwing: error)
                 }
             }

@@ -32,6 +32,8 @@ package struct AggregateSummary: Sendable, Hashable {
     package var rows = 0
     /// Apps that have postbacks in those days but no model.
     var unmodelledApps: [Int64] = []
+    /// Apps that have AdAttributionKit re-engagements in those days but no re-engagement model.
+    var unmodelledReengagementApps: [Int64] = []
     package var seconds: Double = 0
     package var policy: RevenueEstimatePolicy = .midpoint
 
@@ -46,6 +48,11 @@ package struct AggregateSummary: Sendable, Hashable {
             line +=
                 "\nno conversion model for app\(unmodelledApps.count == 1 ? "" : "s") \(unmodelledApps.map(String.init).joined(separator: ", ")): their postbacks are counted as unmodelled (postbackd models add FILE)"
         }
+        if !unmodelledReengagementApps.isEmpty {
+            let apps = unmodelledReengagementApps.map(String.init).joined(separator: ", ")
+            line +=
+                "\nno re-engagement model for app\(unmodelledReengagementApps.count == 1 ? "" : "s") \(apps): their re-engagements are counted as unmodelled, never decoded with the install model (postbackd models add --conversion-type re-engagement FILE)"
+        }
         return line
     }
 
@@ -56,6 +63,7 @@ package struct AggregateSummary: Sendable, Hashable {
         object.add("postbacks", postbacks)
         object.add("rows", rows)
         object.add("unmodelled_apps", strings: unmodelledApps.map(String.init))
+        object.add("unmodelled_reengagement_apps", strings: unmodelledReengagementApps.map(String.init))
         object.add("revenue_estimate", policy.rawValue)
         object.add("seconds", (seconds * 1000).rounded() / 1000)
         return object.text

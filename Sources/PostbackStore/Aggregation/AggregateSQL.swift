@@ -154,8 +154,19 @@ enum AggregateSQL {
         """
     }
 
-    /// `aggregate_runs.models`: the model digest of each app, as a JSON object.
+    /// `aggregate_runs.models`: the models the run decoded with, as a JSON object: by app, by
+    /// conversion type, their digests in timeline order (`{"123":{"install":["9f2c…"]}}`).
     static func modelsJSON(_ stored: [StoredModel]) -> String {
-        "{" + stored.map { "\"\($0.model.appID)\":\"\($0.sha256)\"" }.joined(separator: ",") + "}"
+        var apps: [Int64: [ModelConversionType: [String]]] = [:]
+        for entry in stored {
+            apps[entry.model.appID, default: [:]][entry.conversionType, default: []].append(entry.sha256)
+        }
+        let objects = apps.keys.sorted().map { app in
+            let types = ModelConversionType.allCases.compactMap { type in
+                apps[app]?[type].map { "\"\(type.rawValue)\":[" + $0.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+            }
+            return "\"\(app)\":{" + types.joined(separator: ",") + "}"
+        }
+        return "{" + objects.joined(separator: ",") + "}"
     }
 }

@@ -9,8 +9,17 @@ struct DayAggregation: Sendable {
     var histogram: [HistogramKey: Int] = [:]
     /// Postbacks added.
     var postbacks = 0
-    /// Apps whose postbacks had no model.
+    /// Apps whose postbacks had no model: installs (downloads and redownloads), and
+    /// re-engagements (no re-engagement model).
     var unmodelled = Set<Int64>()
+    var unmodelledReengagements = Set<Int64>()
+    /// The apps whose postbacks received this day decode differently with their `received_at`
+    /// (``ConversionModels/breakpoints(in:)``): only theirs need it, as their bucket among
+    /// ``breakpoints``; any instant of the day decodes the others alike.
+    let changing: Set<Int64>
+    /// Where within the day the decoding of `changing`'s postbacks can change (milliseconds).
+    let breakpoints: [Int64]
+    private let dayStart: UTCInstant
 
     /// `expectedGroups`: room to reserve (e.g. the previous day's group count), sparing the
     /// dictionary's regrowth, which rehashes every key.
@@ -18,18 +27,29 @@ struct DayAggregation: Sendable {
         self.day = day
         self.models = models
         self.campaigns = campaigns
+        (changing, breakpoints) = models.changesOverTime ? models.breakpoints(in: day) : ([], [])
+        dayStart = day.start
         groups.reserveCapacity(expectedGroups)
     }
 
     /// Adds `postback` (`postback.count` identical ones, when the engine grouped them).
     mutating func add(_ postback: AggregatedPostback) {
         postbacks += postback.count
-        let decoded = models.decode(
+        let (decoded, ambiguous) = models.decode(
             appID: postback.appID,
             value: postback.conversionValue,
-            sequenceIndex: postback.sequenceIndex
+            sequenceIndex: postback.sequenceIndex,
+            conversionType: postback.modelConversionType,
+            receivedAt: postback.receivedAt ?? dayStart,
+            version: postback.isAAK ? nil : postback.version
         )
-        if case .unmodelled = decoded { unmodelled.insert(postback.appID) }
+        if case .unmodelled = decoded {
+            if postback.modelConversionType == .install {
+                unmodelled.insert(postback.appID)
+            } else {
+                unmodelledReengagements.insert(postback.appID)
+            }
+        }
         let mapping = postback.installDate.flatMap {
             campaigns.lookup(
                 network: postback.adNetworkID,
@@ -37,7 +57,11 @@ struct DayAggregation: Sendable {
                 installDate: $0
             )
         }
-        groups[GroupKey(postback, mapping: mapping), default: GroupMetrics()].add(postback, decoded)
+        groups[GroupKey(postback, mapping: mapping), default: GroupMetrics()].add(
+            postback,
+            decoded,
+            ambiguous: ambiguous
+        )
         if postback.countsInFineValueHistogram {
             let key = HistogramKey(
                 appID: postback.appID,
@@ -100,8 +124,20 @@ struct AggregatedPostback {
     var installDate: UTCDay?
     var crowdAnonymityTier: Int?
     var sourceIdentifierDigits: Int?
+    /// An instant that decodes it as its `received_at` does: read only for the apps whose
+    /// decoding changes within its day (``DayAggregation/changing``), as the breakpoint before
+    /// it; nil for the others, which any instant of the day decodes.
+    var receivedAt: UTCInstant?
+    /// On PostgreSQL, the bucket of its `received_at` among the day's breakpoints, which the
+    /// server computes (``DayAggregation/breakpoints``).
+    var receivedBucket: Int?
     /// How many identical postbacks this row stands for (an engine may group them in SQL).
     var count = 1
+
+    /// The timeline that decodes it: AdAttributionKit re-engagements have their own.
+    var modelConversionType: ModelConversionType {
+        isAAK && conversionType == AAKConversionType.reengagement.rawValue ? .reengagement : .install
+    }
 
     var isProduction: Bool { keySpace == KeySpace.production.rawValue }
     var isTestMode: Bool { keySpace == KeySpace.test.rawValue }
@@ -202,9 +238,11 @@ struct EventSum: Sendable {
 ///   revenue);
 /// - `null_conversion_values`: winning postbacks with neither a fine nor a coarse value;
 /// - `unmapped`: postbacks with a value their app's model does not map;
-/// - `unmodelled`: postbacks of an app that has no model;
+/// - `unmodelled`: postbacks of an app that has no model (of their conversion type) in force;
+/// - `model_ambiguous`: postbacks carrying a value whose app's model in force changed within
+///   the span their value could have been set in (``ConversionModels``);
 /// - revenue per currency, and events: from winning production postbacks of every sequence
-///   index, through the app's model.
+///   index, through the app's model in force when the value was set.
 struct GroupMetrics: Sendable {
     var postbacks = 0
     var installs = 0
@@ -216,6 +254,7 @@ struct GroupMetrics: Sendable {
     var nullConversionValues = 0
     var unmapped = 0
     var unmodelled = 0
+    var modelAmbiguous = 0
     var revenue: [String: RevenueSum] = [:]
     var events: [String: EventSum] = [:]
 
@@ -223,7 +262,7 @@ struct GroupMetrics: Sendable {
     var counts: [Int] {
         [
             postbacks, installs, redownloads, reengagements, nonWinning, testMode, development, nullConversionValues,
-            unmapped, unmodelled,
+            unmapped, unmodelled, modelAmbiguous,
         ]
     }
 
@@ -239,6 +278,7 @@ struct GroupMetrics: Sendable {
         nullConversionValues += other.nullConversionValues
         unmapped += other.unmapped
         unmodelled += other.unmodelled
+        modelAmbiguous += other.modelAmbiguous
         for (currency, sum) in other.revenue {
             revenue[currency, default: RevenueSum()].minMicros += sum.minMicros
             revenue[currency, default: RevenueSum()].maxMicros += sum.maxMicros
@@ -247,7 +287,7 @@ struct GroupMetrics: Sendable {
 
     /// The `aggregate_daily` count columns, in ``counts`` order.
     static let countColumns =
-        "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled"
+        "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous"
 
     /// The count columns one by one.
     private static var countColumnNames: [String] {
@@ -257,10 +297,12 @@ struct GroupMetrics: Sendable {
     /// `SUM(postbacks), SUM(installs), …`: the count columns summed, in order.
     static var countSums: String { countColumnNames.map { "SUM(\($0))" }.joined(separator: ", ") }
 
-    /// Adds `postback.count` copies of `postback`, whose value decodes to `decoded`.
-    mutating func add(_ postback: AggregatedPostback, _ decoded: DecodedConversionValue) {
+    /// Adds `postback.count` copies of `postback`, whose value decodes to `decoded` (through a
+    /// model that changed within its value's span when `ambiguous`).
+    mutating func add(_ postback: AggregatedPostback, _ decoded: DecodedConversionValue, ambiguous: Bool) {
         let count = postback.count
         postbacks += count
+        if ambiguous { modelAmbiguous += count }
         if postback.didWin == false { nonWinning += count }
         if postback.isTestMode { testMode += count }
         if postback.isDevelopment { development += count }

@@ -55,7 +55,7 @@ package enum ExportJob {
     ///   ``ExportCursorError``, ``DatabaseOpenError``, store errors.
     package static func run(_ options: Options, location: StoreLocation) async throws -> Summary {
         try await PostbackStores.with(location) { store in
-            let models = ConversionModels(try await store.currentModels().map(\.model))
+            let models = try await store.models().timelines
             let after =
                 try await options.consumer.asyncMap { try await store.exportCursor(consumer: $0, table: options.table) }
                 ?? nil
@@ -249,7 +249,7 @@ package struct ExportWriter: Sendable {
         return names.map(csvField).joined(separator: ",") + "\n"
     }
 
-    /// The decoding of a postback row through its app's current model.
+    /// The decoding of a postback row through its app's model in force when its value was set.
     private func decode(_ row: ExportRow) -> DecodedConversionValue {
         func integer(_ name: String) -> Int64? {
             guard let position = index[name], case .integer(let value) = row.values[position] else { return nil }
@@ -263,11 +263,26 @@ package struct ExportWriter: Sendable {
         let value: ConversionValue? =
             fine.map { .fine($0) }
             ?? text("coarse_value").flatMap(CoarseConversionValue.init(rawValue:)).map { .coarse($0) }
+        let conversionType: ModelConversionType =
+            text("conversion_type") == AAKConversionType.reengagement.rawValue ? .reengagement : .install
+        let appID = integer("app_id") ?? 0
+        let sequenceIndex = Int(integer("postback_sequence_index") ?? 0)
+        guard let receivedAt = text("received_at").flatMap(UTCInstant.init(iso8601:)) else {
+            return models.decode(
+                appID: appID,
+                value: value,
+                sequenceIndex: sequenceIndex,
+                conversionType: conversionType
+            )
+        }
         return models.decode(
-            appID: integer("app_id") ?? 0,
+            appID: appID,
             value: value,
-            sequenceIndex: Int(integer("postback_sequence_index") ?? 0)
-        )
+            sequenceIndex: sequenceIndex,
+            conversionType: conversionType,
+            receivedAt: receivedAt,
+            version: text("kind") == "aak" ? nil : text("version")
+        ).decoded
     }
 
     mutating func lines(_ row: ExportRow) -> String {

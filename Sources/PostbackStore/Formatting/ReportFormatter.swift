@@ -163,7 +163,7 @@ extension Report {
         } else {
             let priorities: [ReportMetric: Int] = [
                 .postbacks: 95, .installs: 99, .redownloads: 80, .reengagements: 70, .nonWinning: 60, .testMode: 50,
-                .development: 45, .nullConversionValues: 40, .unmapped: 30, .unmodelled: 20,
+                .development: 45, .nullConversionValues: 40, .unmapped: 30, .unmodelled: 20, .modelAmbiguous: 15,
             ]
             for metric in ReportMetric.allCases {
                 columns.append(

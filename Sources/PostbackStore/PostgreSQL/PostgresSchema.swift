@@ -731,6 +731,47 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        // Models over time (issue 36): each app has a timeline of models per conversion type, each
+        // in force from `effective_from` (NULL: from the beginning, as every current model was:
+        // an upgraded store decodes as it did); a replaced model (`replaced_at`) is out of the
+        // timeline. Aggregate counts the postbacks whose model changed within the span their value
+        // could have been set in (`model_ambiguous`).
+        Migration(
+            version: 9,
+            name: "model timelines, model_ambiguous",
+            statements: [
+                #"""
+                ALTER TABLE conversion_models ADD COLUMN conversion_type text NOT NULL DEFAULT 'install'
+                """#,
+                #"""
+                ALTER TABLE conversion_models ADD COLUMN effective_from timestamptz
+                """#,
+                #"""
+                DROP INDEX conversion_models_current
+                """#,
+                #"""
+                CREATE UNIQUE INDEX conversion_models_timeline ON conversion_models (app_id, conversion_type, coalesce(effective_from, '-infinity'::timestamptz)) WHERE replaced_at IS NULL
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily ADD COLUMN model_ambiguous bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_totals ADD COLUMN model_ambiguous bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN model_ambiguous bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN model_ambiguous bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN model_ambiguous bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN model_ambiguous bigint NOT NULL DEFAULT 0
+                """#,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

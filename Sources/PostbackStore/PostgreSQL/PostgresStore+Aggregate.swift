@@ -24,9 +24,9 @@ extension PostgresStore {
                 "SELECT pg_advisory_xact_lock(\(PostgresSchema.aggregateLock))",
                 logger: logger
             )
-            let stored = try await PostgresSQL(connection: connection, logger: logger).rows(ModelsSQL.current)
+            let stored = try await PostgresSQL(connection: connection, logger: logger).rows(ModelsSQL.timeline)
                 .map(ModelsSQL.stored)
-            let models = ConversionModels(stored.map(\.model))
+            let models = stored.timelines
             let campaigns = CampaignMappings(
                 try await PostgresSQL(connection: connection, logger: logger).rows(CampaignMappingsSQL.select)
                     .map(CampaignMappingsSQL.mapping)
@@ -123,6 +123,7 @@ extension PostgresStore {
         }
         summary.days = days
         var unmodelled = Set<Int64>()
+        var unmodelledReengagements = Set<Int64>()
         var previous: DayAggregation?
         for day in days {
             let finished = previous
@@ -135,33 +136,51 @@ extension PostgresStore {
             )
             var binds = PostgresBindings()
             binds.append(day.description)
+            binds.append(aggregation.changing.sorted())
+            binds.append(aggregation.breakpoints)
             for try await row in try await reader.send(
                 PostgresQuery(unsafeSQL: selectPostbacks, binds: binds),
                 logger: logger
             ) {
-                aggregation.add(try AggregatedPostback(row))
+                var postback = try AggregatedPostback(row)
+                if let bucket = postback.receivedBucket {
+                    postback.receivedAt = ConversionModels.representative(
+                        bucket: bucket,
+                        breakpoints: aggregation.breakpoints,
+                        day: day
+                    )
+                }
+                aggregation.add(postback)
             }
             try await written
             summary.postbacks += aggregation.postbacks
             summary.rows += aggregation.groups.count
             unmodelled.formUnion(aggregation.unmodelled)
+            unmodelledReengagements.formUnion(aggregation.unmodelledReengagements)
             previous = aggregation
         }
         try await write(previous, policy: policy, writer, logger: logger)
         summary.unmodelledApps = unmodelled.sorted()
+        summary.unmodelledReengagementApps = unmodelledReengagements.sorted()
         return summary
     }
 
-    /// A day's postbacks, identical ones counted together.
+    /// A day's postbacks, identical ones counted together. For the apps in `$2`, whose decoding
+    /// changes within the day (``DayAggregation/changing``), the bucket of `received_at` among
+    /// the day's breakpoints `$3`: their postbacks group by it, the others' as before.
     static let selectPostbacks = """
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
             coarse_value, conversion_type, marketplace_id, (install_date - DATE '1970-01-01')::integer,
-            crowd_anonymity_tier, source_identifier_digits, COUNT(*)::bigint
+            crowd_anonymity_tier, source_identifier_digits,
+            CASE WHEN app_id = ANY($2::bigint[])
+                THEN width_bucket(floor(extract(epoch FROM received_at) * 1000)::bigint, $3::bigint[]) END,
+            COUNT(*)::bigint
         FROM postbacks WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date
         GROUP BY app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits
+            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits,
+            22
         """
 
     /// Inserts a day's rows (nothing for nil). The rows go in the groups' hash order: a table's
@@ -177,7 +196,7 @@ extension PostgresStore {
         let groups = aggregation.groups
         let capacity = groups.count
         var daily = AggregateRows(
-            metrics: [.int8, .int8, .int8, .int8, .int8, .int8, .int8, .int8, .int8, .int8],
+            metrics: Array(repeating: .int8, count: GroupMetrics().counts.count),
             capacity: capacity
         )
         var revenue = AggregateRows(metrics: [.text, .float8, .float8, .float8], capacity: capacity)
@@ -235,7 +254,7 @@ extension PostgresStore {
                 columns[3].append(key.installDate)
                 columns[4].append(key.crowdAnonymityTier)
             }
-            var counts = keyColumns() + (0..<10).map { _ in PostgresArrayColumn(.int8) }
+            var counts = keyColumns() + GroupMetrics().counts.map { _ in PostgresArrayColumn(.int8) }
             var revenue =
                 keyColumns() + [
                     PostgresArrayColumn(.text), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8),
@@ -412,6 +431,7 @@ extension AggregatedPostback {
         installDate = try cells[18].decode(Int32?.self).map { UTCDay(daysSinceEpoch: Int64($0)) }
         crowdAnonymityTier = try cells[19].decode(Int32?.self).map(Int.init)
         sourceIdentifierDigits = try cells[20].decode(Int32?.self).map(Int.init)
-        count = Int(try cells[21].decode(Int64.self))
+        receivedBucket = try cells[21].decode(Int32?.self).map(Int.init)
+        count = Int(try cells[22].decode(Int64.self))
     }
 }

@@ -8,6 +8,7 @@ package enum ReportMetric: String, Sendable, CaseIterable {
     case development
     case nullConversionValues = "null_conversion_values"
     case unmapped, unmodelled
+    case modelAmbiguous = "model_ambiguous"
 
     /// A short header for the table format.
     var shortName: String {
@@ -22,6 +23,7 @@ package enum ReportMetric: String, Sendable, CaseIterable {
         case .nullConversionValues: "null CV"
         case .unmapped: "unmapped"
         case .unmodelled: "unmodelled"
+        case .modelAmbiguous: "ambiguous"
         }
     }
 
@@ -38,6 +40,7 @@ package enum ReportMetric: String, Sendable, CaseIterable {
         case .nullConversionValues: 7
         case .unmapped: 8
         case .unmodelled: 9
+        case .modelAmbiguous: 10
         }
     }
 }
@@ -547,7 +550,8 @@ package func stalenessWarning(
     lastAggregate: String?,
     lastMappingChange: String? = nil,
     lastWholeAggregate: String? = nil,
-    staleRows: Bool = false
+    staleRows: Bool = false,
+    lastModelChange: String? = nil
 ) -> String? {
     guard let lastAggregate else {
         return lastIngest == nil ? nil : "no aggregate rows yet: run postbackd aggregate first"
@@ -567,6 +571,11 @@ package func stalenessWarning(
     if let lastMappingChange, lastMappingChange > (lastWholeAggregate ?? "") {
         warnings.append(
             "campaign mappings changed after the last aggregate run over every day; run postbackd aggregate to apply them"
+        )
+    }
+    if let lastModelChange, lastModelChange > lastAggregate {
+        warnings.append(
+            "a conversion model in force from before it was added came after the last aggregate run; run postbackd aggregate over the days postbackd models add named"
         )
     }
     return warnings.isEmpty ? nil : warnings.joined(separator: "\n")

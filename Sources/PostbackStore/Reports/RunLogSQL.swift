@@ -12,17 +12,22 @@ extension PostbackStorage {
                     (SELECT \(SQLQuery.instantText("MAX(added_at)")) FROM campaign_mappings),
                     (SELECT \(SQLQuery.instantText("MAX(run_at)")) FROM aggregate_runs WHERE whole = \(true)),
                     CASE WHEN EXISTS (SELECT 1 FROM aggregate_runs WHERE dimensions \(sqlite: "IS NOT", postgres: "IS DISTINCT FROM") \(AggregateDimension.columnList))
-                        THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL) ELSE \(false) END
+                        THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL) ELSE \(false) END,
+                    (SELECT \(SQLQuery.instantText("MAX(added_at)")) FROM conversion_models
+                        WHERE effective_from IS NULL OR effective_from < added_at)
                 """
             )
             // Rows of a run from before the dimension columns (none once every day is
-            // recomputed) are looked for only when such a run is on record.
+            // recomputed) are looked for only when such a run is on record. A model in force
+            // from before it was added changes days that may be aggregated already; one in force
+            // from when it was added, only days to come.
             return PostbackStore.stalenessWarning(
                 lastIngest: try row?.optionalString(0),
                 lastAggregate: try row?.optionalString(1),
                 lastMappingChange: try row?.optionalString(2),
                 lastWholeAggregate: try row?.optionalString(3),
-                staleRows: try row?.optionalBool(4) ?? false
+                staleRows: try row?.optionalBool(4) ?? false,
+                lastModelChange: try row?.optionalString(5)
             )
         }
     }

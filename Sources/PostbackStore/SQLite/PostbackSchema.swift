@@ -645,5 +645,33 @@ package enum PostbackSchema {
                 FROM aggregate_dashboard_install_by_app_revenue WHERE (install_date IS NULL OR (NULL IS NULL OR install_date >= NULL) AND (NULL IS NULL OR install_date <= NULL)) GROUP BY install_date, ad_network_id, crowd_anonymity_tier, currency;
                 """#
         ),
+        // Models over time (issue 36): each app has a timeline of models per conversion type, each
+        // in force from `effective_from` (NULL: from the beginning, as every current model was:
+        // an upgraded store decodes as it did); a replaced model (`replaced_at`) is out of the
+        // timeline. Aggregate counts the postbacks whose model changed within the span their value
+        // could have been set in (`model_ambiguous`); the dashboard's covering indexes hold it too.
+        Migration(
+            "v13: model timelines, model_ambiguous",
+            sql: #"""
+                ALTER TABLE conversion_models ADD COLUMN conversion_type TEXT NOT NULL DEFAULT 'install';
+                ALTER TABLE conversion_models ADD COLUMN effective_from TEXT;
+                DROP INDEX conversion_models_current;
+                CREATE UNIQUE INDEX conversion_models_timeline ON conversion_models (app_id, conversion_type, coalesce(effective_from, '')) WHERE replaced_at IS NULL;
+                ALTER TABLE aggregate_daily ADD COLUMN model_ambiguous INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals ADD COLUMN model_ambiguous INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN model_ambiguous INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN model_ambiguous INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN model_ambiguous INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN model_ambiguous INTEGER NOT NULL DEFAULT 0;
+                DROP INDEX aggregate_dashboard_received_by_app_day;
+                CREATE INDEX aggregate_dashboard_received_by_app_day ON aggregate_dashboard_received_by_app (date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous);
+                DROP INDEX aggregate_dashboard_received_day;
+                CREATE INDEX aggregate_dashboard_received_day ON aggregate_dashboard_received (date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous);
+                DROP INDEX aggregate_dashboard_install_by_app_day;
+                CREATE INDEX aggregate_dashboard_install_by_app_day ON aggregate_dashboard_install_by_app (install_date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous);
+                DROP INDEX aggregate_dashboard_install_day;
+                CREATE INDEX aggregate_dashboard_install_day ON aggregate_dashboard_install (install_date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous);
+                """#
+        ),
     ]
 }

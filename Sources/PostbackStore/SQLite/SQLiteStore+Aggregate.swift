@@ -16,14 +16,15 @@ extension SQLiteStore {
             try db.inTransaction(.immediate) {
                 summary = AggregateSummary()
                 summary.policy = policy
-                let stored = try SQLiteSQL.rows(db, ModelsSQL.current).map(ModelsSQL.stored)
-                let models = ConversionModels(stored.map(\.model))
+                let stored = try SQLiteSQL.rows(db, ModelsSQL.timeline).map(ModelsSQL.stored)
+                let models = stored.timelines
                 let campaigns = CampaignMappings(
                     try SQLiteSQL.rows(db, CampaignMappingsSQL.select).map(CampaignMappingsSQL.mapping)
                 )
                 let days = try Self.days(selection, db)
                 summary.days = days
                 var unmodelled = Set<Int64>()
+                var unmodelledReengagements = Set<Int64>()
                 var previousGroups = 0
                 for statement in AggregateSQL.deleteStatements(selection) {
                     try SQLiteSQL.execute(db, statement)
@@ -39,16 +40,30 @@ extension SQLiteStore {
                         try db.cachedStatement(sql: Self.selectPostbacks),
                         textArguments: [day.description]
                     )
+                    let changing = aggregation.changing
                     while try rows.next(db) {
-                        aggregation.add(AggregatedPostback(rows))
+                        var postback = AggregatedPostback(rows)
+                        if !changing.isEmpty && changing.contains(postback.appID),
+                            let receivedAt = rows.text(21).flatMap(UTCInstant.init(iso8601:))
+                        {
+                            let bucket = ConversionModels.bucket(receivedAt, breakpoints: aggregation.breakpoints)
+                            postback.receivedAt = ConversionModels.representative(
+                                bucket: bucket,
+                                breakpoints: aggregation.breakpoints,
+                                day: day
+                            )
+                        }
+                        aggregation.add(postback)
                     }
                     summary.postbacks += aggregation.postbacks
                     summary.rows += aggregation.groups.count
                     previousGroups = aggregation.groups.count
                     unmodelled.formUnion(aggregation.unmodelled)
+                    unmodelledReengagements.formUnion(aggregation.unmodelledReengagements)
                     try Self.write(db, aggregation, policy: policy)
                 }
                 summary.unmodelledApps = unmodelled.sorted()
+                summary.unmodelledReengagementApps = unmodelledReengagements.sorted()
                 for statement in AggregateSQL.fillStatements(selection) {
                     try SQLiteSQL.execute(db, statement)
                 }
@@ -63,7 +78,8 @@ extension SQLiteStore {
     static let selectPostbacks = """
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits
+            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits,
+            received_at
         FROM postbacks WHERE substr(received_at, 1, 10) = ?
         """
 
@@ -82,7 +98,7 @@ extension SQLiteStore {
         let placeholders = Array(repeating: "?", count: AggregateDimension.stored.count).joined(separator: ", ")
         let daily = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let revenue = try db.cachedStatement(
             sql:
@@ -134,7 +150,7 @@ extension SQLiteStore {
         }
         let totals = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let totalsRevenue = try db.cachedStatement(
             sql:

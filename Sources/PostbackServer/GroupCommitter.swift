@@ -203,7 +203,7 @@ final class GroupCommitter: Sendable {
             }
             if work.reloadModels {
                 do {
-                    models.replace(with: try await store.models().inForce(at: .now()))
+                    models.replace(with: try await store.models(), at: .now())
                 } catch {
                     logger.warning(
                         "cannot read the models; answering from those read before",

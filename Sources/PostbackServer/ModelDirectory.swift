@@ -2,7 +2,8 @@ import PostbackKit
 import PostbackStore
 import Synchronization
 
-/// The current conversion model of each app, by App Store id and by bundle identifier, as the
+/// The conversion models in force of each app (install, and re-engagement for an
+/// AdAttributionKit re-engagement state), by App Store id and by bundle identifier, as the
 /// conversion value endpoints read them on every request.
 ///
 /// Read at start, then again by the writer every ``reloadInterval``: a model added with
@@ -16,7 +17,12 @@ final class ModelDirectory: Sendable {
 
     private struct Snapshot: Sendable {
         var byApp: [Int64: ConversionModel] = [:]
+        var reengagementByApp: [Int64: ConversionModel] = [:]
         var byBundle: [String: Int64] = [:]
+
+        func model(_ appID: Int64, _ type: ModelConversionType) -> ConversionModel? {
+            type == .install ? byApp[appID] : reengagementByApp[appID]
+        }
     }
 
     static let reloadInterval: Duration = .seconds(10)
@@ -25,36 +31,41 @@ final class ModelDirectory: Sendable {
 
     init() {}
 
-    func replace(with stored: [StoredModel]) {
+    /// Every app's timelines (``PostbackStorage/models()``): the models in force at `instant`.
+    func replace(with stored: [StoredModel], at instant: UTCInstant) {
         var next = Snapshot()
-        for entry in stored {
+        for entry in stored.inForce(at: instant, .install) {
             next.byApp[entry.model.appID] = entry.model
+            if let bundle = entry.bundleID { next.byBundle[bundle] = entry.model.appID }
+        }
+        for entry in stored.inForce(at: instant, .reengagement) {
+            next.reengagementByApp[entry.model.appID] = entry.model
             if let bundle = entry.bundleID { next.byBundle[bundle] = entry.model.appID }
         }
         snapshot.withLock { $0 = next }
     }
 
-    /// The model of `app`: a numeric App Store id, or a bundle identifier.
-    func model(for app: Substring) -> Entry? {
+    /// The model of `app` (a numeric App Store id, or a bundle identifier) for `type`.
+    func model(for app: Substring, _ type: ModelConversionType = .install) -> Entry? {
         snapshot.withLock { snapshot -> Entry? in
-            if let id = Int64(app), let model = snapshot.byApp[id] { return Entry(appID: id, model: model) }
-            if let id = snapshot.byBundle[String(app)], let model = snapshot.byApp[id] {
+            if let id = Int64(app), let model = snapshot.model(id, type) { return Entry(appID: id, model: model) }
+            if let id = snapshot.byBundle[String(app)], let model = snapshot.model(id, type) {
                 return Entry(appID: id, model: model)
             }
             return nil
         }
     }
 
-    /// The model of an app by bundle identifier.
-    func model(bundleID: String) -> Entry? {
+    /// The model of an app by bundle identifier, for `type`.
+    func model(bundleID: String, _ type: ModelConversionType = .install) -> Entry? {
         snapshot.withLock { snapshot -> Entry? in
-            guard let id = snapshot.byBundle[bundleID], let model = snapshot.byApp[id] else { return nil }
+            guard let id = snapshot.byBundle[bundleID], let model = snapshot.model(id, type) else { return nil }
             return Entry(appID: id, model: model)
         }
     }
 
-    /// The model of an app by App Store id.
-    func model(appID: Int64) -> Entry? {
-        snapshot.withLock { snapshot in snapshot.byApp[appID].map { Entry(appID: appID, model: $0) } }
+    /// The model of an app by App Store id, for `type`.
+    func model(appID: Int64, _ type: ModelConversionType = .install) -> Entry? {
+        snapshot.withLock { snapshot in snapshot.model(appID, type).map { Entry(appID: appID, model: $0) } }
     }
 }

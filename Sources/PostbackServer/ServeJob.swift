@@ -149,7 +149,7 @@ package struct ServeJob: Sendable {
         )
         let metrics = ServerMetrics()
         let models = ModelDirectory()
-        models.replace(with: try await store.models().inForce(at: .now()))
+        models.replace(with: try await store.models(), at: .now())
         let committer = GroupCommitter(
             maximumGroup: maximumGroup,
             quarantineRowsPerHour: quarantineRowsPerHour,

@@ -33,11 +33,17 @@ extension Postbackd {
 
         @Option(
             help: ArgumentHelp(
-                "With --db: the app whose current model answers (its App Store id, or its bundle identifier).",
+                "With --db: the app whose model in force now answers (its App Store id, or its bundle identifier).",
                 valueName: "app"
             )
         )
         var app: String?
+
+        @Option(
+            help:
+                "With --db: the state's conversion type, install or re-engagement (an AdAttributionKit re-engagement, answered from the app's re-engagement model)."
+        )
+        var conversionType: ConversionTypeOption = .install
 
         @Option(help: ArgumentHelp("The states, one JSON object per line; - for standard input.", valueName: "file|-"))
         var state: String = "-"
@@ -52,9 +58,14 @@ extension Postbackd {
             if model != nil && app != nil {
                 throw ValidationError("give either --model FILE, or --app APP with the models in --db")
             }
+            if model != nil && conversionType != .install {
+                throw ValidationError(
+                    "--conversion-type picks one of an app's timelines in --db (with --app); --model FILE answers from the file's model"
+                )
+            }
             if model == nil && app == nil {
                 throw ValidationError(
-                    "which model? give --model FILE, or --app APP to use the app's current model in --db"
+                    "which model? give --model FILE, or --app APP to use the app's model in force in --db"
                 )
             }
         }
@@ -77,12 +88,20 @@ extension Postbackd {
             } else if let app {
                 let stored: StoredModel?
                 do {
-                    stored = try await ModelsJob.show(app: app, location: database.location)
+                    stored = try await ModelsJob.show(
+                        app: app,
+                        conversionType: conversionType.type,
+                        location: database.location
+                    )
                 } catch {
                     throw failStore(error, database.location)
                 }
                 guard let stored else {
-                    throw failInput("no model for app \(app) in \(database.location) (postbackd models add FILE)")
+                    let type = conversionType == .install ? "" : " --conversion-type \(conversionType.rawValue)"
+                    let kind = conversionType == .install ? "" : " \(conversionType.rawValue)"
+                    throw failInput(
+                        "no\(kind) model for app \(app) in \(database.location) (postbackd models add\(type) FILE)"
+                    )
                 }
                 chosen = stored.model
             } else {

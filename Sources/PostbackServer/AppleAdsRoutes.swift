@@ -12,7 +12,7 @@ extension PostbackResponder {
     static let maximumTokenBody = 16_384
 
     func appleAdsToken(_ request: Request, arrival: UTCInstant) async -> Response {
-        if let refusal = refuseKey([request.uri.queryParameters["a"].map(String.init), bearerToken(request)]) {
+        if let refusal = refuseKey([request.formParameters["a"].map(String.init), bearerToken(request)]) {
             return refusal
         }
         let body: ByteBuffer

@@ -17,7 +17,7 @@ extension PostbackResponder {
     // MARK: POST /v1/conversion-value
 
     func conversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
-        if let refusal = refuseKey([request.uri.queryParameters["a"].map(String.init), bearerToken(request)]) {
+        if let refusal = refuseKey([request.formParameters["a"].map(String.init), bearerToken(request)]) {
             return refusal
         }
         let body: ByteBuffer
@@ -75,7 +75,7 @@ extension PostbackResponder {
     // MARK: GET /api/v2/conversion_value
 
     func snippetConversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
-        let parameters = request.uri.queryParameters
+        let parameters = request.formParameters
         // The key first: a caller without one learns nothing more.
         if !apiKeys.isEmpty {
             let given = parameters.getAll("a")

@@ -27,7 +27,7 @@ extension PostbackResponder {
         let options: ReportRequest.Options
         let parsed: ReportRequest
         do throws(ReportRequestError) {
-            options = try Self.reportOptions(request.uri.queryParameters, allowed: Self.reportParameters)
+            options = try Self.reportOptions(request.formParameters, allowed: Self.reportParameters)
             parsed = try ReportRequest.parse(options)
         } catch {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
@@ -53,7 +53,7 @@ extension PostbackResponder {
         let query: ReportQuery
         do throws(ReportRequestError) {
             query = try Dashboard.query(
-                Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters)
+                Self.reportOptions(request.formParameters, allowed: Self.dashboardParameters)
             )
         } catch {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
@@ -77,7 +77,7 @@ extension PostbackResponder {
         let query: ReportQuery
         do throws(ReportRequestError) {
             query = try Dashboard.query(
-                Self.reportOptions(request.uri.queryParameters, allowed: Self.dashboardParameters)
+                Self.reportOptions(request.formParameters, allowed: Self.dashboardParameters)
             )
         } catch {
             return Self.page(
@@ -217,40 +217,7 @@ extension PostbackResponder {
 
     /// The value of `name` in an `application/x-www-form-urlencoded` body.
     static func formValue(_ name: String, in body: String) -> String? {
-        for pair in body.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[0] == name else { continue }
-            return formDecoded(parts[1])
-        }
-        return nil
-    }
-
-    /// `+` as a space and `%XX` as its byte; nil when a `%` is not followed by two hex digits
-    /// or the bytes are not UTF-8.
-    static func formDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    return nil
-                }
-                bytes.append(high << 4 | low)
-            default: bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        FormEncoding.parameters(body[...])[name[...]].map(String.init)
     }
 
     // MARK: Pages

@@ -315,6 +315,42 @@ struct ConversionValueServeTests {
         #expect(devices == ["1"])
     }
 
+    @Test(
+        "the snippet's query is form-encoded: + is a space and %2B a plus, as Python's urlencode writes it",
+        arguments: TestEngine.available
+    )
+    func formEncodedQuery(engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let server = try start(store, ["--api-key", "key+plus"])
+        let client = try HTTPClient.forTests()
+        let first = Int(Date().timeIntervalSince1970) - 3600
+        // What `urllib.parse.urlencode` makes of {"a": "key+plus", "i": "com.example.game",
+        // "n": "level_complete", "idfv": "A B", "skan_total_revenue_by_currency": '{"USD": 4.99}', …}.
+        func query(idfv: String, revenue: String, key: String = "key%2Bplus") -> String {
+            server.base + Self.snippetRoute + "?a=\(key)&i=com.example.game&n=level_complete&idfv=\(idfv)"
+                + "&skan_first_call_to_skadnetwork_timestamp=\(first)&skan_total_revenue_by_currency=\(revenue)"
+        }
+        let plus = try await client.send(.GET, query(idfv: "D3V1CE+1", revenue: "%7B%22USD%22%3A+4.99%7D"))
+        #expect(plus.status == 200, "\(plus.body)")
+        #expect(plus.json["conversion_value"] as? Int == 1, "\(plus.body)")
+        // The same device and totals with %20: the same answer, for the device's second event.
+        let percent = try await client.send(.GET, query(idfv: "D3V1CE%201", revenue: "%7B%22USD%22%3A%204.99%7D"))
+        #expect(percent.status == 200, "\(percent.body)")
+        #expect(percent.json["conversion_value"] as? Int == 2, "the same device: \(percent.body)")
+        #expect(percent.json["skan_updated_coarse_value"] as? Int == plus.json["skan_updated_coarse_value"] as? Int)
+        // %2B stays a plus: another device, and in the totals a '+' the JSON does not take.
+        let other = try await client.send(.GET, query(idfv: "D3V1CE%2B1", revenue: "%7B%22USD%22%3A%204.99%7D"))
+        #expect(other.json["conversion_value"] as? Int == 1, "another device: \(other.body)")
+        let literal = try await client.send(.GET, query(idfv: "D3V1CE+1", revenue: "%7B%22USD%22%3A%2B4.99%7D"))
+        #expect(literal.status == 400)
+        #expect((literal.json["reason"] as? String ?? "").contains("unexpected '+'"), "\(literal.body)")
+        // The key is decoded too: a '+' in it is a space, so not the key.
+        #expect(try await client.send(.GET, query(idfv: "X", revenue: "", key: "key+plus")).status == 401)
+        #expect(try await client.send(.GET, query(idfv: "X", revenue: "", key: "key%2bplus")).status == 200)
+        #expect(server.stop() == 0)
+        #expect(try await store.count("conversion_value_devices") == 3)
+    }
+
     @Test("a locked window is answered with its values and the fine value even when the app sent none")
     func lockedWithoutFine() async throws {
         let store = try await store(.sqlite)

@@ -74,6 +74,9 @@ struct DashboardTests {
                 ]
             ),
             ("by=", ["--by", ""]),
+            // Form-encoded, as a browser submits the dashboard's filters: '+' is a space.
+            ("by=date,+app_id&date%5Fbasis=received", ["--by", "date, app_id", "--date-basis", "received"]),
+            ("by=date%2C%20app_id", ["--by", "date, app_id"]),
             (
                 "by=campaign,source_identifier_digits&from=2026-11-16",
                 ["--by", "campaign,source_identifier_digits", "--from", "2026-11-16"]

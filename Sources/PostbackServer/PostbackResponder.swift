@@ -93,7 +93,13 @@ struct PostbackResponder: HTTPResponder {
             if route.takes(request.method) {
                 switch route {
                 case .skadnetwork, .appattribution:
-                    response = await receive(request, context: context, arrival: arrival, requestID: requestID)
+                    response = await receive(
+                        request,
+                        path: route == .appattribution ? .aak : .skan,
+                        context: context,
+                        arrival: arrival,
+                        requestID: requestID
+                    )
                 case .conversionValue:
                     response = await conversionValue(request, arrival: arrival)
                 case .snippet:
@@ -157,9 +163,10 @@ struct PostbackResponder: HTTPResponder {
     }
 
     /// One postback: read the body (at most ``maximumBody`` bytes), verify it, wait for its
-    /// commit, answer.
+    /// commit, answer. `path` is the kind the report path it arrived at takes.
     private func receive(
         _ request: Request,
+        path: PostbackKind,
         context: ServeRequestContext,
         arrival: UTCInstant,
         requestID: String
@@ -182,7 +189,7 @@ struct PostbackResponder: HTTPResponder {
         let bytes = Array(body.readableBytesView)
         let (result, digest) = verifiers.withVerifier { verifier in
             bytes.withUnsafeBufferPointer { buffer in
-                (verifier.check(buffer), verifier.sha256(buffer))
+                (verifier.check(buffer, path: path), verifier.sha256(buffer))
             }
         }
         let submission = GroupCommitter.Submission(

@@ -181,6 +181,134 @@ struct AAKVerificationTests {
         #expect(refused.reason?.contains("found string (\"re_engagement\")") == true, "\(refused.reason ?? "")")
     }
 
+    @Test(
+        "an ad-interaction-type other than view or click is malformed and named, as an unknown coarse value is",
+        arguments: [
+            (#""tap""#, #"found a string ("tap")"#), (#""Click""#, #"found a string ("Click")"#),
+            (#""""#, #"found a string ("")"#), ("1", "found a number (1)"), ("[]", "found an array"),
+        ]
+    )
+    func unknownInteraction(_ value: String, _ found: String) throws {
+        let original = try Self.envelope()
+        let changed = original.replacingOccurrences(
+            of: #""ad-interaction-type":"click""#,
+            with: #""ad-interaction-type":"# + value
+        )
+        #expect(changed != original)
+        let result = try check(changed)
+        #expect(result.verdict == .malformed, "\(result.reason ?? "")")
+        #expect(result.field == "ad-interaction-type")
+        #expect(
+            result.reason == #"ad-interaction-type: expected "view" or "click", "# + found,
+            "\(result.reason ?? "")"
+        )
+        #expect(result.postback == nil)
+
+        // The same shape as an unknown coarse value's refusal.
+        let coarse = try check(
+            original.replacingOccurrences(
+                of: #""conversion-value":24"#,
+                with: #""coarse-conversion-value":"huge""#
+            )
+        )
+        #expect(coarse.verdict == result.verdict)
+        #expect(coarse.kind == result.kind)
+        #expect(
+            coarse.reason == #"coarse-conversion-value: expected "low", "medium" or "high", found a string ("huge")"#
+        )
+    }
+
+    @Test("ad-interaction-type view, click, null or absent verifies and is kept")
+    func knownInteraction() throws {
+        let original = try Self.envelope()
+        for (replacement, kept) in [
+            (#""ad-interaction-type":"view""#, "view"), (#""ad-interaction-type":"click""#, "click"),
+            (#""ad-interaction-type":null"#, nil), (#""no-interaction":1"#, nil),
+        ] as [(String, String?)] {
+            let result = try check(
+                original.replacingOccurrences(of: #""ad-interaction-type":"click""#, with: replacement)
+            )
+            #expect(result.verdict == .valid, "\(replacement): \(result.reason ?? "")")
+            guard case .aak(let postback)? = result.postback else {
+                Issue.record("not AAK: \(replacement)")
+                continue
+            }
+            #expect(postback.adInteractionType == kept, "\(replacement)")
+        }
+    }
+
+    @Test("a JWS whose protected header carries crit is invalid (RFC 7515 §4.1.11), alone and in a batch")
+    func criticalHeader() throws {
+        let ring = try TestKeys.ring
+        var bodies: [String] = []
+        for header in [
+            #"{"kid":"postbackd-test/0","alg":"ES256","crit":["exp"],"exp":1767225600}"#,
+            #"{"kid":"postbackd-test/0","alg":"ES256","crit":[]}"#,
+            #"{"crit":["b64"],"b64":true,"kid":"postbackd-test/0","alg":"ES256"}"#,
+        ] {
+            let jws = try TestKeys.signer.jws(headerJSON: header, payloadJSON: Self.payload)
+            bodies.append(#"{"jws-string":""# + jws + #"","conversion-value":24}"#)
+        }
+        // The same header without crit, signed the same way, verifies.
+        let plain = try TestKeys.signer.jws(
+            headerJSON: #"{"kid":"postbackd-test/0","alg":"ES256","exp":1767225600}"#,
+            payloadJSON: Self.payload
+        )
+        let valid = #"{"jws-string":""# + plain + #"","conversion-value":24}"#
+        #expect(try check(valid).verdict == .valid)
+
+        let verifier = PostbackVerifier(keyRing: ring)
+        for body in bodies {
+            let result = verifier.check(Array(body.utf8))
+            #expect(result.verdict == .invalid, "\(body): \(result.reason ?? "")")
+            #expect(result.field == "jws-string")
+            #expect(result.reason?.contains("carries crit") == true, "\(result.reason ?? "")")
+            #expect(result.reason?.contains("RFC 7515") == true)
+            #expect(result.keyName == nil)
+        }
+
+        // The batch path, which checks signatures together, refuses them too.
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("crit.jsonl", ([valid] + bodies + [valid]).joined(separator: "\n"))
+        let (files, _) = try InputPaths.expand([file])
+        let reader = EntryReader(files: files)
+        var verdicts: [Verdict] = []
+        while let batch = reader.nextBatch() {
+            verdicts += batch.bytes.withUnsafeBufferPointer { verifier.check(batch.entries, in: $0) }.map(\.verdict)
+        }
+        #expect(verdicts == [.valid, .invalid, .invalid, .invalid, .valid])
+    }
+
+    @Test("on the AdAttributionKit path a body without jws-string is told it misses jws-string")
+    func missingJWSOnItsPath() throws {
+        let verifier = PostbackVerifier(keyRing: try TestKeys.ring)
+        for body in [#"{}"#, #"{"conversion-value":24,"ad-interaction-type":"click"}"#, #"{"jws":"a.b.c"}"#] {
+            let result = Array(body.utf8).withUnsafeBufferPointer { verifier.check($0, path: .aak) }
+            #expect(result.verdict == .malformed, "\(body)")
+            #expect(result.kind == .aak)
+            #expect(result.field == "jws-string", "\(body): \(result.reason ?? "")")
+            #expect(result.reason?.hasPrefix("jws-string: missing, but the AdAttributionKit path requires it") == true)
+            #expect(result.reason?.contains("1.0") == false, "\(result.reason ?? "")")
+
+            // Elsewhere (a file, the SKAdNetwork path) it is still read as SKAdNetwork.
+            for skan in [
+                verifier.check(Array(body.utf8)),
+                Array(body.utf8).withUnsafeBufferPointer { verifier.check($0, path: .skan) },
+            ] {
+                #expect(skan.kind == .skan)
+                #expect(skan.field == "ad-network-id")
+            }
+        }
+        // A body is still read as the kind its signature says, whichever path it came to.
+        let skan = try SamplePostback.signedJSON(.v4_0, withOptional: true)
+        let onAAKPath = Array(skan.utf8).withUnsafeBufferPointer { verifier.check($0, path: .aak) }
+        #expect(onAAKPath.verdict == .valid, "\(onAAKPath.reason ?? "")")
+        #expect(onAAKPath.kind == .skan)
+        let aak = Array(try Self.envelope().utf8).withUnsafeBufferPointer { verifier.check($0, path: .skan) }
+        #expect(aak.verdict == .valid)
+        #expect(aak.kind == .aak)
+    }
+
     @Test("unsigned envelope fields can change without breaking the signature")
     func unsignedEnvelope() throws {
         let original = try Self.envelope()

@@ -135,6 +135,15 @@ struct FieldTests {
         ("version as a number", .v3_0, { $0["version"] = 3.0 }, .malformed, "version"),
         ("version 5.0", .v3_0, { $0["version"] = "5.0" }, .unsupported, "version"),
         ("version 4.1", .v4_0, { $0["version"] = "4.1" }, .unsupported, "version"),
+        ("version 10.0", .v4_0, { $0["version"] = "10.0" }, .unsupported, "version"),
+        // Not digits, a dot, digits: no version at all, so malformed (400), never unsupported.
+        ("version with a newline", .v4_0, { $0["version"] = "4.0\n" }, .malformed, "version"),
+        ("version with a space", .v4_0, { $0["version"] = " 4.0" }, .malformed, "version"),
+        ("version without a dot", .v4_0, { $0["version"] = "4" }, .malformed, "version"),
+        ("version of three parts", .v4_0, { $0["version"] = "4.0.1" }, .malformed, "version"),
+        ("version with a letter", .v4_0, { $0["version"] = "4.0b" }, .malformed, "version"),
+        ("version empty", .v4_0, { $0["version"] = "" }, .malformed, "version"),
+        ("version of other digits", .v4_0, { $0["version"] = "٤.٠" }, .malformed, "version"),
     ]
 
     @Test("each kind of bad field gets its verdict and names the field", arguments: 0..<malformedCases.count)

@@ -76,8 +76,11 @@ struct ServeTests {
         )
         #expect(malformed.status == 400)
         #expect(malformed.verdict == "malformed")
-        #expect(malformed.json["field"] as? String != nil)
-        #expect((malformed.json["reason"] as? String)?.isEmpty == false)
+        // Neither kind's signature, on the AdAttributionKit path: told what that path takes.
+        #expect(malformed.json["field"] as? String == "jws-string", "\(malformed.body)")
+        let reason = malformed.json["reason"] as? String ?? ""
+        #expect(reason.hasPrefix("jws-string: missing, but the AdAttributionKit path requires it"), "\(reason)")
+        #expect(!reason.contains("1.0"), "\(reason)")
         #expect(malformed.header("X-Request-Id") == "device-retry-7")
         let notJSON = try await client.send(.POST, server.base + Self.skan, body: Array("hello".utf8))
         #expect(notJSON.status == 400 && (notJSON.json["reason"] as? String)?.contains("not valid JSON") == true)

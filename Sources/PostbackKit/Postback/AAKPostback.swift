@@ -5,6 +5,10 @@ public struct AAKPostback: Sendable, Hashable {
     public var keyID: String
     /// The JWS header's `alg`.
     package var algorithm: String
+    /// The JWS header's `crit` as received (an excerpt), when it has one: the extensions the
+    /// signer says a recipient must understand, and postbackd understands none (the signature
+    /// is then refused, RFC 7515 §4.1.11).
+    package var criticalHeader: String? = nil
     /// `impression-type`.
     public var impressionType: String
     /// `ad-network-identifier`.

@@ -23,12 +23,13 @@ enum AAKPayloadKey: Int, JSONFieldKey {
 
 /// The keys of a JWS header that postbackd reads.
 enum JWSHeaderKey: Int, JSONFieldKey {
-    case kid, alg
+    case kid, alg, crit
 
     var name: String {
         switch self {
         case .kid: "kid"
         case .alg: "alg"
+        case .crit: "crit"
         }
     }
 
@@ -68,15 +69,16 @@ struct AAKPostbackDecoder {
         }
         let header = try Self.segmentJSON(jws, 0, "header")
         let payload = try Self.segmentJSON(jws, 1, "payload")
-        let (keyID, algorithm) = try header.withUnsafeBufferPointer { bytes throws(PostbackProblem) in
+        let (keyID, algorithm, critical) = try header.withUnsafeBufferPointer { bytes throws(PostbackProblem) in
             let reader = try Self.reader(JWSHeaderKey.self, bytes, "JWS header", requirement: "a JWS header")
             return (
-                try reader.requiredString(.kid, maximumLength: 255), try reader.requiredString(.alg, maximumLength: 32)
+                try reader.requiredString(.kid, maximumLength: 255), try reader.requiredString(.alg, maximumLength: 32),
+                reader.fields[.crit].map { JSONText.excerpt(bytes, $0) }
             )
         }
         let conversionValue = try envelope.conversionValue()
         let countryCode = try envelope.countryCode()
-        let adInteractionType = try envelope.optionalString(.adInteractionType, maximumLength: 64)
+        let adInteractionType = try envelope.adInteractionType()
         return try payload.withUnsafeBufferPointer { bytes throws(PostbackProblem) in
             let reader = try Self.reader(AAKPayloadKey.self, bytes, "JWS payload", requirement: "AdAttributionKit")
             let conversionTypeText = try reader.requiredString(.conversionType, maximumLength: 64)
@@ -91,6 +93,7 @@ struct AAKPostbackDecoder {
             return AAKPostback(
                 keyID: keyID,
                 algorithm: algorithm,
+                criticalHeader: critical,
                 impressionType: try reader.requiredString(.impressionType, maximumLength: 64),
                 adNetworkID: try reader.requiredString(.adNetworkIdentifier, maximumLength: 255),
                 sourceIdentifier: try reader.requiredSourceIdentifier(.sourceIdentifier),

@@ -77,6 +77,18 @@ extension FieldReader where Key == PostbackKey {
         return fine.map { .fine(Int($0)) } ?? coarse.map { .coarse($0) }
     }
 
+    /// AdAttributionKit's unsigned `ad-interaction-type`: `view` or `click`, or absent. Like an
+    /// unknown coarse value, any other value is malformed: nothing but a changed envelope sends
+    /// one.
+    func adInteractionType() throws(PostbackProblem) -> String? {
+        guard let slice = present(.adInteractionType) else { return nil }
+        let value = slice.kind == .string ? JSONText.string(bytes, slice) : nil
+        guard let value, value == "view" || value == "click" else {
+            throw problem(.invalidValue, .adInteractionType, "expected \"view\" or \"click\", found \(found(slice))")
+        }
+        return value
+    }
+
     /// `country-code`: two ASCII letters, kept as received.
     func countryCode() throws(PostbackProblem) -> String? {
         guard let value = try optionalString(.countryCode, maximumLength: 2) else { return nil }
@@ -182,6 +194,15 @@ struct SKANPostbackDecoder {
         let text = JSONText.string(reader.bytes, slice)
         guard let version = SKANVersion(rawValue: text) else {
             let shown = text.count > 16 ? String(text.prefix(16)) + "…" : text
+            // Only a version number can be a version postbackd does not know yet; anything else
+            // is no version at all.
+            guard Self.isVersionNumber(text) else {
+                throw reader.problem(
+                    .invalidValue,
+                    .version,
+                    "expected a version number such as \"4.0\" (digits, a dot, digits), found \"\(visible(shown))\""
+                )
+            }
             throw PostbackProblem(
                 .unsupportedVersion,
                 field: PostbackKey.version.name,
@@ -189,5 +210,12 @@ struct SKANPostbackDecoder {
             )
         }
         return version
+    }
+
+    /// Whether `text` is ASCII digits, a dot, ASCII digits (`4.1`, `10.0`): the shape of every
+    /// SKAdNetwork version, known or not.
+    static func isVersionNumber(_ text: String) -> Bool {
+        let parts = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(isDigit) }
     }
 }

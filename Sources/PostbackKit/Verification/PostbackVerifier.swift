@@ -12,7 +12,8 @@
 ///
 /// AdAttributionKit: an object with a `jws-string` is an AdAttributionKit envelope. Its JWS is
 /// verified with ES256 over the header and payload segments exactly as received, with the key
-/// its header's `kid` names; any `alg` but ES256 and any unknown `kid` are refused.
+/// its header's `kid` names; any `alg` but ES256, any unknown `kid` and any `crit` (RFC 7515
+/// §4.1.11: no extension is understood here) are refused.
 // @unchecked: a verifier is used by one task at a time; VerifierPool hands it from task to task.
 package final class PostbackVerifier: @unchecked Sendable {
     package let keyRing: KeyRing
@@ -31,14 +32,17 @@ package final class PostbackVerifier: @unchecked Sendable {
     ///   - bytes: the entry's bytes.
     ///   - problem: a reason the reader already refused the entry for.
     ///   - line: the line the entry starts on in its file, so JSON errors name the file's line.
+    ///   - path: the kind of postback the place it arrived at takes (`serve`'s two report
+    ///     paths), so that a body that is neither kind is told what that kind misses.
     package func check(
         _ bytes: UnsafeBufferPointer<UInt8>,
         problem: EntryReadProblem? = nil,
-        line: Int = 1
+        line: Int = 1,
+        path: PostbackKind? = nil
     )
         -> VerificationResult
     {
-        finish(prepare(bytes, problem: problem, line: line), verified: nil)
+        finish(prepare(bytes, problem: problem, line: line, path: path), verified: nil)
     }
 
     /// Checks every entry of a batch held in `bytes`: the same results as
@@ -101,7 +105,12 @@ package final class PostbackVerifier: @unchecked Sendable {
         case aak(AAKPostback)
     }
 
-    private func prepare(_ bytes: UnsafeBufferPointer<UInt8>, problem: EntryReadProblem?, line: Int) -> Prepared {
+    private func prepare(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        problem: EntryReadProblem?,
+        line: Int,
+        path: PostbackKind? = nil
+    ) -> Prepared {
         if let problem {
             return .done(.rejected(PostbackProblem(problem), kind: nil, identity: PostbackIdentity()))
         }
@@ -133,6 +142,22 @@ package final class PostbackVerifier: @unchecked Sendable {
             } catch {
                 return .done(.rejected(error, kind: .aak, identity: decoder.identity))
             }
+        }
+        // A body is read as the kind its signature field says, wherever it arrived (networks
+        // forward both kinds to one URL). One with neither, sent to the AdAttributionKit path,
+        // lacks what that path takes: SKAdNetwork 1.0's missing fields would say nothing useful.
+        if path == .aak && !fields.has(.attributionSignature) {
+            return .done(
+                .rejected(
+                    PostbackProblem(
+                        .missingField,
+                        field: PostbackKey.jwsString.name,
+                        "missing, but the AdAttributionKit path requires it: a postback sent there is {\"jws-string\": \"<compact JWS>\", …} (a SKAdNetwork postback, with its attribution-signature, goes to /.well-known/skadnetwork/report-attribution/)"
+                    ),
+                    kind: .aak,
+                    identity: PostbackIdentity()
+                )
+            )
         }
         var decoder = SKANPostbackDecoder(fields)
         do {
@@ -262,6 +287,14 @@ package final class PostbackVerifier: @unchecked Sendable {
             return refused(
                 .jwsString,
                 "JWS alg \"\(visible(postback.algorithm))\" is refused; AdAttributionKit postbacks are signed with ES256"
+            )
+        }
+        if let critical = postback.criticalHeader {
+            // RFC 7515 §4.1.11: a recipient that does not understand every extension `crit`
+            // lists must refuse the JWS. Apple's headers carry only kid and alg.
+            return refused(
+                .jwsString,
+                "the JWS header carries crit (\(visible(critical))), extensions that must be understood; postbackd understands none, so the JWS is refused (RFC 7515 §4.1.11)"
             )
         }
         guard let key = keyRing.aak[postback.keyID] else {

@@ -231,13 +231,14 @@ struct PostbackResponder: HTTPResponder {
         let status: String
         switch outcome {
         case .stored: status = "stored"
-        case .duplicate, .conflict: status = "duplicate"
+        case .duplicate, .conflict, .signedConflict: status = "duplicate"
         case .quarantined: status = "quarantined"
         case .dropped: status = "dropped"
         }
         object.add("status", status)
         VerificationReport.addVerdict(result, to: &object)
-        if outcome == .conflict { object.add("conflict", true) }
+        if outcome == .conflict || outcome == .signedConflict { object.add("conflict", true) }
+        if outcome == .signedConflict { object.add("signed_differs", true) }
         if result.testMode { object.add("test_mode", true) }
         if result.development { object.add("development", true) }
         object.add("request_id", requestID)

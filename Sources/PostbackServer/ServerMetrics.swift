@@ -16,6 +16,7 @@ final class ServerMetrics: Sendable {
     private let stored: CoreMetrics.Counter
     private let duplicates: CoreMetrics.Counter
     private let conflicts: CoreMetrics.Counter
+    private let signedConflicts: CoreMetrics.Counter
     private let quarantined: CoreMetrics.Counter
     private let quarantineRepeats: CoreMetrics.Counter
     private let dropped: CoreMetrics.Counter
@@ -51,6 +52,7 @@ final class ServerMetrics: Sendable {
         stored = CoreMetrics.Counter(label: "postbackd_stored_total", factory: factory)
         duplicates = CoreMetrics.Counter(label: "postbackd_duplicates_total", factory: factory)
         conflicts = CoreMetrics.Counter(label: "postbackd_conflicts_total", factory: factory)
+        signedConflicts = CoreMetrics.Counter(label: "postbackd_signed_conflicts_total", factory: factory)
         quarantined = CoreMetrics.Counter(label: "postbackd_quarantined_total", factory: factory)
         quarantineRepeats = CoreMetrics.Counter(label: "postbackd_quarantine_repeats_total", factory: factory)
         dropped = CoreMetrics.Counter(label: "postbackd_quarantine_dropped_total", factory: factory)
@@ -84,6 +86,10 @@ final class ServerMetrics: Sendable {
         case .conflict:
             duplicates.increment()
             conflicts.increment()
+        case .signedConflict:
+            duplicates.increment()
+            conflicts.increment()
+            signedConflicts.increment()
         case .quarantined(let newRow):
             quarantined.increment()
             if !newRow { quarantineRepeats.increment() }

@@ -86,3 +86,52 @@ struct StoredColumns {
         }
     }
 }
+
+/// The columns of a stored postback that its signature covers besides its dedup key: a copy
+/// whose columns differ from the stored postback's is another signed content under the same key,
+/// which Apple never sends (it signs one content per transaction and window).
+///
+/// SKAdNetwork signs the version, campaign or source identifier, app, redownload, source app or
+/// domain, fidelity type and did-win; AdAttributionKit's JWS payload the impression type, source
+/// identifier, advertised app, conversion type (and so `redownload`), did-win, marketplace and
+/// publishing app. The conversion values, country and interaction type are not signed.
+struct SignedColumns: Equatable {
+    var version: String?
+    var appID: Int64
+    var campaignID: Int64?
+    var sourceIdentifier: String?
+    var sourceAppID: Int64?
+    var sourceDomain: String?
+    var fidelityType: Int?
+    var didWin: Bool?
+    var redownload: Bool?
+    var conversionType: String?
+    var marketplaceID: String?
+    var impressionType: String?
+
+    /// The columns as the engines' lookups of a stored postback select them, in this order.
+    static let sqlColumns = """
+        version, app_id, campaign_id, source_identifier, source_app_id, source_domain, fidelity_type, did_win, \
+        redownload, conversion_type, marketplace_id, impression_type
+        """
+}
+
+extension SignedColumns {
+    /// A postback's signed columns, as it would be stored.
+    init(_ columns: StoredColumns) {
+        self.init(
+            version: columns.version,
+            appID: columns.appID,
+            campaignID: columns.campaignID,
+            sourceIdentifier: columns.sourceIdentifier,
+            sourceAppID: columns.sourceAppID,
+            sourceDomain: columns.sourceDomain,
+            fidelityType: columns.fidelityType,
+            didWin: columns.didWin,
+            redownload: columns.redownload,
+            conversionType: columns.conversionType,
+            marketplaceID: columns.marketplaceID,
+            impressionType: columns.impressionType
+        )
+    }
+}

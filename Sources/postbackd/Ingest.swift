@@ -11,7 +11,8 @@ extension Postbackd {
             discussion: """
                 Reads inputs exactly as verify does, verifies on every core, and writes each valid \
                 postback once under its dedup key (ad network, transaction id, sequence index); \
-                copies become sightings (conflicts when their unsigned values differ); invalid, \
+                copies become sightings (conflicts when their unsigned values or their signed \
+                content differ); invalid, \
                 malformed and unsupported entries go to quarantine with their reason and bytes. \
                 Re-running on the same input adds nothing; a run killed at any point and started \
                 again ends as one clean run would. Several ingests may share a database: an SQLite \

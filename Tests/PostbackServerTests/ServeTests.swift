@@ -200,6 +200,25 @@ struct ServeTests {
             body: Array(try JSONSerialization.data(withJSONObject: changed))
         )
         #expect(copy.jsonStatus == "duplicate" && copy.json["conflict"] as? Bool == true, "\(copy.body)")
+        #expect(copy.json["signed_differs"] == nil)
+        // A genuine signature over other signed content under the same key: a conflict, flagged.
+        var other = SamplePostback.make(.v4_0, transactionID: "22222222-0000-4000-8000-000000000002")
+        other.sourceIdentifier = "5240"
+        let otherContent = try await client.send(
+            .POST,
+            server.base + Self.skan,
+            body: Array(try TestKeys.signer.signed(other).jsonText().utf8)
+        )
+        #expect(otherContent.status == 200)
+        #expect(otherContent.jsonStatus == "duplicate" && otherContent.verdict == "valid", "\(otherContent.body)")
+        #expect(otherContent.json["conflict"] as? Bool == true, "\(otherContent.body)")
+        #expect(otherContent.json["signed_differs"] as? Bool == true, "\(otherContent.body)")
+        let metrics = try await client.send(.GET, server.base + "/metrics").body
+        for line in [
+            "postbackd_duplicates_total 2", "postbackd_conflicts_total 2", "postbackd_signed_conflicts_total 1",
+        ] {
+            #expect(metrics.contains(line + "\n"), "\(line) not in\n\(metrics)")
+        }
         #expect(server.stop() == 0)
 
         #expect(
@@ -207,7 +226,15 @@ struct ServeTests {
                 "22222222-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002",
             ]
         )
-        #expect(try await store.strings("SELECT count(*) FROM conflicts") == ["1"])
+        #expect(
+            try await store.strings(
+                "SELECT CASE WHEN signed_differs THEN 'signed' ELSE 'unsigned' END FROM conflicts ORDER BY sighting_id"
+            ) == ["unsigned", "signed"]
+        )
+        #expect(
+            try await store.strings("SELECT signed_conflicts || ' ' || conflicts FROM ingest_runs") == ["1 2"],
+            "the server's run counts them"
+        )
         #expect(try await store.strings("SELECT count(*) FROM quarantine WHERE verdict = 'invalid'") == ["2"])
     }
 

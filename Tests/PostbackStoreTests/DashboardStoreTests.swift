@@ -268,10 +268,15 @@ struct DashboardStoreTests {
             )
             for statement in laterMigration { try await store.execute(statement) }
         case .postgres:
+            // PostgreSQL applies the migrations after the highest one recorded: the later ones are
+            // undone too (9: the model timelines and model_ambiguous, below; 10: the conflicts'
+            // signed_differs, the runs' signed_conflicts).
             try await store.execute(
                 "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue, aggregate_fine_value_totals, "
                     + dashboardTables.joined(separator: ", "),
-                "DELETE FROM postbackd_migrations WHERE version IN (8, 9)"
+                "ALTER TABLE conflicts DROP COLUMN signed_differs",
+                "ALTER TABLE ingest_runs DROP COLUMN signed_conflicts",
+                "DELETE FROM postbackd_migrations WHERE version >= 8"
             )
             for statement in laterMigration { try await store.execute(statement) }
         }

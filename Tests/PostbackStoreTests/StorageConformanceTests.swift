@@ -279,6 +279,116 @@ struct StorageConformanceTests {
     }
 
     @Test(
+        "a validly signed copy whose signed content differs is a conflict flagged signed_differs, and counted",
+        arguments: TestEngine.available
+    )
+    func signedConflicts(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        let database = store.location
+        let original = SamplePostback.make(.v4_0, conversionValue: .fine(20))
+        // Each a genuine signature over another content under the original's dedup key.
+        var others: [(what: String, postback: SKANPostback)] = []
+        func other(_ what: String, _ change: (inout SKANPostback) -> Void) {
+            var postback = original
+            change(&postback)
+            others.append((what, postback))
+        }
+        other("source-identifier") { $0.sourceIdentifier = "5240" }
+        other("app-id") { $0.appID = 525_463_030 }
+        other("redownload") { $0.redownload = true }
+        other("source-domain") { $0.sourceDomain = "example.org" }
+        other("source-app-id instead of source-domain") {
+            $0.sourceDomain = nil
+            $0.sourceAppID = 1_234_567_891
+        }
+        other("fidelity-type") { $0.fidelityType = 0 }
+        other("did-win") { $0.didWin = false }
+        others.append(("version 3.0", SamplePostback.make(.v3_0, conversionValue: .fine(20))))
+        other("source-identifier and the conversion value") {
+            $0.sourceIdentifier = "5241"
+            $0.conversionValue = .fine(21)
+        }
+        var unsignedOnly = original
+        unsignedOnly.conversionValue = .fine(21)
+        // AdAttributionKit: the JWS payload is the signed content.
+        let payload = """
+            {"postback-identifier":"0F3C9B1E-2D4A-4B5C-8D6E-7F8091A2B3C4","impression-type":"app-impression",\
+            "ad-network-identifier":"example123.adattributionkit","did-win":true,"postback-sequence-index":0,\
+            "conversion-type":"download","source-identifier":"5239","advertised-item-identifier":525463029,\
+            "marketplace-identifier":"com.apple.AppStore"}
+            """
+        func envelope(_ payload: String) throws -> String {
+            let jws = try TestKeys.signer.jws(
+                headerJSON: #"{"kid":"postbackd-test/0","alg":"ES256"}"#,
+                payloadJSON: payload
+            )
+            return #"{"jws-string":""# + jws + #"","conversion-value":24}"#
+        }
+        let aakOthers = [
+            ("impression-type", payload.replacingOccurrences(of: "app-impression", with: "web-impression")),
+            ("conversion-type", payload.replacingOccurrences(of: #""download""#, with: #""redownload""#)),
+            (
+                "marketplace-identifier",
+                payload.replacingOccurrences(of: "com.apple.AppStore", with: "com.example.store")
+            ),
+        ]
+        let lines =
+            [try signed(original)] + (try others.map { try signed($0.postback) })
+            + [try signed(unsignedOnly), try signed(original)]
+            + [try envelope(payload)] + (try aakOthers.map { try envelope($0.1) }) + [try envelope(payload)]
+        let signedCount = others.count + aakOthers.count
+        let path = try directory.write("signed-conflicts.jsonl", lines.joined(separator: "\n"))
+        let summary = try await ingest([path], into: database)
+        #expect(summary.accepted == 2)
+        #expect(summary.quarantined == 0)
+        #expect(summary.duplicates == signedCount + 3)
+        #expect(summary.conflicts == signedCount + 1, "the signed ones and the unsigned one")
+        #expect(summary.signedConflicts == signedCount)
+        #expect(summary.json.contains(#""signed_conflicts":\#(signedCount)"#), "\(summary.json)")
+        #expect(summary.text.contains("\(signedCount) of them with other signed content"), "\(summary.text)")
+
+        // One conflict row per conflicting copy, flagged by what differs; the plain copies are
+        // sightings only.
+        let flags = try await store.strings(
+            """
+            SELECT s.source_index || ' ' || CASE WHEN c.signed_differs THEN 'signed' ELSE 'unsigned' END
+            FROM conflicts c JOIN sightings s ON s.id = c.sighting_id ORDER BY s.source_index
+            """
+        )
+        let expected =
+            others.indices.map { "\($0 + 1) signed" } + ["\(others.count + 1) unsigned"]
+            + aakOthers.indices.map { "\(others.count + 4 + $0) signed" }
+        #expect(flags == expected, "\(others.map(\.what) + aakOthers.map(\.0))")
+        #expect(try await store.count("sightings") == signedCount + 3)
+        #expect(try await store.count("sightings", where: "conflict = TRUE") == signedCount + 1)
+        // The stored postbacks are the first copies; nothing of the others replaced them.
+        #expect(
+            try await store.strings("SELECT source_index FROM postbacks ORDER BY source_index") == [
+                "0", "\(others.count + 3)",
+            ]
+        )
+
+        // Re-reading counts them again and records nothing new; each run keeps its count.
+        let again = try await ingest([path], into: database)
+        #expect(again.signedConflicts == signedCount)
+        #expect(again.conflicts == signedCount + 1)
+        #expect(try await store.count("conflicts") == signedCount + 1)
+        #expect(
+            try await store.strings("SELECT signed_conflicts || ' ' || conflicts FROM ingest_runs ORDER BY id")
+                == Array(repeating: "\(signedCount) \(signedCount + 1)", count: 2)
+        )
+
+        // A copy in a later run (another transaction) is compared with the stored row the same way.
+        var later = original
+        later.didWin = false
+        later.countryCode = "US"
+        let laterPath = try directory.write("later.json", try signed(later))
+        let third = try await ingest([laterPath], into: database)
+        #expect(third.duplicates == 1 && third.conflicts == 1 && third.signedConflicts == 1)
+        #expect(try await store.count("conflicts", where: "signed_differs = TRUE") == signedCount + 1)
+    }
+
+    @Test(
         "every bad entry is quarantined with its verdict, reason, bytes and place; re-ingesting does not grow it",
         arguments: TestEngine.available
     )

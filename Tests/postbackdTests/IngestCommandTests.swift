@@ -32,10 +32,15 @@ struct IngestCommandTests {
         #expect(run.status == 0, "\(run.standardError)")
         #expect(run.outputLines.count == 1)
         let counts = try summary(run)
-        for key in ["read", "accepted", "duplicates", "conflicts", "quarantined", "test_mode"] {
+        for key in ["read", "accepted", "duplicates", "conflicts", "signed_conflicts", "quarantined", "test_mode"] {
             #expect(counts[key] != nil, "\(key)")
         }
         #expect(counts["read"] == 3452)
+        // Apple's 2.0, 2.1 and 2.2 examples sign three contents under one transaction id: the
+        // 2.1 and 2.2 ones are other signed content under the 2.0 one's key. No generated copy
+        // differs in what is signed.
+        #expect(counts["signed_conflicts"] == 2)
+        #expect(counts["conflicts"] == 4)
         #expect(
             counts["read"] == (counts["accepted"] ?? 0) + (counts["duplicates"] ?? 0) + (counts["quarantined"] ?? 0)
         )

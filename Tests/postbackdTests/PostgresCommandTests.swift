@@ -43,7 +43,10 @@ struct PostgresCommandTests {
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(ingest.standardOutput.utf8)) as? [String: Any]
         )
-        for key in ["read", "accepted", "duplicates", "conflicts", "quarantined", "test_mode", "development"] {
+        for key in [
+            "read", "accepted", "duplicates", "conflicts", "signed_conflicts", "quarantined", "test_mode",
+            "development",
+        ] {
             outputs.append("ingest \(key): \(summary[key].map { "\($0)" } ?? "missing")")
         }
         try step(["aggregate", "--format", "json"])

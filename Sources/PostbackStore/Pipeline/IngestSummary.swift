@@ -9,8 +9,11 @@ package struct IngestSummary: Sendable, Hashable {
     /// Valid postbacks whose dedup key was already taken (conflicts included).
     package var duplicates = 0
     /// Duplicates whose conversion value, coarse value or country code differ from the stored
-    /// postback's.
+    /// postback's, or whose signed content does (``signedConflicts``).
     package var conflicts = 0
+    /// Conflicts whose signed content differs from the stored postback's: another validly
+    /// signed postback under the same dedup key (included in ``conflicts``).
+    package var signedConflicts = 0
     /// Entries quarantined: invalid + malformed + unsupported.
     package var quarantined = 0
     package var invalid = 0
@@ -34,6 +37,7 @@ package struct IngestSummary: Sendable, Hashable {
         accepted += other.accepted
         duplicates += other.duplicates
         conflicts += other.conflicts
+        signedConflicts += other.signedConflicts
         quarantined += other.quarantined
         invalid += other.invalid
         malformed += other.malformed
@@ -52,7 +56,9 @@ package struct IngestSummary: Sendable, Hashable {
             "  accepted     \(formatCount(accepted))"
                 + (testMode + development > 0 ? " (\(testMode) test mode, \(development) development)" : ""),
             "  duplicates   \(formatCount(duplicates))"
-                + (conflicts > 0 ? " (\(conflicts) with conflicting values)" : ""),
+                + (conflicts > 0 ? " (\(conflicts) with conflicting values" : "")
+                + (signedConflicts > 0 ? ", \(signedConflicts) of them with other signed content" : "")
+                + (conflicts > 0 ? ")" : ""),
             "  quarantined  \(formatCount(quarantined)) (\(invalid) invalid, \(malformed) malformed, \(unsupported) unsupported)",
         ]
         if unreadableFiles > 0 {
@@ -68,6 +74,7 @@ package struct IngestSummary: Sendable, Hashable {
         object.add("accepted", accepted)
         object.add("duplicates", duplicates)
         object.add("conflicts", conflicts)
+        object.add("signed_conflicts", signedConflicts)
         object.add("quarantined", quarantined)
         object.add("invalid", invalid)
         object.add("malformed", malformed)

@@ -34,6 +34,9 @@ package enum ReceiptOutcome: Sendable, Hashable {
     case duplicate
     /// A copy of a stored postback whose unsigned values differ: recorded as a conflict.
     case conflict
+    /// A validly signed copy whose signed content differs from the stored postback's under the
+    /// same dedup key: recorded as a conflict, flagged `signed_differs`.
+    case signedConflict
     /// Quarantined; `newRow` is false when the same body was already there (its
     /// `received_count` went up).
     case quarantined(newRow: Bool)
@@ -51,6 +54,10 @@ extension IngestSummary {
         case .conflict:
             duplicates += 1
             conflicts += 1
+        case .signedConflict:
+            duplicates += 1
+            conflicts += 1
+            signedConflicts += 1
         case .quarantined: countQuarantined(result)
         case .dropped: break
         }

@@ -26,7 +26,8 @@ extension PostbackStorage {
                 """
                 UPDATE ingest_runs SET finished_at = \(finishedAt), status = \(status),
                     read = \(summary.read), accepted = \(summary.accepted), duplicates = \(summary.duplicates),
-                    conflicts = \(summary.conflicts), quarantined = \(summary.quarantined),
+                    conflicts = \(summary.conflicts), signed_conflicts = \(summary.signedConflicts),
+                    quarantined = \(summary.quarantined),
                     test_mode = \(summary.testMode), development = \(summary.development)
                 WHERE id = \(id)
                 """

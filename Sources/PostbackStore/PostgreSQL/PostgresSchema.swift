@@ -772,6 +772,21 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        // A copy under a stored postback's dedup key whose signed content differs (another
+        // validly signed postback, which Apple never sends) is a conflict flagged as such; each
+        // run counts them.
+        Migration(
+            version: 10,
+            name: "conflicts of signed content",
+            statements: [
+                #"""
+                ALTER TABLE conflicts ADD COLUMN signed_differs boolean NOT NULL DEFAULT false
+                """#,
+                #"""
+                ALTER TABLE ingest_runs ADD COLUMN signed_conflicts bigint NOT NULL DEFAULT 0
+                """#,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -221,17 +221,18 @@ extension PostgresStore {
                 )
                 continue
             }
-            counts.duplicates += 1
-            let conflict =
-                original.fine != copy.fine || original.coarse != copy.coarse || original.country != copy.country
-            if conflict { counts.conflicts += 1 }
-            if copy.request != nil { outcomes[copy.entry] = conflict ? .conflict : .duplicate }
+            let comparison = CopyComparison(
+                stored: (original.fine, original.coarse, original.country, original.signed),
+                copy: (copy.fine, copy.coarse, copy.country, SignedColumns(copy.columns))
+            )
+            counts.countCopy(comparison)
+            if copy.request != nil { outcomes[copy.entry] = comparison.outcome }
             let sameBytes = original.rawDigest == copy.digest
             // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
             if sameBytes && original.source == copy.source && original.sourceIndex == Int64(copy.location.index) {
                 continue
             }
-            sightings.append(copy, postbackID: original.id, sameBytes: sameBytes, conflict: conflict)
+            sightings.append(copy, postbackID: original.id, sameBytes: sameBytes, comparison: comparison)
         }
         if sightings.count > 0 {
             try await connection.send(sightings.insert, logger: logger)
@@ -302,7 +303,8 @@ extension PostgresStore {
 
     static let selectStored = """
         SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
-            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, dedup_key
+            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, dedup_key,
+            \(SignedColumns.sqlColumns)
         FROM postbacks WHERE dedup_key = ANY($1)
         """
 
@@ -564,6 +566,8 @@ struct SightingColumns {
     var runID = PostgresArrayColumn(.int8)
     var clientAddress = PostgresArrayColumn(.text)
     var requestID = PostgresArrayColumn(.text)
+    /// Not a column of `sightings`: the new `conflicts` row's `signed_differs`.
+    var signedDiffers = PostgresArrayColumn(.bool)
 
     var count: Int { postbackID.count }
 
@@ -571,7 +575,7 @@ struct SightingColumns {
         _ copy: PendingWrites.Candidate,
         postbackID id: Int64,
         sameBytes: Bool,
-        conflict isConflict: Bool
+        comparison: CopyComparison
     ) {
         postbackID.append(id)
         source.append(copy.source)
@@ -582,38 +586,50 @@ struct SightingColumns {
         fine.append(copy.fine)
         coarse.append(copy.coarse)
         country.append(copy.country)
-        conflict.append(isConflict)
+        conflict.append(comparison.isConflict)
         receivedAt.append(copy.receivedAt)
         runID.append(copy.runID)
         clientAddress.append(copy.request?.clientAddress)
         requestID.append(copy.request?.requestID)
+        signedDiffers.append(comparison.signedDiffers)
     }
 
     /// Inserts the sightings and, for each new one that conflicts, its `conflicts` row with the
-    /// stored postback's values: one statement.
+    /// stored postback's values: one statement. `signed_differs` is no column of `sightings`, so
+    /// it is found again in the input by the sighting's unique key (copies with one key have the
+    /// same bytes, so the same flag).
     var insert: PostgresQuery {
         let columns = [
             postbackID, source, sourceIndex, sourceLine, rawDigest, raw, fine, coarse, country, conflict, receivedAt,
-            runID, clientAddress, requestID,
+            runID, clientAddress, requestID, signedDiffers,
         ]
         var binds = PostgresBindings(capacity: columns.count)
         for column in columns { binds.append(column) }
         let parameters = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         return PostgresQuery(
             unsafeSQL: """
-                WITH new_sightings AS (
+                WITH copies AS (
+                    SELECT * FROM unnest(\(parameters)) AS c (
+                        postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
+                        country_code, conflict, received_at, run_id, client_address, request_id, signed_differs)),
+                new_sightings AS (
                     INSERT INTO sightings (
                         postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
                         country_code, conflict, received_at, run_id, client_address, request_id)
-                    SELECT * FROM unnest(\(parameters))
+                    SELECT postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
+                        country_code, conflict, received_at, run_id, client_address, request_id
+                    FROM copies
                     ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
-                    RETURNING id, postback_id, conflict, fine_value, coarse_value, country_code)
+                    RETURNING id, postback_id, conflict, fine_value, coarse_value, country_code, source, source_index,
+                        raw_sha256)
                 INSERT INTO conflicts (
                     sighting_id, postback_id, stored_fine_value, stored_coarse_value, stored_country_code,
-                    copy_fine_value, copy_coarse_value, copy_country_code)
+                    copy_fine_value, copy_coarse_value, copy_country_code, signed_differs)
                 SELECT s.id, s.postback_id, p.fine_value, p.coarse_value, p.country_code, s.fine_value,
-                    s.coarse_value, s.country_code
+                    s.coarse_value, s.country_code, d.source IS NOT NULL
                 FROM new_sightings s JOIN postbacks p ON p.id = s.postback_id
+                LEFT JOIN (SELECT DISTINCT source, source_index, raw_sha256 FROM copies WHERE signed_differs) d
+                    ON d.source = s.source AND d.source_index = s.source_index AND d.raw_sha256 = s.raw_sha256
                 WHERE s.conflict
                 """,
             binds: binds
@@ -636,6 +652,7 @@ struct StoredPostback {
     var kind: String
     var keySpace: String
     var dedupKey: [UInt8]
+    var signed: SignedColumns
 
     init(_ row: PostgresRow) throws {
         let cells = row.makeRandomAccess()
@@ -652,6 +669,20 @@ struct StoredPostback {
         self.kind = try cells[10].decode(String.self)
         self.keySpace = try cells[11].decode(String.self)
         self.dedupKey = Array(try cells[12].decode(ByteBuffer.self).readableBytesView)
+        self.signed = SignedColumns(
+            version: try cells[13].decode(String?.self),
+            appID: try cells[14].decode(Int64.self),
+            campaignID: try cells[15].decode(Int64?.self),
+            sourceIdentifier: try cells[16].decode(String?.self),
+            sourceAppID: try cells[17].decode(Int64?.self),
+            sourceDomain: try cells[18].decode(String?.self),
+            fidelityType: try cells[19].decode(Int32?.self).map(Int.init),
+            didWin: try cells[20].decode(Bool?.self),
+            redownload: try cells[21].decode(Bool?.self),
+            conversionType: try cells[22].decode(String?.self),
+            marketplaceID: try cells[23].decode(String?.self),
+            impressionType: try cells[24].decode(String?.self)
+        )
     }
 }
 

@@ -9,7 +9,8 @@ import PostbackKit
 ///   where it was read; the dedup key is a unique index.
 /// - `sightings`: every further copy of a stored postback, one per distinct (source,
 ///   position, bytes).
-/// - `conflicts`: sightings whose unsigned values differ from the stored postback, with both.
+/// - `conflicts`: sightings whose unsigned values differ from the stored postback, with both, or
+///   whose signed content differs (`signed_differs`).
 /// - `quarantine`: every invalid, malformed or unsupported entry with its reason and bytes.
 /// - `ingest_runs`: one row per `postbackd ingest`, and one per `postbackd serve` process.
 /// - `conversion_models`: every model added, the current one per app with no `replaced_at`.
@@ -671,6 +672,16 @@ package enum PostbackSchema {
                 CREATE INDEX aggregate_dashboard_install_by_app_day ON aggregate_dashboard_install_by_app (install_date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous);
                 DROP INDEX aggregate_dashboard_install_day;
                 CREATE INDEX aggregate_dashboard_install_day ON aggregate_dashboard_install (install_date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous);
+                """#
+        ),
+        // A copy under a stored postback's dedup key whose signed content differs (another
+        // validly signed postback, which Apple never sends) is a conflict flagged as such; each
+        // run counts them.
+        Migration(
+            "v14: conflicts of signed content",
+            sql: #"""
+                ALTER TABLE conflicts ADD COLUMN signed_differs INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE ingest_runs ADD COLUMN signed_conflicts INTEGER NOT NULL DEFAULT 0;
                 """#
         ),
     ]

@@ -129,7 +129,7 @@ package final class SQLiteStore: StoreEngine {
                 )
                 switch outcome {
                 case .stored: outcomes.append(.stored)
-                case .duplicate(let conflict): outcomes.append(conflict ? .conflict : .duplicate)
+                case .duplicate(let comparison): outcomes.append(comparison.outcome)
                 case .digestCollision(let storedID):
                     outcomes.append(try refuse(digestCollision(result, storedID: storedID), overBudget: true))
                 }
@@ -236,41 +236,43 @@ package final class SQLiteStore: StoreEngine {
         else {
             return .digestCollision(storedID: stored["id"])
         }
-        counts.duplicates += 1
         let storedFine: Int? = stored["fine_value"]
         let storedCoarse: String? = stored["coarse_value"]
         let storedCountry: String? = stored["country_code"]
         let copyFine = postback.conversionValue?.fine
         let copyCoarse = postback.conversionValue?.coarse?.rawValue
-        let conflict = storedFine != copyFine || storedCoarse != copyCoarse || storedCountry != postback.countryCode
-        if conflict { counts.conflicts += 1 }
+        let comparison = CopyComparison(
+            stored: (storedFine, storedCoarse, storedCountry, SignedColumns(stored, from: 12)),
+            copy: (copyFine, copyCoarse, postback.countryCode, SignedColumns(columns))
+        )
+        counts.countCopy(comparison)
         let storedDigest: Data = stored["raw_sha256"]
         let sameBytes = storedDigest == Data(digest)
         // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
         if sameBytes && stored["source"] == source && stored["source_index"] == location.index {
-            return .duplicate(conflict: conflict)
+            return .duplicate(comparison)
         }
         let sighting = try db.cachedStatement(sql: request == nil ? Self.insertSighting : Self.insertReceivedSighting)
         var arguments: StatementArguments = [
             stored["id"] as Int64, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
-            copyFine, copyCoarse, postback.countryCode, conflict, receivedAt.iso8601, runID,
+            copyFine, copyCoarse, postback.countryCode, comparison.isConflict, receivedAt.iso8601, runID,
         ]
         if let request { arguments += [request.clientAddress, request.requestID] }
         try sighting.execute(arguments: arguments)
-        guard db.changesCount == 1, conflict else { return .duplicate(conflict: conflict) }
+        guard db.changesCount == 1, comparison.isConflict else { return .duplicate(comparison) }
         let record = try db.cachedStatement(sql: Self.insertConflict)
         try record.execute(arguments: [
             db.lastInsertedRowID, stored["id"] as Int64, storedFine, storedCoarse, storedCountry, copyFine, copyCoarse,
-            postback.countryCode,
+            postback.countryCode, comparison.signedDiffers,
         ])
-        return .duplicate(conflict: true)
+        return .duplicate(comparison)
     }
 
     /// What ``store(_:_:_:raw:digest:source:location:receivedAt:receivedSource:runID:request:counts:)`` did.
     enum StoreOutcome {
         case stored
-        /// A copy of a stored postback; `conflict` when its unsigned values differ.
-        case duplicate(conflict: Bool)
+        /// A copy of a stored postback, and how it compares with it.
+        case duplicate(CopyComparison)
         /// Another key's postback holds the same dedup digest.
         case digestCollision(storedID: Int64)
     }
@@ -317,7 +319,7 @@ package final class SQLiteStore: StoreEngine {
 
     static let selectStored = """
         SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
-            ad_network_id, transaction_id, postback_sequence_index, kind, key_space
+            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, \(SignedColumns.sqlColumns)
         FROM postbacks WHERE dedup_key = ?
         """
 
@@ -338,8 +340,8 @@ package final class SQLiteStore: StoreEngine {
     static let insertConflict = """
         INSERT INTO conflicts (
             sighting_id, postback_id, stored_fine_value, stored_coarse_value, stored_country_code, copy_fine_value,
-            copy_coarse_value, copy_country_code)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            copy_coarse_value, copy_country_code, signed_differs)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     static let insertQuarantine = """
@@ -360,6 +362,27 @@ package final class SQLiteStore: StoreEngine {
         ON CONFLICT (source, source_index, raw_sha256) DO UPDATE SET received_count = received_count + 1
         RETURNING received_count
         """
+}
+
+extension SignedColumns {
+    /// The signed columns of a row of ``SQLiteStore/selectStored``, which selects them in
+    /// ``sqlColumns``' order from `first` on (read by position: no name lookups on ingest's path).
+    init(_ row: Row, from first: Int) {
+        self.init(
+            version: row[first],
+            appID: row[first + 1],
+            campaignID: row[first + 2],
+            sourceIdentifier: row[first + 3],
+            sourceAppID: row[first + 4],
+            sourceDomain: row[first + 5],
+            fidelityType: row[first + 6],
+            didWin: row[first + 7],
+            redownload: row[first + 8],
+            conversionType: row[first + 9],
+            marketplaceID: row[first + 10],
+            impressionType: row[first + 11]
+        )
+    }
 }
 
 /// Ingest's writes on SQLite: one write transaction on the store's connection, open across

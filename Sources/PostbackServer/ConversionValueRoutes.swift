@@ -40,17 +40,39 @@ extension PostbackResponder {
         guard case .object = value else {
             return Self.json(.badRequest, Self.error("expected a JSON object, found \(value.kindName)", field: nil))
         }
+        // `conversion_type`: `install` (the default) or `re-engagement`, an AdAttributionKit
+        // re-engagement's state, answered from the app's re-engagement model.
+        let type: ModelConversionType
+        switch value["conversion_type"] {
+        case nil, .some(.null): type = .install
+        case .some(.string(let text)):
+            guard let known = ModelConversionType(rawValue: text) else {
+                return Self.json(
+                    .badRequest,
+                    Self.error(
+                        "expected \"install\" or \"re-engagement\", found \"\(text.prefix(64))\"",
+                        field: "conversion_type"
+                    )
+                )
+            }
+            type = known
+        case .some(let other):
+            return Self.json(
+                .badRequest,
+                Self.error("expected a string, found \(other.kindName)", field: "conversion_type")
+            )
+        }
         let entry: ModelDirectory.Entry?
         switch (value["app_id"], value["bundle_id"]) {
         case (.some(.number(let text)), _), (.some(.string(let text)), _):
             guard let id = Int64(text) else {
                 return Self.json(.badRequest, Self.error("expected an App Store id, found \(text)", field: "app_id"))
             }
-            entry = models.model(appID: id)
+            entry = models.model(appID: id, type)
         case (.some(let other), _) where other != .null:
             return Self.json(.badRequest, Self.error("expected a number, found \(other.kindName)", field: "app_id"))
         case (_, .some(.string(let bundle))):
-            entry = models.model(bundleID: bundle)
+            entry = models.model(bundleID: bundle, type)
         case (_, .some(let other)) where other != .null:
             return Self.json(.badRequest, Self.error("expected a string, found \(other.kindName)", field: "bundle_id"))
         default:
@@ -59,7 +81,12 @@ extension PostbackResponder {
         guard let entry else {
             return Self.json(
                 .badRequest,
-                Self.error("unknown app: no model for it (postbackd models add [--bundle-id BUNDLE] FILE)", field: nil)
+                Self.error(
+                    type == .install
+                        ? "unknown app: no model for it (postbackd models add [--bundle-id BUNDLE] FILE)"
+                        : "no re-engagement model for the app (postbackd models add --conversion-type re-engagement FILE)",
+                    field: type == .install ? nil : "conversion_type"
+                )
             )
         }
         let state: UserState

@@ -82,6 +82,55 @@ struct ConversionValueServeTests {
         #expect(try await store.count("conversion_value_devices") == 0)
     }
 
+    @Test(
+        "POST /v1/conversion-value with conversion_type re-engagement answers from the re-engagement model, as encode does"
+    )
+    func reengagementState() async throws {
+        let store = try await store(.sqlite)
+        let state =
+            #""elapsed_hours": 30, "events": [{"name": "purchase", "hours": 2, "revenue": 6, "currency": "USD"}]}"#
+        let client = try HTTPClient.forTests()
+        func post(_ server: ServerProcess, _ type: String?) async throws -> (status: Int, body: String) {
+            let field = type.map { #""conversion_type": "\#($0)", "# } ?? ""
+            let body = #"{"bundle_id": "com.example.game", "# + field + state
+            let answer = try await client.send(.POST, server.base + Self.postRoute, body: Array(body.utf8))
+            return (answer.status, answer.body.trimmingCharacters(in: .newlines))
+        }
+        var server = try start(store)
+        let install = try await post(server, nil)
+        #expect(install.status == 200)
+        #expect(try await post(server, "install") == install)
+        let none = try await post(server, "re-engagement")
+        #expect(none.status == 400 && none.body.contains("no re-engagement model"), "\(none.body)")
+        #expect(none.body.contains(#""field":"conversion_type""#), "\(none.body)")
+        let unknown = try await post(server, "reengagement")
+        #expect(unknown.status == 400 && unknown.body.contains("expected \\\"install\\\" or"), "\(unknown.body)")
+        #expect(server.stop() == 0)
+
+        // The game's re-engagement schema: another model for the same app.
+        let reengagement = try directory.write(
+            "reengagement.json",
+            FixtureModels.app111.replacingOccurrences(of: #""appId": "111""#, with: #""appId": "1254734734""#)
+        )
+        let added = try Postbackd.run([
+            "models", "add", "--db", store.argument, "--conversion-type", "re-engagement", reengagement,
+        ])
+        #expect(added.status == 0, "\(added.standardError)")
+        server = try start(store)
+        let answered = try await post(server, "re-engagement")
+        let states = try directory.write("state.jsonl", "{" + state)
+        let encoded = try Postbackd.run([
+            "encode", "--db", store.argument, "--app", Self.bundle, "--conversion-type", "re-engagement", "--state",
+            states,
+        ])
+        #expect(encoded.status == 0, "\(encoded.standardError)")
+        #expect(answered.status == 200)
+        #expect(answered.body == encoded.standardOutput.trimmingCharacters(in: .newlines))
+        #expect(answered.body != install.body, "the re-engagement model answers otherwise: \(answered.body)")
+        #expect(try await post(server, nil) == install, "installs still answer from the install model")
+        #expect(server.stop() == 0)
+    }
+
     // MARK: Errors and keys
 
     @Test("errors: 400 naming the parameter or field, 401 without a listed key, 405; keys never logged")

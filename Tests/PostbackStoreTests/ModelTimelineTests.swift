@@ -180,6 +180,37 @@ struct ModelTimelineTests {
     }
 
     @Test(
+        "export decodes each postback with the model in force when its value was set",
+        arguments: TestEngine.available
+    )
+    func export(_ engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let first = try ConversionModelParser.parse(Array(Self.model(fine20: 5, 10).utf8))
+        let second = try ConversionModelParser.parse(Array(Self.model(fine20: 6, 12).utf8))
+        let path = directory.path + "/export-\(engine).jsonl"
+        _ = try await ExportJob.run(ExportJob.Options(output: path), location: store.location)
+        var usdMin: [Int: Double?] = [:]
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let transaction = try #require(object["transaction_id"] as? String)
+            let id = try #require(Int(transaction.suffix(12)))
+            let events = object["events"] as? [[String: Any]] ?? []
+            usdMin[id] = .some(events.first { $0["currency"] as? String == "USD" }?["revenue_min"] as? Double)
+        }
+        #expect(usdMin.count == Self.cases.count)
+        for postback in Self.cases {
+            let (decoded, _) = Self.expected(postback, starts: [(Self.secondModelFrom, second)], first: first)
+            var expected: Double?
+            if case .mapped(let events) = decoded,
+                let revenue = events.first(where: { $0.revenue?.currency == "USD" })?.revenue
+            {
+                expected = Double(revenue.minMicros) / 1_000_000
+            }
+            #expect(usdMin[postback.id] == .some(expected), "postback \(postback.id) received \(postback.received)")
+        }
+    }
+
+    @Test(
         "a third model changes only the days it can reach; every other row stays byte for byte",
         arguments: TestEngine.available
     )

@@ -135,3 +135,22 @@ extension SignedColumns {
         )
     }
 }
+
+/// A stored postback as a copy is compared with it: what the engines' lookup of the copy's
+/// dedup key selects.
+struct StoredPostback {
+    var id: Int64
+    var source: String
+    var sourceIndex: Int64
+    var rawDigest: [UInt8]
+    var fine: Int?
+    var coarse: String?
+    var country: String?
+    var adNetworkID: String
+    var transactionID: String
+    var sequenceIndex: Int
+    var kind: String
+    var keySpace: String
+    var dedupKey: [UInt8]
+    var signed: SignedColumns
+}

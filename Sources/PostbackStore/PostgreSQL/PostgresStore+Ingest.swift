@@ -637,23 +637,8 @@ struct SightingColumns {
     }
 }
 
-/// A stored postback as a copy is compared with it.
-struct StoredPostback {
-    var id: Int64
-    var source: String
-    var sourceIndex: Int64
-    var rawDigest: [UInt8]
-    var fine: Int?
-    var coarse: String?
-    var country: String?
-    var adNetworkID: String
-    var transactionID: String
-    var sequenceIndex: Int
-    var kind: String
-    var keySpace: String
-    var dedupKey: [UInt8]
-    var signed: SignedColumns
-
+extension StoredPostback {
+    /// A row of ``PostgresStore/selectStored``.
     init(_ row: PostgresRow) throws {
         let cells = row.makeRandomAccess()
         self.id = try cells[0].decode(Int64.self)

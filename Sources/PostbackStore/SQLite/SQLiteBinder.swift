@@ -123,9 +123,28 @@ struct SQLiteRowReader {
         for argument in arguments { binder.bind(argument) }
     }
 
+    /// Resets `statement` and binds its values with `bind`.
+    init(_ statement: Statement, bind: (inout SQLiteBinder) -> Void) {
+        self.statement = statement.sqliteStatement
+        var binder = SQLiteBinder(statement)
+        bind(&binder)
+    }
+
     /// Moves to the next row; false after the last.
     func next(_ db: Database) throws -> Bool {
         try SQLiteStep.next(statement)
+    }
+
+    /// Ends the read before its last row, so that the statement holds no cursor.
+    func reset() {
+        sqlite3_reset(statement)
+    }
+
+    func blob(_ column: Int32) -> [UInt8]? {
+        guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: count))
     }
 
     func int64(_ column: Int32) -> Int64? {

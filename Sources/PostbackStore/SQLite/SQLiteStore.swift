@@ -222,39 +222,41 @@ package final class SQLiteStore: StoreEngine {
             return .stored
         }
 
-        // The key is taken: this is a copy of a stored postback.
-        let lookup = try db.cachedStatement(sql: Self.selectStored)
-        guard let stored = try Row.fetchOne(lookup, arguments: [Data(dedupKey)]) else {
+        // The key is taken: this is a copy of a stored postback. Its row is read through
+        // SQLite's C API (a re-read input is all copies; GRDB's `Row` boxed each value).
+        let lookup = SQLiteRowReader(try db.cachedStatement(sql: Self.selectStored)) { binder in
+            dedupKey.withUnsafeBytes { binder.bindBlob($0) }
+        }
+        guard try lookup.next(db) else {
+            lookup.reset()
             return .stored  // unreachable: the insert conflicted on this key inside this transaction
         }
+        let stored = StoredPostback(lookup, dedupKey: dedupKey)
+        lookup.reset()
         // The digest is 128 bits of SHA-256: two keys sharing one is beyond reach, but if it ever
         // happened the postback is quarantined, not counted as a duplicate.
         guard
-            stored["ad_network_id"] == columns.adNetworkID, stored["transaction_id"] == columns.transactionID,
-            stored["postback_sequence_index"] == columns.sequenceIndex, stored["kind"] == postback.kind.rawValue,
-            stored["key_space"] == keySpace.rawValue
+            stored.adNetworkID == columns.adNetworkID, stored.transactionID == columns.transactionID,
+            stored.sequenceIndex == columns.sequenceIndex, stored.kind == postback.kind.rawValue,
+            stored.keySpace == keySpace.rawValue
         else {
-            return .digestCollision(storedID: stored["id"])
+            return .digestCollision(storedID: stored.id)
         }
-        let storedFine: Int? = stored["fine_value"]
-        let storedCoarse: String? = stored["coarse_value"]
-        let storedCountry: String? = stored["country_code"]
         let copyFine = postback.conversionValue?.fine
         let copyCoarse = postback.conversionValue?.coarse?.rawValue
         let comparison = CopyComparison(
-            stored: (storedFine, storedCoarse, storedCountry, SignedColumns(stored, from: 12)),
+            stored: (stored.fine, stored.coarse, stored.country, stored.signed),
             copy: (copyFine, copyCoarse, postback.countryCode, SignedColumns(columns))
         )
         counts.countCopy(comparison)
-        let storedDigest: Data = stored["raw_sha256"]
-        let sameBytes = storedDigest == Data(digest)
+        let sameBytes = stored.rawDigest == digest
         // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
-        if sameBytes && stored["source"] == source && stored["source_index"] == location.index {
+        if sameBytes && stored.source == source && stored.sourceIndex == Int64(location.index) {
             return .duplicate(comparison)
         }
         let sighting = try db.cachedStatement(sql: request == nil ? Self.insertSighting : Self.insertReceivedSighting)
         var arguments: StatementArguments = [
-            stored["id"] as Int64, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
+            stored.id, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
             copyFine, copyCoarse, postback.countryCode, comparison.isConflict, receivedAt.iso8601, runID,
         ]
         if let request { arguments += [request.clientAddress, request.requestID] }
@@ -262,7 +264,7 @@ package final class SQLiteStore: StoreEngine {
         guard db.changesCount == 1, comparison.isConflict else { return .duplicate(comparison) }
         let record = try db.cachedStatement(sql: Self.insertConflict)
         try record.execute(arguments: [
-            db.lastInsertedRowID, stored["id"] as Int64, storedFine, storedCoarse, storedCountry, copyFine, copyCoarse,
+            db.lastInsertedRowID, stored.id, stored.fine, stored.coarse, stored.country, copyFine, copyCoarse,
             postback.countryCode, comparison.signedDiffers,
         ])
         return .duplicate(comparison)
@@ -364,23 +366,37 @@ package final class SQLiteStore: StoreEngine {
         """
 }
 
-extension SignedColumns {
-    /// The signed columns of a row of ``SQLiteStore/selectStored``, which selects them in
-    /// ``sqlColumns``' order from `first` on (read by position: no name lookups on ingest's path).
-    init(_ row: Row, from first: Int) {
+extension StoredPostback {
+    /// The row ``SQLiteStore/selectStored`` is on (`dedupKey` is the one it looked up).
+    init(_ row: SQLiteRowReader, dedupKey: [UInt8]) {
         self.init(
-            version: row[first],
-            appID: row[first + 1],
-            campaignID: row[first + 2],
-            sourceIdentifier: row[first + 3],
-            sourceAppID: row[first + 4],
-            sourceDomain: row[first + 5],
-            fidelityType: row[first + 6],
-            didWin: row[first + 7],
-            redownload: row[first + 8],
-            conversionType: row[first + 9],
-            marketplaceID: row[first + 10],
-            impressionType: row[first + 11]
+            id: row.int64(0) ?? 0,
+            source: row.text(1) ?? "",
+            sourceIndex: row.int64(2) ?? 0,
+            rawDigest: row.blob(3) ?? [],
+            fine: row.int64(4).map(Int.init),
+            coarse: row.text(5),
+            country: row.text(6),
+            adNetworkID: row.text(7) ?? "",
+            transactionID: row.text(8) ?? "",
+            sequenceIndex: Int(row.int64(9) ?? 0),
+            kind: row.text(10) ?? "",
+            keySpace: row.text(11) ?? "",
+            dedupKey: dedupKey,
+            signed: SignedColumns(
+                version: row.text(12),
+                appID: row.int64(13) ?? 0,
+                campaignID: row.int64(14),
+                sourceIdentifier: row.text(15),
+                sourceAppID: row.int64(16),
+                sourceDomain: row.text(17),
+                fidelityType: row.int64(18).map(Int.init),
+                didWin: row.int64(19).map { $0 != 0 },
+                redownload: row.int64(20).map { $0 != 0 },
+                conversionType: row.text(21),
+                marketplaceID: row.text(22),
+                impressionType: row.text(23)
+            )
         )
     }
 }

@@ -1,5 +1,6 @@
 import Hummingbird
 import HummingbirdCore
+import PostbackKit
 
 /// `application/x-www-form-urlencoded` as the WHATWG URL Standard reads it: how a browser sends
 /// a form, and how Python's `urlencode`, Go's `url.Values.Encode` and Java's `URLEncoder` write a
@@ -37,7 +38,7 @@ enum FormEncoding {
             if byte == UInt8(ascii: "+") {
                 bytes.append(UInt8(ascii: " "))
             } else if byte == UInt8(ascii: "%"), index + 2 < input.count,
-                let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2])
+                let high = hexDigitValue(input[index + 1]), let low = hexDigitValue(input[index + 2])
             {
                 bytes.append(high << 4 | low)
                 index += 2
@@ -49,14 +50,6 @@ enum FormEncoding {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }
 
 extension Request {

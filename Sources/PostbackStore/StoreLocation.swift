@@ -175,7 +175,8 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue)
+                guard let high = iterator.next().flatMap(hexDigitValue),
+                    let low = iterator.next().flatMap(hexDigitValue)
                 else { return nil }
                 bytes.append(high << 4 | low)
             } else {
@@ -185,12 +186,4 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }

@@ -104,9 +104,6 @@ package struct ConversionModels: Sendable {
         }
     }
 
-    /// The apps with a model of either type.
-    package var appIDs: Set<Int64> { Set(install.keys).union(reengagement.keys) }
-
     /// Whether any app's timeline has more than one model: only then does a postback's
     /// `received_at` matter to its decoding.
     package var changesOverTime: Bool {
@@ -144,7 +141,10 @@ package struct ConversionModels: Sendable {
 
     /// Where, after a model's start, the decoding of a postback can change with its
     /// `received_at` (``breakpoints(in:)``): 24 hours, and each span.
-    static let breakpointOffsets: [Int64] = [24, 48, 96, 264, 816].map { $0 * 3_600_000 }
+    static let breakpointOffsets: [Int64] = [
+        latestDelay, longestSpan(version: "3.0", sequenceIndex: 0), longestSpan(version: nil, sequenceIndex: 0),
+        longestSpan(version: nil, sequenceIndex: 1), longestSpan(version: nil, sequenceIndex: 2),
+    ]
 
     /// An instant of `day` that decodes like every `received_at` of `bucket`: 0 for the day's
     /// start up to the first breakpoint, k for breakpoint k − 1 up to breakpoint k.
@@ -218,7 +218,7 @@ package struct ConversionModels: Sendable {
     }
 
     /// The longest span of any postback: 816 hours.
-    package static let longestSpanOfAll: Int64 = 816 * 3_600_000
+    package static let longestSpanOfAll: Int64 = longestSpan(version: nil, sequenceIndex: 2)
 }
 
 extension ConversionModels {

@@ -540,8 +540,9 @@ func isDigit(_ byte: UInt8) -> Bool {
     byte &- UInt8(ascii: "0") < 10
 }
 
+/// The value of a hexadecimal digit (either case), or nil.
 @inline(__always)
-func hexDigitValue(_ byte: UInt8) -> UInt8? {
+package func hexDigitValue(_ byte: UInt8) -> UInt8? {
     switch byte {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10

@@ -11,7 +11,7 @@ import PostbackStore
 extension PostbackResponder {
     /// The parameters of `GET /api/v1/report`, each the report option of the same name.
     static let reportParameters: [String] = [
-        "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads",
+        "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads", "modeled",
     ]
     /// The filters of the dashboard and the summary.
     static let dashboardParameters: [String] = ["from", "to", "date_basis", "app_id", "ad_network_id"]
@@ -200,6 +200,7 @@ extension PostbackResponder {
             case "ad_network_id": if !text.isEmpty { options.adNetworkIDs.append(text) }
             case "events": options.events = try flag(text, name: "events")
             case "with_apple_ads": options.withAppleAds = try flag(text, name: "with_apple_ads")
+            case "modeled": options.modeled = try flag(text, name: "modeled")
             default: break
             }
         }

@@ -16,13 +16,21 @@ extension Postbackd {
                 and 2 of SKAdNetwork 4.0 and AdAttributionKit, 36 hours before 4.0), \
                 crowd_anonymity_tier (0-3, for postback 0 of a winning 4.0 or AdAttributionKit \
                 attribution; empty otherwise), source_identifier_digits (2-4; empty before 4.0), and \
-                campaign, ad_group and creative (from postbackd campaigns add; empty when unmapped). \
+                campaign, ad_group and creative (from postbackd campaigns add; empty when unmapped), \
+                conversion_type. \
                 Metrics: postbacks, installs, redownloads, reengagements, non_winning, test_mode, \
                 development, null_conversion_values, unmapped, unmodelled, model_ambiguous (postbacks \
                 whose app's model changed within the span their value could have been set in), null_rate \
                 (null_conversion_values over winning postbacks), revenue per currency (min, max, \
                 estimate), and, by crowd_anonymity_tier, tier_share (each tier's share of the \
                 production postbacks that have a tier, among rows alike in their other dimensions). \
+                Revenue is that of downloads and redownloads; reengagement_revenue, that of \
+                AdAttributionKit re-engagements, decoded by the app's re-engagement model, and the \
+                conversion_type dimension (download, redownload, re-engagement) splits rows by it. \
+                --modeled adds revenue_modeled (the observed revenue plus each null value given the \
+                mean revenue of its reference group: the same day, app, network and postback; else \
+                that week; else the app's over every network that week; at least 30 postbacks with a \
+                value) and modeled_basis (day, week, app_week, none); --format json always has them. \
                 --events gives one row per group and event instead. --with-apple-ads (by date and/or \
                 app_id) adds apple_ads_skan_installs (the SKAN installs from com.apple.ads), and \
                 apple_ads_installs and apple_ads_redownloads (from AdServices tokens, `apple-ads \
@@ -41,6 +49,7 @@ extension Postbackd {
                   postbackd report --by campaign,ad_group,creative --date-basis install --from 2026-11-01
                   postbackd report --by date --events --format csv > events.csv
                   postbackd report --by date,app_id --with-apple-ads
+                  postbackd report --by date,conversion_type --modeled
                   postbackd report --app-id 1234567890 --ad-network-id example.skadnetwork
                   postbackd report --format html --output dashboard.html --from 2026-11-01
 
@@ -90,6 +99,12 @@ extension Postbackd {
         )
         var withAppleAds = false
 
+        @Flag(
+            help:
+                "Add the modeled revenue (observed plus each null value given its reference group's mean revenue) and its basis to the table and CSV; JSON always has them."
+        )
+        var modeled = false
+
         @Option(
             help:
                 "table (aligned, 100 columns), csv, json, or html (the dashboard as one self-contained page: charts of the filtered period)."
@@ -120,11 +135,12 @@ extension Postbackd {
             options.appIDs = appIDs
             options.adNetworkIDs = adNetworkIDs
             options.withAppleAds = withAppleAds
+            options.modeled = modeled
             return options
         }
 
         func validate() throws {
-            if format == .html, by != nil || events || withAppleAds {
+            if format == .html, by != nil || events || withAppleAds || modeled {
                 throw ValidationError(
                     "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id and --ad-network-id"
                 )

@@ -238,11 +238,24 @@ struct DashboardStoreTests {
     )
     func migrationFillsTotals(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
+        // The columns the tables had when the migration that fills them shipped (v12; with v13's
+        // model_ambiguous, which it fills too): later ones are filled by aggregate runs.
+        let counts =
+            "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous"
+        let money = "currency, revenue_min, revenue_max, revenue_estimate"
+        func columns(_ dimensions: [AggregateDimension]) -> String { dimensions.map(\.column).joined(separator: ", ") }
         let dump =
             [
-                "SELECT * FROM aggregate_daily_totals", "SELECT * FROM aggregate_daily_totals_revenue",
+                "SELECT \(columns(AggregateSQL.totalsDimensions)), \(counts) FROM aggregate_daily_totals",
+                "SELECT \(columns(AggregateSQL.totalsDimensions)), \(money) FROM aggregate_daily_totals_revenue",
                 "SELECT * FROM aggregate_fine_value_totals",
-            ] + DashboardTable.all.flatMap { ["SELECT * FROM \($0.name)", "SELECT * FROM \($0.name)_revenue"] }
+            ]
+            + DashboardTable.all.flatMap {
+                [
+                    "SELECT \(columns($0.dimensions)), \(counts) FROM \($0.name)",
+                    "SELECT \(columns($0.dimensions)), \(money) FROM \($0.name)_revenue",
+                ]
+            }
         let dashboardTables = DashboardTable.all.flatMap { [$0.name, $0.name + "_revenue"] }
         var written: [[String]] = []
         for sql in dump { written.append(try await store.rows(sql).sorted()) }
@@ -255,6 +268,19 @@ struct DashboardStoreTests {
             "ALTER TABLE conversion_models DROP COLUMN conversion_type",
             "ALTER TABLE conversion_models DROP COLUMN effective_from",
             "ALTER TABLE aggregate_daily DROP COLUMN model_ambiguous",
+            // v15 / 11: conversion types and modeled nulls.
+            "ALTER TABLE aggregate_daily DROP COLUMN conversion_type",
+            "ALTER TABLE aggregate_daily DROP COLUMN modeled_day",
+            "ALTER TABLE aggregate_daily DROP COLUMN modeled_week",
+            "ALTER TABLE aggregate_daily DROP COLUMN modeled_app_week",
+            "ALTER TABLE aggregate_daily DROP COLUMN modeled_none",
+            "ALTER TABLE aggregate_daily_revenue DROP COLUMN conversion_type",
+            "ALTER TABLE aggregate_daily_revenue DROP COLUMN reengagement",
+            "ALTER TABLE aggregate_daily_revenue DROP COLUMN modeled_min",
+            "ALTER TABLE aggregate_daily_revenue DROP COLUMN modeled_max",
+            "ALTER TABLE aggregate_daily_revenue DROP COLUMN modeled_estimate",
+            "ALTER TABLE aggregate_daily_events DROP COLUMN conversion_type",
+            "ALTER TABLE aggregate_daily_event_revenue DROP COLUMN conversion_type",
         ]
         switch engine {
         case .sqlite:
@@ -264,13 +290,14 @@ struct DashboardStoreTests {
                 "DROP TABLE aggregate_daily_totals",
                 "DROP TABLE aggregate_daily_totals_revenue",
                 "DROP TABLE aggregate_fine_value_totals",
-                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%' OR identifier LIKE 'v13:%'"
+                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%' OR identifier LIKE 'v13:%' OR identifier LIKE 'v15:%'"
             )
             for statement in laterMigration { try await store.execute(statement) }
         case .postgres:
             // PostgreSQL applies the migrations after the highest one recorded: the later ones are
             // undone too (9: the model timelines and model_ambiguous, below; 10: the conflicts'
-            // signed_differs, the runs' signed_conflicts).
+            // signed_differs, the runs' signed_conflicts; 11: conversion types and modeled nulls,
+            // below).
             try await store.execute(
                 "DROP TABLE aggregate_daily_intake, aggregate_daily_totals, aggregate_daily_totals_revenue, aggregate_fine_value_totals, "
                     + dashboardTables.joined(separator: ", "),

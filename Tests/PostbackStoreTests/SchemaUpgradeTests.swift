@@ -65,6 +65,10 @@ struct SchemaUpgradeTests {
         ("v12: the dashboard's tables", "702eccf546fb5c306a6160819c2a147af34b14d26111f158599422032e0e5788"),
         ("v13: model timelines, model_ambiguous", "103f344b12ba2706e2fd947f462f0019987dfe9ddecca5d6c505dcf05ce9fe74"),
         ("v14: conflicts of signed content", "79823c0679de9676dce5ebe466e77ff5df7765b9cad382de3968414e6aac2561"),
+        (
+            "v15: conversion types, modeled null values",
+            "4b1dd1023264103cd8d69445ec257006be9da0f02bf6dadbbef2d771ca29ac96"
+        ),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -79,6 +83,7 @@ struct SchemaUpgradeTests {
         (8, "e7f9713870f6c0a834cd82a008834f22c2e36b9d117a712a8822772864589e31"),
         (9, "6b20cee9cbaacec65dc2780675d67622b2310e21f1a97a535fcc6d645be29766"),
         (10, "8e82aea84cc6f946a46a28b4fe98099d07eeebff714c90e0877769d75f5884f3"),
+        (11, "9ba775e7f30f18a7d477eb9f815192c65679bbc54662ae08958faf361cfe4b63"),
     ]
 
     private static func sha256(_ text: String) -> String {

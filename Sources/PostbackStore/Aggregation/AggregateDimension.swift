@@ -36,6 +36,10 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     case campaign
     case adGroup = "ad_group"
     case creative
+    /// `download`, `redownload` or `re-engagement`: an AdAttributionKit postback's conversion
+    /// type; for SKAdNetwork, `redownload` when its `redownload` is true, else `download`. NULL
+    /// in rows aggregated before conversion types were kept (issue 36).
+    case conversionType = "conversion_type"
 
     /// The column name, which is also the name in reports.
     package var column: String { rawValue }
@@ -44,7 +48,7 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     var sqlType: String {
         switch self {
         case .date, .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .placement,
-            .installDate, .campaign, .adGroup, .creative:
+            .installDate, .campaign, .adGroup, .creative, .conversionType:
             "TEXT"
         case .appID, .sourceAppID, .fidelityType, .redownload, .didWin, .postbackSequenceIndex, .crowdAnonymityTier,
             .sourceIdentifierDigits:

@@ -31,10 +31,15 @@ enum AggregateSQL {
         totalsDimensions.map(\.column).joined(separator: ", ") + ", " + GroupMetrics.countColumns
     }
 
+    /// The columns of a revenue table after its dimensions: whether the row is re-engagements'
+    /// (decoded by the re-engagement model), the currency, the observed revenue, and the revenue
+    /// modeled for the null values (``NullModel``), to add to it.
+    static let revenueColumns =
+        "reengagement, currency, revenue_min, revenue_max, revenue_estimate, modeled_min, modeled_max, modeled_estimate"
+
     /// The totals revenue columns.
     static var totalsRevenueColumns: String {
-        totalsDimensions.map(\.column).joined(separator: ", ")
-            + ", currency, revenue_min, revenue_max, revenue_estimate"
+        totalsDimensions.map(\.column).joined(separator: ", ") + ", " + revenueColumns
     }
 
     /// `column` within the days `from...to` (either nil: unbounded on that side).
@@ -99,6 +104,12 @@ enum AggregateSQL {
     static let revenueSums = [
         exactSum("revenue_min", scale: "1000000"), exactSum("revenue_max", scale: "1000000"),
         exactSum("revenue_estimate", scale: "2000000"),
+    ].joined(separator: ", ")
+
+    /// The same of the modeled columns.
+    static let modeledSums = [
+        exactSum("modeled_min", scale: "1000000"), exactSum("modeled_max", scale: "1000000"),
+        exactSum("modeled_estimate", scale: "2000000"),
     ].joined(separator: ", ")
 
     /// A sum of currency amounts exact to `scale`, in SQL both engines read: micros (`1000000`)

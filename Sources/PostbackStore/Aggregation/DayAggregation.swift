@@ -13,6 +13,11 @@ struct DayAggregation: Sendable {
     /// re-engagements (no re-engagement model).
     var unmodelled = Set<Int64>()
     var unmodelledReengagements = Set<Int64>()
+    /// The day's reference groups for modeled null values (``NullModel``): the winning
+    /// production postbacks with a decoded value, and their revenue.
+    var references: [ReferenceKey: ReferenceSum] = [:]
+    /// Only ``references`` are kept (a day before a run's first, read for its reference groups).
+    var referencesOnly = false
     /// The apps whose postbacks received this day decode differently with their `received_at`
     /// (``ConversionModels/breakpoints(in:)``): only theirs need it, as their bucket among
     /// ``breakpoints``; any instant of the day decodes the others alike.
@@ -43,6 +48,10 @@ struct DayAggregation: Sendable {
             receivedAt: postback.receivedAt ?? dayStart,
             version: postback.isAAK ? nil : postback.version
         )
+        if postback.isProduction && postback.isWinning, case .mapped(let events) = decoded {
+            references[ReferenceKey(postback), default: ReferenceSum()].add(events, count: postback.count)
+        }
+        if referencesOnly { return }
         if case .unmodelled = decoded {
             if postback.modelConversionType == .install {
                 unmodelled.insert(postback.appID)
@@ -75,14 +84,25 @@ struct DayAggregation: Sendable {
     var sortedHistogram: [(key: HistogramKey, value: Int)] { histogram.sorted { $0.key < $1.key } }
 
     /// The groups summed over every dimension but ``AggregateSQL/totalsDimensions``: the
-    /// rows of `aggregate_daily_totals` (counts, revenue; no events). Revenue sums micros, so the
-    /// totals equal the sums of the detailed rows exactly, and every estimate policy is linear.
+    /// rows of `aggregate_daily_totals` (counts, revenue by model kind; no events). Revenue sums
+    /// micros, so the totals equal the sums of the detailed rows exactly, and every estimate
+    /// policy is linear.
     func totals() -> [TotalsKey: GroupMetrics] {
         var totals: [TotalsKey: GroupMetrics] = [:]
         for (key, metrics) in groups {
-            totals[TotalsKey(key), default: GroupMetrics()].merge(metrics)
+            totals[TotalsKey(key), default: GroupMetrics()].merge(metrics, reengagement: key.isReengagement)
         }
         return totals
+    }
+
+    /// Gives each group's null values a modeled revenue (``NullModel``), from this day's
+    /// references and `earlier`'s: the reference groups of the six days before it (fewer when
+    /// some had no postbacks).
+    mutating func modelNulls(earlier: [[ReferenceKey: ReferenceSum]]) {
+        let model = NullModel(day: references, earlier: earlier)
+        for (key, metrics) in groups where metrics.modelable > 0 {
+            groups[key]?.model(model.reference(ReferenceKey(key)))
+        }
     }
 }
 
@@ -152,6 +172,13 @@ struct AggregatedPostback {
         sourceIdentifier ?? campaignID.map { String($0) }
     }
 
+    /// The `conversion_type` dimension: AdAttributionKit's conversion type, or for SKAdNetwork
+    /// `redownload` when `redownload` is true and `download` otherwise.
+    var conversionTypeDimension: String {
+        if isAAK, let conversionType, let type = AAKConversionType(rawValue: conversionType) { return type.rawValue }
+        return redownload == true ? AAKConversionType.redownload.rawValue : AAKConversionType.download.rawValue
+    }
+
     /// Whether the fine-value histogram counts it: winning production postbacks without a
     /// coarse value, bucketed by fine value (NULL for no value at all).
     var countsInFineValueHistogram: Bool {
@@ -178,6 +205,11 @@ struct GroupKey: Hashable, Sendable {
     var sourceIdentifierDigits: Int?
     /// The campaign mapping row (an index into ``CampaignMappings/rows``), if any.
     var mapping: Int?
+    /// `download`, `redownload` or `re-engagement` (``AggregatedPostback/conversionTypeDimension``).
+    var conversionType: String
+
+    /// Whether its postbacks decode with the re-engagement model.
+    var isReengagement: Bool { conversionType == AAKConversionType.reengagement.rawValue }
 
     init(_ postback: AggregatedPostback, mapping: Int?) {
         appID = postback.appID
@@ -196,6 +228,7 @@ struct GroupKey: Hashable, Sendable {
         crowdAnonymityTier = postback.crowdAnonymityTier
         sourceIdentifierDigits = postback.sourceIdentifierDigits
         self.mapping = mapping
+        conversionType = postback.conversionTypeDimension
     }
 }
 
@@ -209,10 +242,20 @@ struct HistogramKey: Hashable, Comparable, Sendable {
     }
 }
 
-/// Revenue sums in micros.
+/// Revenue sums in micros: observed, and modeled for the null values (``NullModel``), which is
+/// added to the observed revenue, never in it.
 struct RevenueSum: Sendable {
     var minMicros: Int64 = 0
     var maxMicros: Int64 = 0
+    var modeledMinMicros: Int64 = 0
+    var modeledMaxMicros: Int64 = 0
+
+    mutating func add(_ other: RevenueSum) {
+        minMicros += other.minMicros
+        maxMicros += other.maxMicros
+        modeledMinMicros += other.modeledMinMicros
+        modeledMaxMicros += other.modeledMaxMicros
+    }
 }
 
 /// One event's sums within a group.
@@ -241,6 +284,9 @@ struct EventSum: Sendable {
 /// - `unmodelled`: postbacks of an app that has no model (of their conversion type) in force;
 /// - `model_ambiguous`: postbacks carrying a value whose app's model in force changed within
 ///   the span their value could have been set in (``ConversionModels``);
+/// - `modeled_day`, `modeled_week`, `modeled_app_week`, `modeled_none`: winning production
+///   postbacks without a value, of an app with a model in force, by the reference group that
+///   gave them a modeled revenue (``NullModel``), or none;
 /// - revenue per currency, and events: from winning production postbacks of every sequence
 ///   index, through the app's model in force when the value was set.
 struct GroupMetrics: Sendable {
@@ -255,19 +301,41 @@ struct GroupMetrics: Sendable {
     var unmapped = 0
     var unmodelled = 0
     var modelAmbiguous = 0
+    /// Nulls modeled per basis, in ``ModeledBasis`` order.
+    var modeled = [0, 0, 0, 0]
+    /// Winning production postbacks without a value whose app has a model in force (not stored:
+    /// ``modeled`` says how they were modeled).
+    var modelable = 0
+    /// Revenue per currency; in the totals, that of downloads and redownloads (and of rows
+    /// without a conversion type).
     var revenue: [String: RevenueSum] = [:]
+    /// In the totals, the revenue of re-engagements (a detailed group's revenue is all of its
+    /// conversion type).
+    var reengagementRevenue: [String: RevenueSum] = [:]
     var events: [String: EventSum] = [:]
 
     /// The counts in the `aggregate_daily` column order after the dimensions.
     var counts: [Int] {
         [
             postbacks, installs, redownloads, reengagements, nonWinning, testMode, development, nullConversionValues,
-            unmapped, unmodelled, modelAmbiguous,
+            unmapped, unmodelled, modelAmbiguous, modeled[0], modeled[1], modeled[2], modeled[3],
         ]
     }
 
-    /// Adds `other`'s counts and revenue (not its events).
-    mutating func merge(_ other: GroupMetrics) {
+    /// Gives the ``modelable`` nulls the revenue of `reference` (none: counted as not modeled).
+    mutating func model(_ reference: (basis: ModeledBasis, sum: ReferenceSum)) {
+        modeled[reference.basis.index] += modelable
+        guard reference.basis != .none, reference.sum.count > 0 else { return }
+        let ratio = Double(modelable) / Double(reference.sum.count)
+        for (currency, sum) in reference.sum.revenue {
+            revenue[currency, default: RevenueSum()].modeledMinMicros += Int64((Double(sum.min) * ratio).rounded())
+            revenue[currency, default: RevenueSum()].modeledMaxMicros += Int64((Double(sum.max) * ratio).rounded())
+        }
+    }
+
+    /// Adds `other`'s counts and revenue (not its events), its revenue as re-engagements' when
+    /// `reengagement`.
+    mutating func merge(_ other: GroupMetrics, reengagement: Bool) {
         postbacks += other.postbacks
         installs += other.installs
         redownloads += other.redownloads
@@ -279,15 +347,19 @@ struct GroupMetrics: Sendable {
         unmapped += other.unmapped
         unmodelled += other.unmodelled
         modelAmbiguous += other.modelAmbiguous
+        for index in modeled.indices { modeled[index] += other.modeled[index] }
         for (currency, sum) in other.revenue {
-            revenue[currency, default: RevenueSum()].minMicros += sum.minMicros
-            revenue[currency, default: RevenueSum()].maxMicros += sum.maxMicros
+            if reengagement {
+                reengagementRevenue[currency, default: RevenueSum()].add(sum)
+            } else {
+                revenue[currency, default: RevenueSum()].add(sum)
+            }
         }
     }
 
     /// The `aggregate_daily` count columns, in ``counts`` order.
     static let countColumns =
-        "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous"
+        "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none"
 
     /// The count columns one by one.
     private static var countColumnNames: [String] {
@@ -307,6 +379,7 @@ struct GroupMetrics: Sendable {
         if postback.isTestMode { testMode += count }
         if postback.isDevelopment { development += count }
         if postback.isWinning && postback.conversionValue == nil { nullConversionValues += count }
+        if case .null = decoded, postback.isProduction, postback.isWinning { modelable += count }
         switch decoded {
         case .unmapped: unmapped += count
         case .unmodelled: unmodelled += count

@@ -126,19 +126,15 @@ package struct Dashboard: Sendable {
         }
         if !query.adNetworkIDs.isEmpty { object.add("ad_network_id", strings: query.adNetworkIDs) }
         let row = total
-        for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
+        for metric in ReportMetric.shown { object.add(metric.rawValue, row.counts[metric] ?? 0) }
         object.addRaw(
             "null_rate",
             json: row.nullRate.map { formatJSONNumber(($0 * 10_000).rounded() / 10_000) } ?? "null"
         )
-        let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
-            var money = JSONObjectWriter()
-            money.add("min", roundedMoney(total.min))
-            money.add("max", roundedMoney(total.max))
-            money.add("estimate", roundedMoney(total.estimate))
-            return jsonQuoted(currency) + ":" + money.text
-        }
-        object.addRaw("revenue", json: "{" + revenue.joined(separator: ",") + "}")
+        object.addRaw("revenue", json: revenueObjectJSON(row.revenue))
+        object.addRaw("reengagement_revenue", json: revenueObjectJSON(row.reengagementRevenue))
+        object.addRaw("revenue_modeled", json: revenueObjectJSON(row.modeledRevenue))
+        object.add("modeled_basis", row.modeledBasis)
         let intake = intakeTotals
         object.add("quarantined", intake.quarantined)
         object.add("duplicates", intake.duplicates)
@@ -158,44 +154,55 @@ extension Report {
     /// ordered by their dimensions as the SQL orders them. Tier shares are not computed.
     func summed(keeping kept: [Int]) -> Report {
         // Sums in arrays (metrics in ``ReportMetric/allCases`` order), one lookup per row.
+        typealias Money = [String: (min: Int64, max: Int64, estimate: Int64)]
         var counts: [[DimensionValue]: [Int]] = [:]
-        var revenue: [[DimensionValue]: [String: (min: Int64, max: Int64, estimate: Int64)]] = [:]
+        // Per kind: revenue, re-engagement revenue, and the two with the modeled revenue.
+        var revenue: [[DimensionValue]: [Money]] = [:]
         let metrics = ReportMetric.allCases
+        let kinds: [WritableKeyPath<ReportRow, [String: RevenueTotal]>] = [
+            \.revenue, \.reengagementRevenue, \.modeledRevenue, \.reengagementModeledRevenue,
+        ]
         for row in self.rows {
             let key = kept.map { row.dimensions[$0] }
             let values = row.counts.values
             counts[key, default: Array(repeating: 0, count: metrics.count)].withUnsafeMutableBufferPointer { sums in
                 for index in values.indices { sums[index] += values[index] }
             }
-            if row.revenue.isEmpty { continue }
-            var money = revenue[key] ?? [:]
-            for (currency, total) in row.revenue {
-                var sum = money[currency] ?? (0, 0, 0)
-                sum.min += Int64((total.min * 1_000_000).rounded())
-                sum.max += Int64((total.max * 1_000_000).rounded())
-                sum.estimate += Int64((total.estimate * 2_000_000).rounded())
-                money[currency] = sum
+            if row.revenue.isEmpty && row.reengagementRevenue.isEmpty { continue }
+            var money = revenue[key] ?? Array(repeating: [:], count: kinds.count)
+            for (kind, path) in kinds.enumerated() {
+                for (currency, total) in row[keyPath: path] {
+                    var sum = money[kind][currency] ?? (0, 0, 0)
+                    sum.min += Int64((total.min * 1_000_000).rounded())
+                    sum.max += Int64((total.max * 1_000_000).rounded())
+                    sum.estimate += Int64((total.estimate * 2_000_000).rounded())
+                    money[kind][currency] = sum
+                }
             }
             revenue[key] = money
         }
         let ordered = counts.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { key, sums in
             var row = ReportRow(dimensions: key)
             row.counts = ReportCounts(sums)
-            for (currency, money) in revenue[key] ?? [:] {
-                row.revenue[currency] = RevenueTotal(
-                    min: Double(money.min) / 1_000_000,
-                    max: Double(money.max) / 1_000_000,
-                    estimate: Double(money.estimate) / 2_000_000
-                )
+            for (kind, money) in (revenue[key] ?? []).enumerated() {
+                for (currency, sum) in money {
+                    row[keyPath: kinds[kind]][currency] = RevenueTotal(
+                        min: Double(sum.min) / 1_000_000,
+                        max: Double(sum.max) / 1_000_000,
+                        estimate: Double(sum.estimate) / 2_000_000
+                    )
+                }
             }
             return row
         }
-        return Report(
+        var report = Report(
             dimensions: kept.map { dimensions[$0] },
             events: false,
             rows: ordered,
             currencies: currencies,
             policy: policy
         )
+        report.reengagementCurrencies = reengagementCurrencies
+        return report
     }
 }

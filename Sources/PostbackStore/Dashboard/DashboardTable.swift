@@ -49,9 +49,9 @@ struct DashboardTable: Hashable, Sendable {
             WHERE \(condition) GROUP BY \(raw: keys)
             """,
             """
-            INSERT INTO \(raw: name)_revenue (\(raw: keys), currency, revenue_min, revenue_max, revenue_estimate)
-            SELECT \(raw: keys), currency, \(raw: AggregateSQL.revenueSums)
-            FROM \(raw: summedFrom)_revenue WHERE \(condition) GROUP BY \(raw: keys), currency
+            INSERT INTO \(raw: name)_revenue (\(raw: keys), \(raw: AggregateSQL.revenueColumns))
+            SELECT \(raw: keys), reengagement, currency, \(raw: AggregateSQL.revenueSums), \(raw: AggregateSQL.modeledSums)
+            FROM \(raw: summedFrom)_revenue WHERE \(condition) GROUP BY \(raw: keys), reengagement, currency
             """,
         ]
     }

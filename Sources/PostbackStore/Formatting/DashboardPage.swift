@@ -69,6 +69,7 @@ package struct DashboardPage {
             out += installsFigure(metric: .installs, id: "installs", title: "Installs per day, by ad network")
             out += installsFigure(metric: .redownloads, id: "redownloads", title: "Redownloads per day, by ad network")
             out += revenueFigures
+            out += reengagementFigure
             out += fineValueFigure
             out += nullRateFigure
             out += tierFigure
@@ -268,6 +269,7 @@ package struct DashboardPage {
             var low = Array(repeating: 0.0, count: days.count)
             var high = low
             var estimate = low
+            var modeled = low
             for row in dashboard.byDay.rows {
                 guard let day = row.day, let position = index[day], let revenue = row.revenue[currency] else {
                     continue
@@ -275,7 +277,9 @@ package struct DashboardPage {
                 low[position] = revenue.min
                 high[position] = revenue.max
                 estimate[position] = revenue.estimate
+                modeled[position] = row.modeledRevenue[currency]?.estimate ?? revenue.estimate
             }
+            let modeledTotal = dashboard.total.modeledRevenue[currency]?.estimate ?? 0
             let id = "revenue-\(number)"
             let title = "Revenue estimate per day (\(currency))"
             let total = dashboard.total.revenue[currency]
@@ -287,27 +291,80 @@ package struct DashboardPage {
                 id: id,
                 title: title,
                 caption:
-                    "The line is the estimate; the band spans the minimum and maximum the conversion values allow. "
-                    + description,
+                    "The line is the estimate of downloads and redownloads; the band spans the minimum and maximum the conversion values allow. The dashed line adds a modeled revenue for the postbacks Apple sent without a value: each is given the mean revenue of the postbacks with one of the same app, network and postback that day (else that week; else the app's over every network that week; at least 30), which assumes they behave alike and is optimistic for small campaigns. "
+                    + description + " Modeled: \(currency) \(decimal(modeledTotal, fractionDigits: 2)).",
                 svg: chart.lines(
-                    [.init(name: "estimate", color: SVGChart.palette[2], values: estimate)],
+                    [
+                        .init(name: "estimate", color: SVGChart.palette[2], values: estimate),
+                        .init(name: "modeled", color: SVGChart.palette[2], values: modeled, dashed: true),
+                    ],
                     band: (low, high),
                     id: id,
                     title: title,
                     description: description
                 ),
-                legend: [("estimate", SVGChart.palette[2]), ("minimum to maximum", SVGChart.palette[2] + "40")],
+                legend: [
+                    ("estimate", SVGChart.palette[2]), ("minimum to maximum", SVGChart.palette[2] + "40"),
+                    ("modeled, with nulls (dashed)", SVGChart.palette[2]),
+                ],
                 table: table(
                     caption: title,
-                    headers: [dayAxisTitle, "minimum", "estimate", "maximum"],
+                    headers: [dayAxisTitle, "minimum", "estimate", "maximum", "modeled"],
                     rows: days.indices.map { position in
                         [days[position].description]
-                            + [low[position], estimate[position], high[position]].map { decimal($0, fractionDigits: 2) }
+                            + [low[position], estimate[position], high[position], modeled[position]].map {
+                                decimal($0, fractionDigits: 2)
+                            }
                     }
                 )
             )
         }
         return out
+    }
+
+    /// Re-engagements per day and their revenue (decoded by the re-engagement model), apart from
+    /// installs'; nothing when the period has none.
+    private var reengagementFigure: String {
+        let total = dashboard.total.counts[.reengagements] ?? 0
+        let currencies = dashboard.byDay.reengagementCurrencies
+        guard total > 0 || !currencies.isEmpty else { return "" }
+        let index = dayIndex()
+        var counts = Array(repeating: 0.0, count: days.count)
+        var revenue = Array(repeating: Array(repeating: 0.0, count: days.count), count: currencies.count)
+        for row in dashboard.byDay.rows {
+            guard let day = row.day, let position = index[day] else { continue }
+            counts[position] = Double(row.counts[.reengagements] ?? 0)
+            for (number, currency) in currencies.enumerated() {
+                revenue[number][position] = row.reengagementRevenue[currency]?.estimate ?? 0
+            }
+        }
+        let id = "reengagements"
+        let title = "Re-engagements per day"
+        var description = "\(count(total)) AdAttributionKit re-engagements over \(days.count) days"
+        for currency in currencies {
+            description +=
+                "; \(currency) \(decimal(dashboard.total.reengagementRevenue[currency]?.estimate ?? 0, fractionDigits: 2)) estimated"
+        }
+        description += "."
+        let chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: "Re-engagements")
+        let series = [SVGChart.Series(name: "re-engagements", color: SVGChart.palette[4], values: counts)]
+        return figure(
+            id: id,
+            title: title,
+            caption:
+                "Winning production re-engagements (postback 0), never counted as installs; their revenue comes from the app's re-engagement model (none: counted as unmodelled) and is never in the install revenue. "
+                + description,
+            svg: chart.stackedBars(series, id: id, title: title, description: description),
+            legend: series.map { ($0.name, $0.color) },
+            table: table(
+                caption: title,
+                headers: [dayAxisTitle, "re-engagements"] + currencies.map { "revenue (\($0))" },
+                rows: days.indices.map { position in
+                    [days[position].description, count(Int(counts[position]))]
+                        + revenue.map { decimal($0[position], fractionDigits: 2) }
+                }
+            )
+        )
     }
 
     private var fineValueFigure: String {

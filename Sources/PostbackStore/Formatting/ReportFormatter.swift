@@ -29,27 +29,56 @@ extension Report {
             addDimensions(row, to: &object)
             if events {
                 object.add("event", row.event)
+                object.add("model_type", row.eventModel)
                 object.add("occurrences_min", row.occurrencesMin)
                 object.add("occurrences_max", row.occurrencesMax)
                 object.add("postbacks", row.eventPostbacks)
             } else {
-                for metric in ReportMetric.allCases { object.add(metric.rawValue, row.counts[metric] ?? 0) }
+                for metric in ReportMetric.shown { object.add(metric.rawValue, row.counts[metric] ?? 0) }
                 for (name, ratio) in ratios(row) {
                     object.addRaw(name, json: ratio.map { formatJSONNumber(roundedRatio($0)) } ?? "null")
                 }
                 for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
             }
-            let revenue = row.revenue.sorted { $0.key < $1.key }.map { currency, total in
-                var money = JSONObjectWriter()
-                money.add("min", roundedMoney(total.min))
-                money.add("max", roundedMoney(total.max))
-                money.add("estimate", roundedMoney(total.estimate))
-                return jsonQuoted(currency) + ":" + money.text
+            object.addRaw("revenue", json: revenueJSON(row.revenue))
+            if !events {
+                object.addRaw("reengagement_revenue", json: revenueJSON(row.reengagementRevenue))
+                object.addRaw("revenue_modeled", json: revenueJSON(row.modeledRevenue))
+                object.addRaw("reengagement_revenue_modeled", json: revenueJSON(row.reengagementModeledRevenue))
+                object.add("modeled_basis", row.modeledBasis)
+                var nulls = JSONObjectWriter()
+                for metric in ReportMetric.allCases {
+                    if let basis = metric.basis { nulls.add(basis.rawValue, row.counts[metric] ?? 0) }
+                }
+                object.addRaw("modeled_nulls", json: nulls.text)
             }
-            object.addRaw("revenue", json: "{" + revenue.joined(separator: ",") + "}")
             return object.text
         }
         return objects.isEmpty ? "[]" : "[\n" + objects.joined(separator: ",\n") + "\n]"
+    }
+
+    private func revenueJSON(_ revenue: [String: RevenueTotal]) -> String { revenueObjectJSON(revenue) }
+
+    /// The revenue columns of the CSV and table formats beyond the observed revenue: its name
+    /// prefix, and each row's amounts by currency.
+    private var moreRevenue:
+        [(prefix: String, label: String, currencies: [String], amounts: (ReportRow) -> [String: RevenueTotal])]
+    {
+        guard !events else { return [] }
+        var kinds: [(String, String, [String], (ReportRow) -> [String: RevenueTotal])] = []
+        if showsModeled { kinds.append(("revenue_modeled", "modeled", currencies, \.modeledRevenue)) }
+        if !reengagementCurrencies.isEmpty {
+            kinds.append(("reengagement_revenue", "re-eng.", reengagementCurrencies, \.reengagementRevenue))
+            if showsModeled {
+                kinds.append(
+                    (
+                        "reengagement_revenue_modeled", "re-eng. modeled", reengagementCurrencies,
+                        \.reengagementModeledRevenue
+                    )
+                )
+            }
+        }
+        return kinds
     }
 
     private func addDimensions(_ row: ReportRow, to object: inout JSONObjectWriter) {
@@ -70,27 +99,48 @@ extension Report {
         var header = dimensions.map(\.column)
         header +=
             events
-            ? ["event", "occurrences_min", "occurrences_max", "postbacks"] : ReportMetric.allCases.map(\.rawValue)
+            ? ["event", "model_type", "occurrences_min", "occurrences_max", "postbacks"]
+            : ReportMetric.shown.map(\.rawValue)
         if !events { header += ratioColumns }
         header += extraColumns
         for currency in currencies {
             header += ["revenue_\(currency)_min", "revenue_\(currency)_max", "revenue_\(currency)"]
         }
+        for kind in moreRevenue {
+            for currency in kind.currencies {
+                header += [
+                    "\(kind.prefix)_\(currency)_min", "\(kind.prefix)_\(currency)_max", "\(kind.prefix)_\(currency)",
+                ]
+            }
+        }
+        let modeledCounts = ReportMetric.allCases.filter { $0.basis != nil }
+        if showsModeled && !events { header += ["modeled_basis"] + modeledCounts.map(\.rawValue) }
         var lines = [header.map(csvField).joined(separator: ",")]
         for row in rows {
             var fields = zip(dimensions, row.dimensions).map { dimension, value in plain(dimension, value) }
             if events {
                 fields += [
-                    row.event ?? "", String(row.occurrencesMin), String(row.occurrencesMax), String(row.eventPostbacks),
+                    row.event ?? "", row.eventModel ?? "", String(row.occurrencesMin), String(row.occurrencesMax),
+                    String(row.eventPostbacks),
                 ]
             } else {
-                fields += ReportMetric.allCases.map { String(row.counts[$0] ?? 0) }
+                fields += ReportMetric.shown.map { String(row.counts[$0] ?? 0) }
                 fields += ratios(row).map { $0.1.map { formatJSONNumber(roundedRatio($0)) } ?? "" }
                 fields += extraColumns.map { String(row.extras[$0] ?? 0) }
             }
             for currency in currencies {
                 let total = row.revenue[currency] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
                 fields += [total.min, total.max, total.estimate].map { formatJSONNumber(roundedMoney($0)) }
+            }
+            for kind in moreRevenue {
+                let amounts = kind.amounts(row)
+                for currency in kind.currencies {
+                    let total = amounts[currency] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
+                    fields += [total.min, total.max, total.estimate].map { formatJSONNumber(roundedMoney($0)) }
+                }
+            }
+            if showsModeled && !events {
+                fields += [row.modeledBasis ?? ""] + modeledCounts.map { String(row.counts[$0] ?? 0) }
             }
             lines.append(fields.map(csvField).joined(separator: ","))
         }
@@ -146,6 +196,14 @@ extension Report {
             )
             columns.append(
                 TableColumn(
+                    header: "model",
+                    rightAligned: false,
+                    cells: rows.map { $0.eventModel ?? "" },
+                    priority: 92
+                )
+            )
+            columns.append(
+                TableColumn(
                     header: "occurrences",
                     rightAligned: true,
                     cells: rows.map { range($0.occurrencesMin, $0.occurrencesMax) },
@@ -165,7 +223,7 @@ extension Report {
                 .postbacks: 95, .installs: 99, .redownloads: 80, .reengagements: 70, .nonWinning: 60, .testMode: 50,
                 .development: 45, .nullConversionValues: 40, .unmapped: 30, .unmodelled: 20, .modelAmbiguous: 15,
             ]
-            for metric in ReportMetric.allCases {
+            for metric in ReportMetric.shown {
                 columns.append(
                     TableColumn(
                         header: metric.shortName,
@@ -219,6 +277,30 @@ extension Report {
                 )
             )
         }
+        for kind in moreRevenue {
+            for currency in kind.currencies {
+                let total = rows.reduce(0.0) { $0 + (kind.amounts($1)[currency]?.estimate ?? 0) }
+                columns.append(
+                    TableColumn(
+                        header: "\(currency) \(kind.label)",
+                        rightAligned: true,
+                        cells: rows.map { kind.amounts($0)[currency].map { formatMoney($0.estimate) } ?? "" },
+                        total: rows.count > 1 ? formatMoney(total) : nil,
+                        priority: 97
+                    )
+                )
+            }
+        }
+        if showsModeled && !events {
+            columns.append(
+                TableColumn(
+                    header: "basis",
+                    rightAligned: false,
+                    cells: rows.map { $0.modeledBasis ?? "–" },
+                    priority: 91
+                )
+            )
+        }
         if !events && rows.count > 1 && !columns.isEmpty && !dimensions.isEmpty {
             columns[0].total = "total"
         }
@@ -243,6 +325,11 @@ extension Report {
         var notes: [String] = []
         if !currencies.isEmpty {
             notes.append("revenue: \(policy ?? "midpoint") estimate; --format csv or json gives min and max")
+        }
+        if showsModeled && !events {
+            notes.append(
+                "modeled: observed revenue plus each null value given the mean revenue of its reference group (basis: day, week, app_week, mixed; none: not modeled); see docs/reports.md"
+            )
         }
         if !hidden.isEmpty {
             notes.append("not shown at this width: \(hidden.joined(separator: ", ")) (--format csv shows every column)")
@@ -334,6 +421,18 @@ func wrap(_ text: String, width: Int) -> [String] {
     }
     if !line.isEmpty { lines.append(line) }
     return lines
+}
+
+/// Revenue per currency as `{"USD": {"min": …, "max": …, "estimate": …}}`.
+func revenueObjectJSON(_ revenue: [String: RevenueTotal]) -> String {
+    let members = revenue.sorted { $0.key < $1.key }.map { currency, total in
+        var money = JSONObjectWriter()
+        money.add("min", roundedMoney(total.min))
+        money.add("max", roundedMoney(total.max))
+        money.add("estimate", roundedMoney(total.estimate))
+        return jsonQuoted(currency) + ":" + money.text
+    }
+    return "{" + members.joined(separator: ",") + "}"
 }
 
 /// Money rounded to millionths, as stored sums of micros are exact to that.

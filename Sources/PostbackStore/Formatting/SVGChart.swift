@@ -24,6 +24,8 @@ struct SVGChart {
         var name: String
         var color: String
         var values: [Double]
+        /// Drawn dashed (a line chart's modeled series beside the observed one).
+        var dashed = false
     }
 
     /// The text naming a category on the x axis.
@@ -101,7 +103,7 @@ struct SVGChart {
                 } else {
                     let points = run.map { "\(fixed(x($0))),\(fixed(scale.y(item.values[$0])))" }
                     body +=
-                        "<polyline fill=\"none\" stroke=\"\(item.color)\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"\(points.joined(separator: " "))\"/>"
+                        "<polyline fill=\"none\" stroke=\"\(item.color)\" stroke-width=\"2\" stroke-linejoin=\"round\"\(item.dashed ? " stroke-dasharray=\"6 4\"" : "") points=\"\(points.joined(separator: " "))\"/>"
                 }
             }
         }

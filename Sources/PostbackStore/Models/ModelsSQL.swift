@@ -158,11 +158,13 @@ extension PostbackStorage {
     }
 
     /// The last day received a model in force from `from` (nil: the beginning) until `next`
-    /// reaches.
+    /// reaches: the last it decodes or whose span holds its start, and then the six days after,
+    /// whose nulls may be modeled from that day's postbacks (``NullModel``, a week wide).
     private static func reachEnd(from: UTCInstant?, next: UTCInstant) -> UTCDay {
         let decodes = next.milliseconds + ConversionModels.latestDelay
         let spans = from.map { $0.milliseconds + ConversionModels.longestSpanOfAll } ?? .min
-        return UTCInstant(milliseconds: max(decodes, spans) - 1).day
+        let last = UTCInstant(milliseconds: max(decodes, spans) - 1).day
+        return UTCDay(daysSinceEpoch: last.daysSinceEpoch + Int64(NullModel.weekDays - 1))
     }
 
     /// Every app's timelines.

@@ -787,6 +787,62 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        // A model per conversion type and modeled null values (issue 36); see the SQLite
+        // migration v15.
+        Migration(
+            version: 11,
+            name: "conversion types, modeled null values",
+            statements: [
+                #"""
+                ALTER TABLE aggregate_daily ADD COLUMN conversion_type text
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN conversion_type text
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_events ADD COLUMN conversion_type text
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN conversion_type text
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily ADD COLUMN modeled_day bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_app_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_none bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_totals ADD COLUMN modeled_day bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_app_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_none bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN modeled_day bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_app_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_none bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN modeled_day bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_app_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_none bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN modeled_day bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_app_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_none bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN modeled_day bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_app_week bigint NOT NULL DEFAULT 0, ADD COLUMN modeled_none bigint NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN reengagement boolean NOT NULL DEFAULT false, ADD COLUMN modeled_min double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_max double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_estimate double precision NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_totals_revenue ADD COLUMN reengagement boolean NOT NULL DEFAULT false, ADD COLUMN modeled_min double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_max double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_estimate double precision NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_received_by_app_revenue ADD COLUMN reengagement boolean NOT NULL DEFAULT false, ADD COLUMN modeled_min double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_max double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_estimate double precision NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_received_revenue ADD COLUMN reengagement boolean NOT NULL DEFAULT false, ADD COLUMN modeled_min double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_max double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_estimate double precision NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_install_by_app_revenue ADD COLUMN reengagement boolean NOT NULL DEFAULT false, ADD COLUMN modeled_min double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_max double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_estimate double precision NOT NULL DEFAULT 0
+                """#,
+                #"""
+                ALTER TABLE aggregate_dashboard_install_revenue ADD COLUMN reengagement boolean NOT NULL DEFAULT false, ADD COLUMN modeled_min double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_max double precision NOT NULL DEFAULT 0, ADD COLUMN modeled_estimate double precision NOT NULL DEFAULT 0
+                """#,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

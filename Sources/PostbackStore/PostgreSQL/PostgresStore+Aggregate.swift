@@ -125,6 +125,16 @@ extension PostgresStore {
         var unmodelled = Set<Int64>()
         var unmodelledReengagements = Set<Int64>()
         var previous: DayAggregation?
+        // The week-wide reference groups of a run's first days reach back six days.
+        var recent = RecentReferences()
+        if case .range(let from, _) = selection {
+            for day in RecentReferences.daysBefore(from) {
+                var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
+                aggregation.referencesOnly = true
+                try await read(reader, into: &aggregation, logger: logger)
+                recent.keep(day, aggregation.references)
+            }
+        }
         for day in days {
             let finished = previous
             async let written: Void = write(finished, policy: policy, writer, logger: logger)
@@ -134,24 +144,9 @@ extension PostgresStore {
                 campaigns: campaigns,
                 expectedGroups: finished?.groups.count ?? 0
             )
-            var binds = PostgresBindings()
-            binds.append(day.description)
-            binds.append(aggregation.changing.sorted())
-            binds.append(aggregation.breakpoints)
-            for try await row in try await reader.send(
-                PostgresQuery(unsafeSQL: selectPostbacks, binds: binds),
-                logger: logger
-            ) {
-                var postback = try AggregatedPostback(row)
-                if let bucket = postback.receivedBucket {
-                    postback.receivedAt = ConversionModels.representative(
-                        bucket: bucket,
-                        breakpoints: aggregation.breakpoints,
-                        day: day
-                    )
-                }
-                aggregation.add(postback)
-            }
+            try await read(reader, into: &aggregation, logger: logger)
+            aggregation.modelNulls(earlier: recent.before(day))
+            recent.keep(day, aggregation.references)
             try await written
             summary.postbacks += aggregation.postbacks
             summary.rows += aggregation.groups.count
@@ -163,6 +158,32 @@ extension PostgresStore {
         summary.unmodelledApps = unmodelled.sorted()
         summary.unmodelledReengagementApps = unmodelledReengagements.sorted()
         return summary
+    }
+
+    /// Reads `aggregation`'s day's postbacks into it.
+    private static func read(
+        _ reader: PostgresConnection,
+        into aggregation: inout DayAggregation,
+        logger: Logger
+    ) async throws {
+        var binds = PostgresBindings()
+        binds.append(aggregation.day.description)
+        binds.append(aggregation.changing.sorted())
+        binds.append(aggregation.breakpoints)
+        for try await row in try await reader.send(
+            PostgresQuery(unsafeSQL: selectPostbacks, binds: binds),
+            logger: logger
+        ) {
+            var postback = try AggregatedPostback(row)
+            if let bucket = postback.receivedBucket {
+                postback.receivedAt = ConversionModels.representative(
+                    bucket: bucket,
+                    breakpoints: aggregation.breakpoints,
+                    day: aggregation.day
+                )
+            }
+            aggregation.add(postback)
+        }
     }
 
     /// A day's postbacks, identical ones counted together. For the apps in `$2`, whose decoding
@@ -199,7 +220,10 @@ extension PostgresStore {
             metrics: Array(repeating: .int8, count: GroupMetrics().counts.count),
             capacity: capacity
         )
-        var revenue = AggregateRows(metrics: [.text, .float8, .float8, .float8], capacity: capacity)
+        var revenue = AggregateRows(
+            metrics: [.bool, .text, .float8, .float8, .float8, .float8, .float8, .float8],
+            capacity: capacity
+        )
         var events = AggregateRows(metrics: [.text, .int8, .int8, .int8], capacity: capacity)
         var eventRevenue = AggregateRows(metrics: [.text, .text, .float8, .float8, .float8], capacity: capacity)
         for (key, metrics) in groups {
@@ -209,7 +233,8 @@ extension PostgresStore {
             for (index, count) in metrics.counts.enumerated() { daily.metrics[index].append(count) }
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                 revenue.appendKey(key, day: aggregation.day, mapped: mapped)
-                revenue.appendRevenue(currency, range, policy, from: 0)
+                revenue.metrics[0].append(key.isReengagement)
+                revenue.appendRevenue(currency, range, policy, from: 1, modeled: true)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
                 events.appendKey(key, day: aggregation.day, mapped: mapped)
@@ -227,7 +252,7 @@ extension PostgresStore {
         let dimensions = AggregateDimension.columnList
         for (table, rows, metricColumns) in [
             ("aggregate_daily", daily, GroupMetrics.countColumns),
-            ("aggregate_daily_revenue", revenue, "currency, revenue_min, revenue_max, revenue_estimate"),
+            ("aggregate_daily_revenue", revenue, AggregateSQL.revenueColumns),
             ("aggregate_daily_events", events, "event, occurrences_min, occurrences_max, postbacks"),
             (
                 "aggregate_daily_event_revenue", eventRevenue,
@@ -256,19 +281,18 @@ extension PostgresStore {
             }
             var counts = keyColumns() + GroupMetrics().counts.map { _ in PostgresArrayColumn(.int8) }
             var revenue =
-                keyColumns() + [
-                    PostgresArrayColumn(.text), PostgresArrayColumn(.float8), PostgresArrayColumn(.float8),
-                    PostgresArrayColumn(.float8),
-                ]
+                keyColumns() + [PostgresArrayColumn(.bool), PostgresArrayColumn(.text)]
+                + (0..<6).map { _ in PostgresArrayColumn(.float8) }
             for (key, metrics) in totals {
                 appendKey(key, to: &counts)
                 for (index, count) in metrics.counts.enumerated() { counts[5 + index].append(count) }
-                for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                    appendKey(key, to: &revenue)
-                    revenue[5].append(currency)
-                    revenue[6].append(units(Double(range.minMicros)))
-                    revenue[7].append(units(Double(range.maxMicros)))
-                    revenue[8].append(units(policy.estimate(minMicros: range.minMicros, maxMicros: range.maxMicros)))
+                for (reengagement, sums) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
+                    for (currency, range) in sums.sorted(by: { $0.key < $1.key }) {
+                        appendKey(key, to: &revenue)
+                        revenue[5].append(reengagement)
+                        revenue[6].append(currency)
+                        for (offset, value) in range.columns(policy).enumerated() { revenue[7 + offset].append(value) }
+                    }
                 }
             }
             try await connection.send(
@@ -330,6 +354,7 @@ struct AggregateRows {
     var campaign: PostgresArrayColumn
     var adGroup: PostgresArrayColumn
     var creative: PostgresArrayColumn
+    var conversionType: PostgresArrayColumn
     var metrics: [PostgresArrayColumn]
 
     /// Columns with room for `capacity` rows.
@@ -353,6 +378,7 @@ struct AggregateRows {
         campaign = PostgresArrayColumn(.text, capacity: capacity)
         adGroup = PostgresArrayColumn(.text, capacity: capacity)
         creative = PostgresArrayColumn(.text, capacity: capacity)
+        conversionType = PostgresArrayColumn(.text, capacity: capacity)
         self.metrics = metrics.map { PostgresArrayColumn($0, capacity: capacity) }
     }
 
@@ -363,7 +389,7 @@ struct AggregateRows {
         [
             date, appID, network, sourceIdentifier, sourceAppID, sourceDomain, version, fidelityType, redownload,
             didWin, sequenceIndex, country, marketplaceID, installDate, crowdAnonymityTier, sourceIdentifierDigits,
-            campaign, adGroup, creative,
+            campaign, adGroup, creative, conversionType,
         ] + metrics
     }
 
@@ -388,19 +414,34 @@ struct AggregateRows {
         campaign.append(mapped?.campaign)
         adGroup.append(mapped?.adGroup)
         creative.append(mapped?.creative)
+        conversionType.append(key.conversionType)
     }
 
-    /// The currency, minimum, maximum and estimate, from metric column `first` on.
+    /// The currency, minimum, maximum and estimate (and with `modeled`, the modeled ones),
+    /// from metric column `first` on.
     mutating func appendRevenue(
         _ currency: String,
         _ range: RevenueSum,
         _ policy: RevenueEstimatePolicy,
-        from first: Int
+        from first: Int,
+        modeled: Bool = false
     ) {
         metrics[first].append(currency)
-        metrics[first + 1].append(units(Double(range.minMicros)))
-        metrics[first + 2].append(units(Double(range.maxMicros)))
-        metrics[first + 3].append(units(policy.estimate(minMicros: range.minMicros, maxMicros: range.maxMicros)))
+        for (offset, value) in range.columns(policy).prefix(modeled ? 6 : 3).enumerated() {
+            metrics[first + 1 + offset].append(value)
+        }
+    }
+}
+
+extension RevenueSum {
+    /// The observed minimum, maximum and estimate, then the modeled ones, in currency units.
+    func columns(_ policy: RevenueEstimatePolicy) -> [Double] {
+        [
+            units(Double(minMicros)), units(Double(maxMicros)),
+            units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)),
+            units(Double(modeledMinMicros)), units(Double(modeledMaxMicros)),
+            units(policy.estimate(minMicros: modeledMinMicros, maxMicros: modeledMaxMicros)),
+        ]
     }
 }
 

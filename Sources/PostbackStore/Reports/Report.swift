@@ -9,6 +9,26 @@ package enum ReportMetric: String, Sendable, CaseIterable {
     case nullConversionValues = "null_conversion_values"
     case unmapped, unmodelled
     case modelAmbiguous = "model_ambiguous"
+    /// Nulls modeled per basis (``ModeledBasis``): shown as `modeled_nulls` and `modeled_basis`,
+    /// not among the counts.
+    case modeledDay = "modeled_day"
+    case modeledWeek = "modeled_week"
+    case modeledAppWeek = "modeled_app_week"
+    case modeledNone = "modeled_none"
+
+    /// The metrics shown as counts: all but the modeled nulls.
+    static let shown = allCases.filter { $0.basis == nil }
+
+    /// For a modeled-nulls count, its basis.
+    var basis: ModeledBasis? {
+        switch self {
+        case .modeledDay: .day
+        case .modeledWeek: .week
+        case .modeledAppWeek: .appWeek
+        case .modeledNone: ModeledBasis.none
+        default: nil
+        }
+    }
 
     /// A short header for the table format.
     var shortName: String {
@@ -24,6 +44,7 @@ package enum ReportMetric: String, Sendable, CaseIterable {
         case .unmapped: "unmapped"
         case .unmodelled: "unmodelled"
         case .modelAmbiguous: "ambiguous"
+        case .modeledDay, .modeledWeek, .modeledAppWeek, .modeledNone: rawValue
         }
     }
 
@@ -41,6 +62,10 @@ package enum ReportMetric: String, Sendable, CaseIterable {
         case .unmapped: 8
         case .unmodelled: 9
         case .modelAmbiguous: 10
+        case .modeledDay: 11
+        case .modeledWeek: 12
+        case .modeledAppWeek: 13
+        case .modeledNone: 14
         }
     }
 }
@@ -94,12 +119,21 @@ package struct ReportRow: Sendable {
     package var counts = ReportCounts()
     /// `--events` rows: the event and its sums.
     package var event: String?
+    /// `--events` rows: `install` or `re-engagement`, the kind of model that decoded the event.
+    package var eventModel: String?
     package var occurrencesMin: Int = 0
     package var occurrencesMax: Int = 0
     /// `--events` rows: postbacks with the event.
     package var eventPostbacks: Int = 0
-    /// Revenue by currency code.
+    /// Revenue by currency code: downloads' and redownloads' (and rows aggregated before
+    /// conversion types were kept).
     package var revenue: [String: RevenueTotal] = [:]
+    /// Re-engagements' revenue (decoded by the re-engagement model) by currency code.
+    package var reengagementRevenue: [String: RevenueTotal] = [:]
+    /// ``revenue`` plus the revenue modeled for the null values (``NullModel``), by currency.
+    package var modeledRevenue: [String: RevenueTotal] = [:]
+    /// ``reengagementRevenue`` plus the revenue modeled for re-engagements' null values.
+    package var reengagementModeledRevenue: [String: RevenueTotal] = [:]
     /// Columns from other measurements (``Report/extraColumns``), by name.
     var extras: [String: Int] = [:]
     /// With `crowd_anonymity_tier` among the dimensions: this row's share of the production
@@ -113,6 +147,20 @@ package struct ReportRow: Sendable {
     package var nullRate: Double? {
         let winning = (counts[.postbacks] ?? 0) - (counts[.nonWinning] ?? 0)
         return winning > 0 ? Double(counts[.nullConversionValues] ?? 0) / Double(winning) : nil
+    }
+
+    /// The basis the row's null values were modeled on (``ModeledBasis``; `none`: not
+    /// modeled), `mixed` when they were modeled on several (a row summing several groups), nil
+    /// when it has none to model.
+    package var modeledBasis: String? {
+        let used = ReportMetric.allCases.compactMap { metric in
+            metric.basis.flatMap { (counts[metric] ?? 0) > 0 ? $0 : nil }
+        }
+        switch used.count {
+        case 0: return nil
+        case 1: return used[0].rawValue
+        default: return "mixed"
+        }
     }
 
     /// Postbacks of production keys (not test mode, not development).
@@ -139,6 +187,10 @@ package struct Report: Sendable {
     package var policy: String?
     /// Count columns from other measurements shown after the metrics (`--with-apple-ads`).
     var extraColumns: [String] = []
+    /// `--modeled`: the table and CSV show the modeled revenue (JSON always has it).
+    package var showsModeled = false
+    /// Every currency with re-engagement revenue, sorted.
+    package var reengagementCurrencies: [String] = []
 
     package init(
         dimensions: [AggregateDimension],
@@ -214,7 +266,12 @@ struct ReportSQL {
     var query: ReportQuery
 
     /// The groups: the dimensions, then `event` for an events report.
-    var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event"] : []) }
+    var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event", "model_type"] : []) }
+
+    /// An events report's `model_type`: re-engagements' events apart from installs' (rows
+    /// without a conversion type, aggregated before it was kept, are installs').
+    static let modelType: SQLQuery =
+        "CASE WHEN conversion_type = 're-engagement' THEN 're-engagement' ELSE 'install' END"
 
     /// A dimension as a report selects it: text, or an integer (booleans as 0 and 1), as
     /// SQLite stores it.
@@ -226,7 +283,7 @@ struct ReportSQL {
         case .appID, .sourceAppID, .fidelityType, .postbackSequenceIndex, .crowdAnonymityTier, .sourceIdentifierDigits:
             "\(sqlite: dimension.column, postgres: "\(dimension.column)::bigint")"
         case .adNetworkID, .sourceIdentifier, .sourceDomain, .version, .countryCode, .marketplaceID, .campaign,
-            .adGroup, .creative, .placement:
+            .adGroup, .creative, .placement, .conversionType:
             SQLQuery(raw: dimension.selectExpression)
         }
     }
@@ -288,12 +345,13 @@ struct ReportSQL {
 
     /// `SELECT` list prefix, `GROUP BY` and `ORDER BY` of the groups.
     private var grouping: (prefix: SQLQuery, group: SQLQuery, order: SQLQuery) {
-        let selected = query.dimensions.map(Self.expression) + (query.events ? ["event"] : [])
+        let selected = query.dimensions.map(Self.expression) + (query.events ? ["event", Self.modelType] : [])
         guard !selected.isEmpty else { return ("", "", "") }
         let positions = groupColumns.indices.map { String($0 + 1) }.joined(separator: ", ")
         let order =
             query.dimensions.map { Self.orderTerm(Self.expression($0), isText: $0.sqlType == "TEXT") }
-            + (query.events ? [Self.orderTerm("event", isText: true)] : [])
+            + (query.events
+                ? [Self.orderTerm("event", isText: true), Self.orderTerm(Self.modelType, isText: true)] : [])
         return ("\(list: selected), ", "GROUP BY \(raw: positions)", "ORDER BY \(list: order)")
     }
 
@@ -348,13 +406,24 @@ struct ReportSQL {
     /// Summed as integers (micros; half-micros for the estimate, which a midpoint can end on)
     /// and only then made decimal: a sum of doubles depends on the order of its rows, which
     /// differs between engines and runs, and a total near half a cent then rounds either way.
+    ///
+    /// A report of counts and revenue reads, after the groups, whether the revenue is
+    /// re-engagements', the currency, the observed revenue and the modeled one; an events
+    /// report, the currency and the observed revenue.
     var revenue: SQLQuery {
         let (prefix, _, _) = grouping
-        let table = query.events ? "aggregate_daily_event_revenue" : source.table + "_revenue"
-        let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
+        if query.events {
+            let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
+            return """
+                SELECT \(prefix)currency, \(raw: AggregateSQL.revenueSums)
+                FROM aggregate_daily_event_revenue \(filter) GROUP BY \(raw: positions)
+                """
+        }
+        let positions = (0...groupColumns.count + 1).map { String($0 + 1) }.joined(separator: ", ")
         return """
-            SELECT \(prefix)currency, \(raw: AggregateSQL.revenueSums)
-            FROM \(raw: table) \(filter) GROUP BY \(raw: positions)
+            SELECT \(prefix)\(sqlite: "reengagement", postgres: "reengagement::integer::bigint"), currency,
+                \(raw: AggregateSQL.revenueSums), \(raw: AggregateSQL.modeledSums)
+            FROM \(raw: source.table)_revenue \(filter) GROUP BY \(raw: positions)
             """
     }
 
@@ -405,15 +474,25 @@ extension PostbackStorage {
             }
             if !query.countsOnly {
                 try await db.forEachRow(sql.revenue) { row in
-                    assembler.addRevenue(
-                        (0..<groups).map { DimensionValue(row.values[$0]) },
-                        currency: try row.string(groups),
+                    let key = (0..<groups).map { DimensionValue(row.values[$0]) }
+                    func total(_ first: Int) throws -> RevenueTotal {
                         RevenueTotal(
-                            min: try row.double(groups + 1),
-                            max: try row.double(groups + 2),
-                            estimate: try row.double(groups + 3)
+                            min: try row.double(first),
+                            max: try row.double(first + 1),
+                            estimate: try row.double(first + 2)
                         )
-                    )
+                    }
+                    if query.events {
+                        assembler.addRevenue(key, currency: try row.string(groups), try total(groups + 1))
+                    } else {
+                        assembler.addRevenue(
+                            key,
+                            reengagement: try row.int(groups) != 0,
+                            currency: try row.string(groups + 1),
+                            observed: try total(groups + 2),
+                            modeled: try total(groups + 5)
+                        )
+                    }
                 }
             }
             return assembler.report(policy: try await db.row(ReportSQL.policy)?.optionalString(0))
@@ -476,6 +555,7 @@ struct ReportAssembler {
     /// The position of each group in `rows`, built at the first revenue row.
     private var positions: [[DimensionValue]: Int]?
     private var currencies = Set<String>()
+    private var reengagementCurrencies = Set<String>()
 
     init(_ query: ReportQuery) {
         self.query = query
@@ -485,7 +565,8 @@ struct ReportAssembler {
     mutating func addMetrics(_ key: [DimensionValue], _ sums: [Int64?]) {
         if query.events {
             var row = ReportRow(dimensions: Array(key.prefix(query.dimensions.count)))
-            if case .text(let name) = key.last { row.event = name }
+            if case .text(let name) = key[query.dimensions.count] { row.event = name }
+            if case .text(let model) = key.last { row.eventModel = model }
             row.occurrencesMin = Int(sums[0] ?? 0)
             row.occurrencesMax = Int(sums[1] ?? 0)
             row.eventPostbacks = Int(sums[2] ?? 0)
@@ -501,17 +582,48 @@ struct ReportAssembler {
         positions = nil
     }
 
-    /// A row of ``ReportSQL/revenue``.
+    /// A row of ``ReportSQL/revenue`` of a report of counts: `observed`, and `modeled` to add to
+    /// it for the modeled revenue.
+    mutating func addRevenue(
+        _ key: [DimensionValue],
+        reengagement: Bool,
+        currency: String,
+        observed: RevenueTotal,
+        modeled: RevenueTotal
+    ) {
+        guard let position = position(key) else { return }
+        let withModeled = RevenueTotal(
+            min: observed.min + modeled.min,
+            max: observed.max + modeled.max,
+            estimate: observed.estimate + modeled.estimate
+        )
+        if reengagement {
+            reengagementCurrencies.insert(currency)
+            rows[position].reengagementRevenue[currency] = observed
+            rows[position].reengagementModeledRevenue[currency] = withModeled
+        } else {
+            currencies.insert(currency)
+            rows[position].revenue[currency] = observed
+            rows[position].modeledRevenue[currency] = withModeled
+        }
+    }
+
+    /// A row of ``ReportSQL/revenue`` of an events report.
     mutating func addRevenue(_ key: [DimensionValue], currency: String, _ total: RevenueTotal) {
         currencies.insert(currency)
+        guard let position = position(key) else { return }
+        rows[position].revenue[currency] = total
+    }
+
+    /// The position of `key`'s row.
+    private mutating func position(_ key: [DimensionValue]) -> Int? {
         if positions == nil {
             var built: [[DimensionValue]: Int] = [:]
             built.reserveCapacity(keys.count)
             for (position, key) in keys.enumerated() { built[key] = position }
             positions = built
         }
-        guard let position = positions?[key] else { return }
-        rows[position].revenue[currency] = total
+        return positions?[key]
     }
 
     func report(policy: String?) -> Report {
@@ -531,13 +643,15 @@ struct ReportAssembler {
                 ordered[index].tierShare = total > 0 ? Double(ordered[index].productionPostbacks) / Double(total) : nil
             }
         }
-        return Report(
+        var report = Report(
             dimensions: query.dimensions,
             events: query.events,
             rows: ordered,
             currencies: currencies.sorted(),
             policy: policy
         )
+        report.reengagementCurrencies = reengagementCurrencies.sorted()
+        return report
     }
 }
 
@@ -564,7 +678,7 @@ package func stalenessWarning(
     }
     if staleRows {
         warnings.append(
-            "some aggregate rows were computed before install dates, crowd-anonymity tiers and campaigns were stored; run postbackd aggregate (every day) to recompute them"
+            "some aggregate rows were computed before install dates, crowd-anonymity tiers, campaigns and conversion types were stored; run postbackd aggregate (every day) to recompute them"
         )
     }
     // A mapping applies to every day: only a run over every day since applies it everywhere.

@@ -7,6 +7,8 @@ package struct ReportRequest: Sendable, Hashable {
     package var query: ReportQuery
     /// `--with-apple-ads`: Apple Ads' two measurements beside each row.
     package var withAppleAds: Bool
+    /// `--modeled`: the modeled revenue in the table and CSV formats (JSON always has it).
+    package var modeled = false
 
     /// The options as given, text as typed (nil or empty: not given).
     package struct Options: Sendable, Hashable {
@@ -19,6 +21,7 @@ package struct ReportRequest: Sendable, Hashable {
         package var appIDs: [String] = []
         package var adNetworkIDs: [String] = []
         package var withAppleAds = false
+        package var modeled = false
 
         package init() {}
     }
@@ -113,6 +116,13 @@ package struct ReportRequest: Sendable, Hashable {
                 )
             }
         }
+        if options.modeled && options.events {
+            throw ReportRequestError(
+                .invalidValue,
+                option: "modeled",
+                reason: "models revenue, not events: not with --events"
+            )
+        }
         return ReportRequest(
             query: ReportQuery(
                 from: from,
@@ -123,14 +133,16 @@ package struct ReportRequest: Sendable, Hashable {
                 appIDs: appIDs,
                 adNetworkIDs: networks
             ),
-            withAppleAds: options.withAppleAds
+            withAppleAds: options.withAppleAds,
+            modeled: options.modeled
         )
     }
 
     /// Reads the report from an open store: the report and, when the aggregates may be out of
     /// date, a warning.
     package func read(_ store: any PostbackStorage) async throws -> (report: Report, warning: String?) {
-        let report = withAppleAds ? try await Report.sideBySide(store, query) : try await store.report(query)
+        var report = withAppleAds ? try await Report.sideBySide(store, query) : try await store.report(query)
+        report.showsModeled = modeled
         return (report, try await store.stalenessWarning())
     }
 }

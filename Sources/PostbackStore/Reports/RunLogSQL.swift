@@ -12,7 +12,7 @@ extension PostbackStorage {
                     (SELECT \(SQLQuery.instantText("MAX(added_at)")) FROM campaign_mappings),
                     (SELECT \(SQLQuery.instantText("MAX(run_at)")) FROM aggregate_runs WHERE whole = \(true)),
                     CASE WHEN EXISTS (SELECT 1 FROM aggregate_runs WHERE dimensions \(sqlite: "IS NOT", postgres: "IS DISTINCT FROM") \(AggregateDimension.columnList))
-                        THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL) ELSE \(false) END,
+                        THEN EXISTS (SELECT 1 FROM aggregate_daily WHERE install_date IS NULL OR conversion_type IS NULL) ELSE \(false) END,
                     (SELECT \(SQLQuery.instantText("MAX(added_at)")) FROM conversion_models
                         WHERE effective_from IS NULL OR effective_from < added_at)
                 """

@@ -684,5 +684,83 @@ package enum PostbackSchema {
                 ALTER TABLE ingest_runs ADD COLUMN signed_conflicts INTEGER NOT NULL DEFAULT 0;
                 """#
         ),
+        // A model per conversion type and modeled null values (issue 36): the detailed rows are
+        // kept per conversion type (NULL in rows aggregated before, which count as downloads'
+        // until re-aggregated); every revenue row says whether it is re-engagements' and carries
+        // the revenue modeled for the null values beside the observed; the counts say on which
+        // basis the nulls were modeled. The dashboard's covering indexes hold the new columns.
+        Migration(
+            "v15: conversion types, modeled null values",
+            sql: #"""
+                ALTER TABLE aggregate_daily ADD COLUMN conversion_type TEXT;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN conversion_type TEXT;
+                ALTER TABLE aggregate_daily_events ADD COLUMN conversion_type TEXT;
+                ALTER TABLE aggregate_daily_event_revenue ADD COLUMN conversion_type TEXT;
+                ALTER TABLE aggregate_daily ADD COLUMN modeled_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily ADD COLUMN modeled_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily ADD COLUMN modeled_app_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily ADD COLUMN modeled_none INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals ADD COLUMN modeled_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals ADD COLUMN modeled_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals ADD COLUMN modeled_app_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals ADD COLUMN modeled_none INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN modeled_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN modeled_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN modeled_app_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app ADD COLUMN modeled_none INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN modeled_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN modeled_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN modeled_app_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received ADD COLUMN modeled_none INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN modeled_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN modeled_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN modeled_app_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app ADD COLUMN modeled_none INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN modeled_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN modeled_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN modeled_app_week INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install ADD COLUMN modeled_none INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN reengagement INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN modeled_min REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN modeled_max REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_revenue ADD COLUMN modeled_estimate REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals_revenue ADD COLUMN reengagement INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals_revenue ADD COLUMN modeled_min REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals_revenue ADD COLUMN modeled_max REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_daily_totals_revenue ADD COLUMN modeled_estimate REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app_revenue ADD COLUMN reengagement INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app_revenue ADD COLUMN modeled_min REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app_revenue ADD COLUMN modeled_max REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_by_app_revenue ADD COLUMN modeled_estimate REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_revenue ADD COLUMN reengagement INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_revenue ADD COLUMN modeled_min REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_revenue ADD COLUMN modeled_max REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_received_revenue ADD COLUMN modeled_estimate REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app_revenue ADD COLUMN reengagement INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app_revenue ADD COLUMN modeled_min REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app_revenue ADD COLUMN modeled_max REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_by_app_revenue ADD COLUMN modeled_estimate REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_revenue ADD COLUMN reengagement INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_revenue ADD COLUMN modeled_min REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_revenue ADD COLUMN modeled_max REAL NOT NULL DEFAULT 0;
+                ALTER TABLE aggregate_dashboard_install_revenue ADD COLUMN modeled_estimate REAL NOT NULL DEFAULT 0;
+                DROP INDEX aggregate_dashboard_received_by_app_day;
+                CREATE INDEX aggregate_dashboard_received_by_app_day ON aggregate_dashboard_received_by_app (date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none);
+                DROP INDEX aggregate_dashboard_received_by_app_revenue_day;
+                CREATE INDEX aggregate_dashboard_received_by_app_revenue_day ON aggregate_dashboard_received_by_app_revenue (date, currency, revenue_min, revenue_max, revenue_estimate, app_id, ad_network_id, crowd_anonymity_tier, reengagement, modeled_min, modeled_max, modeled_estimate);
+                DROP INDEX aggregate_dashboard_received_day;
+                CREATE INDEX aggregate_dashboard_received_day ON aggregate_dashboard_received (date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none);
+                DROP INDEX aggregate_dashboard_received_revenue_day;
+                CREATE INDEX aggregate_dashboard_received_revenue_day ON aggregate_dashboard_received_revenue (date, currency, revenue_min, revenue_max, revenue_estimate, ad_network_id, crowd_anonymity_tier, reengagement, modeled_min, modeled_max, modeled_estimate);
+                DROP INDEX aggregate_dashboard_install_by_app_day;
+                CREATE INDEX aggregate_dashboard_install_by_app_day ON aggregate_dashboard_install_by_app (install_date, app_id, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none);
+                DROP INDEX aggregate_dashboard_install_by_app_revenue_day;
+                CREATE INDEX aggregate_dashboard_install_by_app_revenue_day ON aggregate_dashboard_install_by_app_revenue (install_date, currency, revenue_min, revenue_max, revenue_estimate, app_id, ad_network_id, crowd_anonymity_tier, reengagement, modeled_min, modeled_max, modeled_estimate);
+                DROP INDEX aggregate_dashboard_install_day;
+                CREATE INDEX aggregate_dashboard_install_day ON aggregate_dashboard_install (install_date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none);
+                DROP INDEX aggregate_dashboard_install_revenue_day;
+                CREATE INDEX aggregate_dashboard_install_revenue_day ON aggregate_dashboard_install_revenue (install_date, currency, revenue_min, revenue_max, revenue_estimate, ad_network_id, crowd_anonymity_tier, reengagement, modeled_min, modeled_max, modeled_estimate);
+                """#
+        ),
     ]
 }

@@ -29,6 +29,16 @@ extension SQLiteStore {
                 for statement in AggregateSQL.deleteStatements(selection) {
                     try SQLiteSQL.execute(db, statement)
                 }
+                // The week-wide reference groups of a run's first days reach back six days.
+                var recent = RecentReferences()
+                if case .range(let from, _) = selection {
+                    for day in RecentReferences.daysBefore(from) {
+                        var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
+                        aggregation.referencesOnly = true
+                        try Self.read(db, into: &aggregation)
+                        recent.keep(day, aggregation.references)
+                    }
+                }
                 for day in days {
                     var aggregation = DayAggregation(
                         day: day,
@@ -36,25 +46,9 @@ extension SQLiteStore {
                         campaigns: campaigns,
                         expectedGroups: previousGroups
                     )
-                    let rows = SQLiteRowReader(
-                        try db.cachedStatement(sql: Self.selectPostbacks),
-                        textArguments: [day.description]
-                    )
-                    let changing = aggregation.changing
-                    while try rows.next(db) {
-                        var postback = AggregatedPostback(rows)
-                        if !changing.isEmpty && changing.contains(postback.appID),
-                            let receivedAt = rows.text(21).flatMap(UTCInstant.init(iso8601:))
-                        {
-                            let bucket = ConversionModels.bucket(receivedAt, breakpoints: aggregation.breakpoints)
-                            postback.receivedAt = ConversionModels.representative(
-                                bucket: bucket,
-                                breakpoints: aggregation.breakpoints,
-                                day: day
-                            )
-                        }
-                        aggregation.add(postback)
-                    }
+                    try Self.read(db, into: &aggregation)
+                    aggregation.modelNulls(earlier: recent.before(day))
+                    recent.keep(day, aggregation.references)
                     summary.postbacks += aggregation.postbacks
                     summary.rows += aggregation.groups.count
                     previousGroups = aggregation.groups.count
@@ -73,6 +67,27 @@ extension SQLiteStore {
         }
         summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
         return summary
+    }
+
+    /// Reads `aggregation`'s day's postbacks into it.
+    private static func read(_ db: Database, into aggregation: inout DayAggregation) throws {
+        let day = aggregation.day
+        let rows = SQLiteRowReader(try db.cachedStatement(sql: Self.selectPostbacks), textArguments: [day.description])
+        let changing = aggregation.changing
+        while try rows.next(db) {
+            var postback = AggregatedPostback(rows)
+            if !changing.isEmpty && changing.contains(postback.appID),
+                let receivedAt = rows.text(21).flatMap(UTCInstant.init(iso8601:))
+            {
+                let bucket = ConversionModels.bucket(receivedAt, breakpoints: aggregation.breakpoints)
+                postback.receivedAt = ConversionModels.representative(
+                    bucket: bucket,
+                    breakpoints: aggregation.breakpoints,
+                    day: day
+                )
+            }
+            aggregation.add(postback)
+        }
     }
 
     static let selectPostbacks = """
@@ -96,13 +111,14 @@ extension SQLiteStore {
     private static func write(_ db: Database, _ aggregation: DayAggregation, policy: RevenueEstimatePolicy) throws {
         let dimensions = AggregateDimension.columnList
         let placeholders = Array(repeating: "?", count: AggregateDimension.stored.count).joined(separator: ", ")
+        let countPlaceholders = Array(repeating: "?", count: GroupMetrics().counts.count).joined(separator: ", ")
         let daily = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), \(countPlaceholders))"
         )
         let revenue = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_revenue (\(dimensions), currency, revenue_min, revenue_max, revenue_estimate) VALUES (\(placeholders), ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_revenue (\(dimensions), \(AggregateSQL.revenueColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let events = try db.cachedStatement(
             sql:
@@ -128,7 +144,7 @@ extension SQLiteStore {
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                 var row = SQLiteBinder(revenue)
                 key.bind(into: &row)
-                range.bind(currency, policy, into: &row)
+                range.bind(currency, policy, reengagement: group.isReengagement, into: &row)
                 _ = try row.step(db)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
@@ -143,18 +159,18 @@ extension SQLiteStore {
                     var row = SQLiteBinder(eventRevenue)
                     key.bind(into: &row)
                     row.bind(name)
-                    range.bind(currency, policy, into: &row)
+                    range.bindObserved(currency, policy, into: &row)
                     _ = try row.step(db)
                 }
             }
         }
         let totals = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns)) VALUES (?, ?, ?, ?, ?, \(countPlaceholders))"
         )
         let totalsRevenue = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         for (key, metrics) in aggregation.totals() {
             let installDate = key.installDate?.description
@@ -169,11 +185,13 @@ extension SQLiteStore {
             bindKey(&row)
             for count in metrics.counts { row.bind(count) }
             _ = try row.step(db)
-            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                var row = SQLiteBinder(totalsRevenue)
-                bindKey(&row)
-                range.bind(currency, policy, into: &row)
-                _ = try row.step(db)
+            for (reengagement, revenue) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
+                for (currency, range) in revenue.sorted(by: { $0.key < $1.key }) {
+                    var row = SQLiteBinder(totalsRevenue)
+                    bindKey(&row)
+                    range.bind(currency, policy, reengagement: reengagement, into: &row)
+                    _ = try row.step(db)
+                }
             }
         }
         let fine = try db.cachedStatement(
@@ -250,15 +268,32 @@ struct BoundGroupKey {
         row.bind(mapped?.campaign)
         row.bind(mapped?.adGroup)
         row.bind(mapped?.creative)
+        row.bind(key.conversionType)
     }
 }
 
 extension RevenueSum {
-    /// Binds `currency`, the minimum, the maximum and the estimate, in currency units.
-    func bind(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout SQLiteBinder) {
+    /// Binds `currency`, the minimum, the maximum and the estimate, in currency units (an
+    /// event's revenue: observed only).
+    func bindObserved(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout SQLiteBinder) {
         row.bind(currency)
         row.bind(units(Double(minMicros)))
         row.bind(units(Double(maxMicros)))
         row.bind(units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)))
+    }
+
+    /// Binds ``AggregateSQL/revenueColumns``: whether it is re-engagements', `currency`, the
+    /// observed minimum, maximum and estimate, then the modeled ones.
+    func bind(
+        _ currency: String,
+        _ policy: RevenueEstimatePolicy,
+        reengagement: Bool,
+        into row: inout SQLiteBinder
+    ) {
+        row.bind(reengagement)
+        bindObserved(currency, policy, into: &row)
+        row.bind(units(Double(modeledMinMicros)))
+        row.bind(units(Double(modeledMaxMicros)))
+        row.bind(units(policy.estimate(minMicros: modeledMinMicros, maxMicros: modeledMaxMicros)))
     }
 }

@@ -291,7 +291,7 @@ package struct DashboardPage {
                 id: id,
                 title: title,
                 caption:
-                    "The line is the estimate of downloads and redownloads; the band spans the minimum and maximum the conversion values allow. The dashed line adds a modeled revenue for the postbacks Apple sent without a value: each is given the mean revenue of the postbacks with one of the same app, network and postback that day (else that week; else the app's over every network that week; at least 30), which assumes they behave alike and is optimistic for small campaigns. "
+                    "The line is the estimate of downloads and redownloads; the band spans the minimum and maximum the conversion values allow. The dashed line adds the postbacks Apple sent without a value, each given the mean revenue of those with one of the same app, network and day (else week): it assumes they behave alike, which is optimistic for small campaigns. "
                     + description + " Modeled: \(currency) \(decimal(modeledTotal, fractionDigits: 2)).",
                 svg: chart.lines(
                     [

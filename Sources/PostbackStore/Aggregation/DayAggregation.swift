@@ -14,10 +14,9 @@ struct DayAggregation: Sendable {
     var unmodelled = Set<Int64>()
     var unmodelledReengagements = Set<Int64>()
     /// The day's reference groups for modeled null values (``NullModel``): the winning
-    /// production postbacks with a decoded value, and their revenue.
-    var references: [ReferenceKey: ReferenceSum] = [:]
-    /// Only ``references`` are kept (a day before a run's first, read for its reference groups).
-    var referencesOnly = false
+    /// production postbacks with a decoded value, and their revenue; summed from the groups
+    /// once the day is read (``collectReferences()``).
+    private(set) var references: [ReferenceKey: ReferenceSum] = [:]
     /// The apps whose postbacks received this day decode differently with their `received_at`
     /// (``ConversionModels/breakpoints(in:)``): only theirs need it, as their bucket among
     /// ``breakpoints``; any instant of the day decodes the others alike.
@@ -48,10 +47,6 @@ struct DayAggregation: Sendable {
             receivedAt: postback.receivedAt ?? dayStart,
             version: postback.isAAK ? nil : postback.version
         )
-        if postback.isProduction && postback.isWinning, case .mapped(let events) = decoded {
-            references[ReferenceKey(postback), default: ReferenceSum()].add(events, count: postback.count)
-        }
-        if referencesOnly { return }
         if case .unmodelled = decoded {
             if postback.modelConversionType == .install {
                 unmodelled.insert(postback.appID)
@@ -95,13 +90,29 @@ struct DayAggregation: Sendable {
         return totals
     }
 
+    /// Sums the groups' references into ``references``: a group's revenue is that of its
+    /// references (winning production postbacks with a decoded value), before any is modeled.
+    mutating func collectReferences() {
+        references = [:]
+        for (key, metrics) in groups where metrics.references > 0 {
+            references[ReferenceKey(key), default: ReferenceSum()].add(metrics.references, metrics.revenue)
+        }
+    }
+
     /// Gives each group's null values a modeled revenue (``NullModel``), from this day's
     /// references and `earlier`'s: the reference groups of the six days before it (fewer when
     /// some had no postbacks).
     mutating func modelNulls(earlier: [[ReferenceKey: ReferenceSum]]) {
+        collectReferences()
         let model = NullModel(day: references, earlier: earlier)
-        for (key, metrics) in groups where metrics.modelable > 0 {
-            groups[key]?.model(model.reference(ReferenceKey(key)))
+        // In place, by index: assigning through a key while iterating the dictionary would copy
+        // it whole (it is still shared with the iterator), and hash each key again.
+        var index = groups.startIndex
+        while index != groups.endIndex {
+            if groups.values[index].modelable > 0 {
+                groups.values[index].model(model.reference(ReferenceKey(groups.keys[index])))
+            }
+            groups.formIndex(after: &index)
         }
     }
 }
@@ -174,9 +185,9 @@ struct AggregatedPostback {
 
     /// The `conversion_type` dimension: AdAttributionKit's conversion type, or for SKAdNetwork
     /// `redownload` when `redownload` is true and `download` otherwise.
-    var conversionTypeDimension: String {
-        if isAAK, let conversionType, let type = AAKConversionType(rawValue: conversionType) { return type.rawValue }
-        return redownload == true ? AAKConversionType.redownload.rawValue : AAKConversionType.download.rawValue
+    var conversionTypeDimension: AAKConversionType {
+        if isAAK, let conversionType, let type = AAKConversionType(rawValue: conversionType) { return type }
+        return redownload == true ? .redownload : .download
     }
 
     /// Whether the fine-value histogram counts it: winning production postbacks without a
@@ -206,10 +217,10 @@ struct GroupKey: Hashable, Sendable {
     /// The campaign mapping row (an index into ``CampaignMappings/rows``), if any.
     var mapping: Int?
     /// `download`, `redownload` or `re-engagement` (``AggregatedPostback/conversionTypeDimension``).
-    var conversionType: String
+    var conversionType: AAKConversionType
 
     /// Whether its postbacks decode with the re-engagement model.
-    var isReengagement: Bool { conversionType == AAKConversionType.reengagement.rawValue }
+    var isReengagement: Bool { conversionType == .reengagement }
 
     init(_ postback: AggregatedPostback, mapping: Int?) {
         appID = postback.appID
@@ -306,6 +317,9 @@ struct GroupMetrics: Sendable {
     /// Winning production postbacks without a value whose app has a model in force (not stored:
     /// ``modeled`` says how they were modeled).
     var modelable = 0
+    /// Winning production postbacks with a decoded value: the group's part of its reference
+    /// group (``NullModel``; not stored).
+    var references = 0
     /// Revenue per currency; in the totals, that of downloads and redownloads (and of rows
     /// without a conversion type).
     var revenue: [String: RevenueSum] = [:]
@@ -396,6 +410,7 @@ struct GroupMetrics: Sendable {
             }
         }
         guard case .mapped(let mapped) = decoded else { return }
+        references += count
         let times = Int64(count)
         var seen = Set<String>()
         for event in mapped {

@@ -41,15 +41,6 @@ struct ReferenceKey: Hashable, Sendable {
         self.reengagement = reengagement
     }
 
-    init(_ postback: AggregatedPostback) {
-        self.init(
-            appID: postback.appID,
-            adNetworkID: postback.adNetworkID,
-            sequenceIndex: postback.sequenceIndex,
-            reengagement: postback.modelConversionType == .reengagement
-        )
-    }
-
     init(_ key: GroupKey) {
         self.init(
             appID: key.appID,
@@ -71,16 +62,14 @@ struct ReferenceSum: Sendable {
     var count = 0
     var revenue: [String: (min: Int64, max: Int64)] = [:]
 
-    /// Adds `count` postbacks decoded to `events`.
-    mutating func add(_ events: [MappedEvent], count: Int) {
+    /// Adds a group's `count` references and their revenue (observed, in micros).
+    mutating func add(_ count: Int, _ revenue: [String: RevenueSum]) {
         self.count += count
-        let times = Int64(count)
-        for event in events {
-            guard let range = event.revenue else { continue }
-            var sum = revenue[range.currency] ?? (0, 0)
-            sum.min += range.minMicros * times
-            sum.max += range.maxMicros * times
-            revenue[range.currency] = sum
+        for (currency, sum) in revenue {
+            var total = self.revenue[currency] ?? (0, 0)
+            total.min += sum.minMicros
+            total.max += sum.maxMicros
+            self.revenue[currency] = total
         }
     }
 

@@ -130,8 +130,8 @@ extension PostgresStore {
         if case .range(let from, _) = selection {
             for day in RecentReferences.daysBefore(from) {
                 var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
-                aggregation.referencesOnly = true
                 try await read(reader, into: &aggregation, logger: logger)
+                aggregation.collectReferences()
                 recent.keep(day, aggregation.references)
             }
         }
@@ -414,7 +414,7 @@ struct AggregateRows {
         campaign.append(mapped?.campaign)
         adGroup.append(mapped?.adGroup)
         creative.append(mapped?.creative)
-        conversionType.append(key.conversionType)
+        conversionType.append(key.conversionType.rawValue)
     }
 
     /// The currency, minimum, maximum and estimate (and with `modeled`, the modeled ones),

@@ -34,8 +34,8 @@ extension SQLiteStore {
                 if case .range(let from, _) = selection {
                     for day in RecentReferences.daysBefore(from) {
                         var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
-                        aggregation.referencesOnly = true
                         try Self.read(db, into: &aggregation)
+                        aggregation.collectReferences()
                         recent.keep(day, aggregation.references)
                     }
                 }
@@ -268,7 +268,7 @@ struct BoundGroupKey {
         row.bind(mapped?.campaign)
         row.bind(mapped?.adGroup)
         row.bind(mapped?.creative)
-        row.bind(key.conversionType)
+        row.bind(key.conversionType.rawValue)
     }
 }
 

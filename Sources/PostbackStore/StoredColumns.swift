@@ -32,23 +32,14 @@ enum DedupKeyDigest {
     }
 }
 
-/// A postback's fields as the `postbacks` table's columns, for either kind.
+/// A postback's fields as the `postbacks` table's columns, for either kind: its dedup key's
+/// columns, the signed columns, and the unsigned interaction type.
 struct StoredColumns {
     var adNetworkID: String
     var transactionID: String
     var sequenceIndex: Int
-    var version: String?
-    var appID: Int64
-    var campaignID: Int64?
-    var sourceIdentifier: String?
-    var sourceAppID: Int64?
-    var sourceDomain: String?
-    var fidelityType: Int?
-    var didWin: Bool?
-    var redownload: Bool?
-    var conversionType: String?
-    var marketplaceID: String?
-    var impressionType: String?
+    /// What its signature covers besides the dedup key: a copy is compared with it.
+    var signed: SignedColumns
     var adInteractionType: String?
 
     init(_ postback: Postback) {
@@ -57,31 +48,37 @@ struct StoredColumns {
             adNetworkID = skan.adNetworkID
             transactionID = skan.transactionID
             sequenceIndex = skan.postbackSequenceIndex
-            version = skan.version.rawValue
-            appID = skan.appID
-            campaignID = skan.campaignID
-            sourceIdentifier = skan.sourceIdentifier
-            sourceAppID = skan.sourceAppID
-            sourceDomain = skan.sourceDomain
-            fidelityType = skan.fidelityType
-            didWin = skan.didWin
-            redownload = skan.redownload
+            signed = SignedColumns(
+                version: skan.version.rawValue,
+                appID: skan.appID,
+                campaignID: skan.campaignID,
+                sourceIdentifier: skan.sourceIdentifier,
+                sourceAppID: skan.sourceAppID,
+                sourceDomain: skan.sourceDomain,
+                fidelityType: skan.fidelityType,
+                didWin: skan.didWin,
+                redownload: skan.redownload
+            )
         case .aak(let aak):
             adNetworkID = aak.adNetworkID
             transactionID = aak.postbackID
             sequenceIndex = aak.postbackSequenceIndex
-            appID = aak.advertisedItemID
-            sourceIdentifier = aak.sourceIdentifier
-            sourceAppID = aak.publisherItemID
-            didWin = aak.didWin
-            switch aak.conversionType {
-            case .download: redownload = false
-            case .redownload: redownload = true
-            case .reengagement: redownload = nil
-            }
-            conversionType = aak.conversionType.rawValue
-            marketplaceID = aak.marketplaceID
-            impressionType = aak.impressionType
+            let redownload: Bool? =
+                switch aak.conversionType {
+                case .download: false
+                case .redownload: true
+                case .reengagement: nil
+                }
+            signed = SignedColumns(
+                appID: aak.advertisedItemID,
+                sourceIdentifier: aak.sourceIdentifier,
+                sourceAppID: aak.publisherItemID,
+                didWin: aak.didWin,
+                redownload: redownload,
+                conversionType: aak.conversionType.rawValue,
+                marketplaceID: aak.marketplaceID,
+                impressionType: aak.impressionType
+            )
             adInteractionType = aak.adInteractionType
         }
     }
@@ -96,44 +93,24 @@ struct StoredColumns {
 /// identifier, advertised app, conversion type (and so `redownload`), did-win, marketplace and
 /// publishing app. The conversion values, country and interaction type are not signed.
 struct SignedColumns: Equatable {
-    var version: String?
+    var version: String? = nil
     var appID: Int64
-    var campaignID: Int64?
+    var campaignID: Int64? = nil
     var sourceIdentifier: String?
     var sourceAppID: Int64?
-    var sourceDomain: String?
-    var fidelityType: Int?
+    var sourceDomain: String? = nil
+    var fidelityType: Int? = nil
     var didWin: Bool?
     var redownload: Bool?
-    var conversionType: String?
-    var marketplaceID: String?
-    var impressionType: String?
+    var conversionType: String? = nil
+    var marketplaceID: String? = nil
+    var impressionType: String? = nil
 
     /// The columns as the engines' lookups of a stored postback select them, in this order.
     static let sqlColumns = """
         version, app_id, campaign_id, source_identifier, source_app_id, source_domain, fidelity_type, did_win, \
         redownload, conversion_type, marketplace_id, impression_type
         """
-}
-
-extension SignedColumns {
-    /// A postback's signed columns, as it would be stored.
-    init(_ columns: StoredColumns) {
-        self.init(
-            version: columns.version,
-            appID: columns.appID,
-            campaignID: columns.campaignID,
-            sourceIdentifier: columns.sourceIdentifier,
-            sourceAppID: columns.sourceAppID,
-            sourceDomain: columns.sourceDomain,
-            fidelityType: columns.fidelityType,
-            didWin: columns.didWin,
-            redownload: columns.redownload,
-            conversionType: columns.conversionType,
-            marketplaceID: columns.marketplaceID,
-            impressionType: columns.impressionType
-        )
-    }
 }
 
 /// A stored postback as a copy is compared with it: what the engines' lookup of the copy's

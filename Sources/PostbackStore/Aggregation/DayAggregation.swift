@@ -261,6 +261,22 @@ struct RevenueSum: Sendable {
     var modeledMinMicros: Int64 = 0
     var modeledMaxMicros: Int64 = 0
 
+    /// The observed minimum, maximum and estimate by `policy`, in currency units, as stored.
+    func observed(_ policy: RevenueEstimatePolicy) -> (min: Double, max: Double, estimate: Double) {
+        (
+            units(Double(minMicros)), units(Double(maxMicros)),
+            units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros))
+        )
+    }
+
+    /// The same of the modeled revenue.
+    func modeled(_ policy: RevenueEstimatePolicy) -> (min: Double, max: Double, estimate: Double) {
+        (
+            units(Double(modeledMinMicros)), units(Double(modeledMaxMicros)),
+            units(policy.estimate(minMicros: modeledMinMicros, maxMicros: modeledMaxMicros))
+        )
+    }
+
     mutating func add(_ other: RevenueSum) {
         minMicros += other.minMicros
         maxMicros += other.maxMicros

@@ -20,9 +20,6 @@ package enum ModeledBasis: String, Sendable, CaseIterable {
         case .none: 3
         }
     }
-
-    /// The stored count column of the nulls modeled on this basis.
-    var column: String { "modeled_\(rawValue)" }
 }
 
 /// A reference group: the winning production postbacks with a decoded value of one app, ad

@@ -40,11 +40,11 @@ extension Report {
                 }
                 for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
             }
-            object.addRaw("revenue", json: revenueJSON(row.revenue))
+            object.addRaw("revenue", json: revenueObjectJSON(row.revenue))
             if !events {
-                object.addRaw("reengagement_revenue", json: revenueJSON(row.reengagementRevenue))
-                object.addRaw("revenue_modeled", json: revenueJSON(row.modeledRevenue))
-                object.addRaw("reengagement_revenue_modeled", json: revenueJSON(row.reengagementModeledRevenue))
+                object.addRaw("reengagement_revenue", json: revenueObjectJSON(row.reengagementRevenue))
+                object.addRaw("revenue_modeled", json: revenueObjectJSON(row.modeledRevenue))
+                object.addRaw("reengagement_revenue_modeled", json: revenueObjectJSON(row.reengagementModeledRevenue))
                 object.add("modeled_basis", row.modeledBasis)
                 var nulls = JSONObjectWriter()
                 for metric in ReportMetric.allCases {
@@ -56,8 +56,6 @@ extension Report {
         }
         return objects.isEmpty ? "[]" : "[\n" + objects.joined(separator: ",\n") + "\n]"
     }
-
-    private func revenueJSON(_ revenue: [String: RevenueTotal]) -> String { revenueObjectJSON(revenue) }
 
     /// The revenue columns of the CSV and table formats beyond the observed revenue: its name
     /// prefix, and each row's amounts by currency.

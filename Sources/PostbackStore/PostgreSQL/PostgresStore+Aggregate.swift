@@ -291,7 +291,13 @@ extension PostgresStore {
                         appendKey(key, to: &revenue)
                         revenue[5].append(reengagement)
                         revenue[6].append(currency)
-                        for (offset, value) in range.columns(policy).enumerated() { revenue[7 + offset].append(value) }
+                        let (observed, modeled) = (range.observed(policy), range.modeled(policy))
+                        revenue[7].append(observed.min)
+                        revenue[8].append(observed.max)
+                        revenue[9].append(observed.estimate)
+                        revenue[10].append(modeled.min)
+                        revenue[11].append(modeled.max)
+                        revenue[12].append(modeled.estimate)
                     }
                 }
             }
@@ -427,21 +433,15 @@ struct AggregateRows {
         modeled: Bool = false
     ) {
         metrics[first].append(currency)
-        for (offset, value) in range.columns(policy).prefix(modeled ? 6 : 3).enumerated() {
-            metrics[first + 1 + offset].append(value)
-        }
-    }
-}
-
-extension RevenueSum {
-    /// The observed minimum, maximum and estimate, then the modeled ones, in currency units.
-    func columns(_ policy: RevenueEstimatePolicy) -> [Double] {
-        [
-            units(Double(minMicros)), units(Double(maxMicros)),
-            units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)),
-            units(Double(modeledMinMicros)), units(Double(modeledMaxMicros)),
-            units(policy.estimate(minMicros: modeledMinMicros, maxMicros: modeledMaxMicros)),
-        ]
+        let observed = range.observed(policy)
+        metrics[first + 1].append(observed.min)
+        metrics[first + 2].append(observed.max)
+        metrics[first + 3].append(observed.estimate)
+        guard modeled else { return }
+        let modeledRevenue = range.modeled(policy)
+        metrics[first + 4].append(modeledRevenue.min)
+        metrics[first + 5].append(modeledRevenue.max)
+        metrics[first + 6].append(modeledRevenue.estimate)
     }
 }
 

@@ -277,9 +277,10 @@ extension RevenueSum {
     /// event's revenue: observed only).
     func bindObserved(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout SQLiteBinder) {
         row.bind(currency)
-        row.bind(units(Double(minMicros)))
-        row.bind(units(Double(maxMicros)))
-        row.bind(units(policy.estimate(minMicros: minMicros, maxMicros: maxMicros)))
+        let observed = observed(policy)
+        row.bind(observed.min)
+        row.bind(observed.max)
+        row.bind(observed.estimate)
     }
 
     /// Binds ``AggregateSQL/revenueColumns``: whether it is re-engagements', `currency`, the
@@ -292,8 +293,9 @@ extension RevenueSum {
     ) {
         row.bind(reengagement)
         bindObserved(currency, policy, into: &row)
-        row.bind(units(Double(modeledMinMicros)))
-        row.bind(units(Double(modeledMaxMicros)))
-        row.bind(units(policy.estimate(minMicros: modeledMinMicros, maxMicros: modeledMaxMicros)))
+        let modeled = modeled(policy)
+        row.bind(modeled.min)
+        row.bind(modeled.max)
+        row.bind(modeled.estimate)
     }
 }

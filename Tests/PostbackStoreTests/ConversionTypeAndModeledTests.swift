@@ -234,6 +234,26 @@ struct ConversionTypeAndModeledTests {
         let expectedUSD = Self.expected.values.reduce(0.0) { $0 + $1.usd.0 }
         #expect(micros(byDay.modeledRevenue["USD"]!.min - byDay.revenue["USD"]!.min) == micros(expectedUSD))
         #expect(byDay.modeledBasis == "mixed")
+        // A report by a dimension the sums lack reads the detailed rows, whose modeled revenue is
+        // computed from the stored reference groups: the same as the sums'.
+        let byIndex = ReportQuery(
+            from: nil,
+            to: nil,
+            by: try AggregateDimension.list("date,app_id,ad_network_id,postback_sequence_index"),
+            events: false
+        )
+        #expect(ReportSQL(query: byIndex).source == .detailed)
+        let detailed = try await ReportJob.run(store.location, byIndex).report.rows
+        for network in Self.expected.keys {
+            let found = try #require(
+                detailed.first { $0.dimensions == [.text(Self.day), .integer(111), .text(network), .integer(0)] },
+                "\(network)"
+            )
+            let summed = try #require(row(111, network))
+            #expect(found.modeledRevenue == summed.modeledRevenue, "\(network)")
+            #expect(found.revenue == summed.revenue, "\(network)")
+            #expect(found.modeledBasis == summed.modeledBasis, "\(network)")
+        }
         // JSON always carries it; the table and CSV with --modeled.
         var report = try await report(store.location, by: "date,app_id,ad_network_id")
         #expect(report.json().contains("\"modeled_basis\":\"week\""))
@@ -249,7 +269,10 @@ struct ConversionTypeAndModeledTests {
     )
     func oneDayRun(_ engine: TestEngine) async throws {
         let store = try await modeledStore(engine)
-        let tables = ["aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_totals_revenue"]
+        let tables = [
+            "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_totals_revenue",
+            "aggregate_daily_references",
+        ]
         func dump() async throws -> [[String]] {
             var rows: [[String]] = []
             for table in tables {
@@ -262,5 +285,25 @@ struct ConversionTypeAndModeledTests {
         let day = try #require(UTCDay(Self.day))
         _ = try await AggregateJob.run(store.location, .range(from: day, to: day), policy: .midpoint)
         #expect(try await dump() == whole)
+        // Without the days before stored (never aggregated since they were kept), it reads their
+        // postbacks: the same again.
+        try await store.execute("DELETE FROM aggregate_daily_references WHERE date < '\(Self.day)'")
+        _ = try await AggregateJob.run(store.location, .range(from: day, to: day), policy: .midpoint)
+        #expect(try await dump() == whole)
+        // With them stored, it reads what is stored, not their postbacks: b's nulls, modeled on
+        // the week, follow a stored group changed three days before.
+        let before = try #require(UTCDay(Self.threeDaysBefore))
+        _ = try await AggregateJob.run(store.location, .range(from: before, to: before), policy: .midpoint)
+        try await store.execute(
+            "UPDATE aggregate_daily_references SET revenue_min_micros = revenue_min_micros * 2 WHERE date = '\(Self.threeDaysBefore)'"
+        )
+        _ = try await AggregateJob.run(store.location, .range(from: day, to: day), policy: .midpoint)
+        let b = try #require(
+            try await report(store.location, by: "date,app_id,ad_network_id").rows.first {
+                $0.dimensions == [.text(Self.day), .integer(111), .text("b.skadnetwork")]
+            }
+        )
+        let modeledUSD = (b.modeledRevenue["USD"]?.min ?? 0) - (b.revenue["USD"]?.min ?? 0)
+        #expect(micros(modeledUSD) == micros(2 * Self.expected["b.skadnetwork"]!.usd.0))
     }
 }

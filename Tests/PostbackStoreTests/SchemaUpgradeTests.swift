@@ -69,6 +69,10 @@ struct SchemaUpgradeTests {
             "v15: conversion types, modeled null values",
             "4b1dd1023264103cd8d69445ec257006be9da0f02bf6dadbbef2d771ca29ac96"
         ),
+        (
+            "v16: the null model's reference groups",
+            "347bbddc140409d2d8084c77b0a1046152e741a94db2e101153bd4f1a8512313"
+        ),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -84,6 +88,7 @@ struct SchemaUpgradeTests {
         (9, "6b20cee9cbaacec65dc2780675d67622b2310e21f1a97a535fcc6d645be29766"),
         (10, "8e82aea84cc6f946a46a28b4fe98099d07eeebff714c90e0877769d75f5884f3"),
         (11, "9ba775e7f30f18a7d477eb9f815192c65679bbc54662ae08958faf361cfe4b63"),
+        (12, "2c9fd0b9cf91415844eab60462e218d912a975d9a7af46f0f93b35b019be4f0c"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -9,7 +9,7 @@ enum AggregateSQL {
             "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
             "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals",
             "aggregate_daily_totals_revenue",
-            "aggregate_fine_value_totals",
+            "aggregate_fine_value_totals", "aggregate_daily_references",
         ] + DashboardTable.all.filter { $0.basis == .received }.flatMap { [$0.name, $0.name + "_revenue"] }
 
     /// The tables by install date: a run over some days received replaces their rows for the
@@ -34,12 +34,82 @@ enum AggregateSQL {
     /// The columns of a revenue table after its dimensions: whether the row is re-engagements'
     /// (decoded by the re-engagement model), the currency, the observed revenue, and the revenue
     /// modeled for the null values (``NullModel``), to add to it.
+    ///
+    /// `aggregate_daily_revenue` has them too, but a run writes only the first five there
+    /// (``detailedRevenueColumns``): the detailed rows' modeled revenue is computed when
+    /// reporting, from `aggregate_daily_references` (``detailedRevenue(_:)``).
     static let revenueColumns =
         "reengagement, currency, revenue_min, revenue_max, revenue_estimate, modeled_min, modeled_max, modeled_estimate"
+
+    /// The columns a run writes in `aggregate_daily_revenue` after its dimensions.
+    static let detailedRevenueColumns = "reengagement, currency, revenue_min, revenue_max, revenue_estimate"
 
     /// The totals revenue columns.
     static var totalsRevenueColumns: String {
         totalsDimensions.map(\.column).joined(separator: ", ") + ", " + revenueColumns
+    }
+
+    /// The columns of `aggregate_daily_references`: a reference group of the null model
+    /// (``NullModel``) of a day, app, network, sequence index and kind of model, on its basis
+    /// (`day`: that day's own, which a later run over the next days reads back; `week`,
+    /// `app_week`: the wider group the nulls of that key were modeled on), its postbacks and,
+    /// per currency (NULL for a group without revenue), their revenue in micros.
+    static let referenceColumns =
+        "date, app_id, ad_network_id, postback_sequence_index, reengagement, basis, postbacks, currency, revenue_min_micros, revenue_max_micros"
+
+    /// The `day` reference groups stored for `days` (the days before a run's first): date, app,
+    /// network, sequence index, re-engagement, postbacks, currency, minimum and maximum micros.
+    static func storedReferences(_ days: [UTCDay]) -> SQLQuery {
+        """
+        SELECT date, app_id, ad_network_id, postback_sequence_index, reengagement, postbacks, currency,
+            revenue_min_micros, revenue_max_micros
+        FROM aggregate_daily_references
+        WHERE basis = 'day' AND \(within("date", (days.first, days.last)))
+        """
+    }
+
+    /// The detailed revenue rows as a report reads them: the stored, observed rows (and the
+    /// modeled revenue of rows a run before `aggregate_daily_references` stored in them), and
+    /// for each `aggregate_daily` row with modeled nulls, its modeled revenue per currency: its
+    /// nulls × its reference group's revenue ÷ its postbacks (``NullModel/modeledMicros(nulls:sum:references:)``,
+    /// the same as the totals sum), the estimate by `policy`. The columns are the dimensions'
+    /// and ``revenueColumns``, so that a report filters and groups them as the table.
+    ///
+    /// Stored per row, the modeled revenue doubled the rows of `aggregate_daily_revenue` (a
+    /// row per currency for every group with nulls, most of which have no observed revenue)
+    /// and made `aggregate` a quarter slower; a report of the detailed rows joins instead.
+    static func detailedRevenue(_ policy: RevenueEstimatePolicy) -> SQLQuery {
+        let dimensions = AggregateDimension.columnList
+        let qualified = AggregateDimension.stored.map { "d.\($0.column)" }.joined(separator: ", ")
+        let nulls = "d.modeled_day + d.modeled_week + d.modeled_app_week"
+        let minimum = NullModel.modeledMicrosSQL(nulls: nulls, sum: "r.revenue_min_micros", references: "r.postbacks")
+        let maximum = NullModel.modeledMicrosSQL(nulls: nulls, sum: "r.revenue_max_micros", references: "r.postbacks")
+        let estimate =
+            switch policy {
+            case .midpoint: "(min_micros + max_micros) / 2000000.0"
+            case .lower: "min_micros / 1000000.0"
+            case .upper: "max_micros / 1000000.0"
+            }
+        return """
+            SELECT \(raw: dimensions), reengagement, currency, revenue_min, revenue_max, revenue_estimate,
+                COALESCE(modeled_min, 0) AS modeled_min, COALESCE(modeled_max, 0) AS modeled_max,
+                COALESCE(modeled_estimate, 0) AS modeled_estimate
+            FROM aggregate_daily_revenue
+            UNION ALL
+            SELECT \(raw: dimensions), reengagement, currency, 0, 0, 0, min_micros / 1000000.0, max_micros / 1000000.0,
+                \(raw: estimate)
+            FROM (
+                SELECT \(raw: qualified), r.reengagement, r.currency, \(raw: minimum) AS min_micros,
+                    \(raw: maximum) AS max_micros
+                FROM aggregate_daily AS d JOIN aggregate_daily_references AS r
+                    ON r.date = d.date AND r.app_id = d.app_id AND r.ad_network_id = d.ad_network_id
+                    AND r.postback_sequence_index = d.postback_sequence_index
+                    AND r.reengagement = (d.conversion_type = 're-engagement')
+                    AND r.basis = CASE WHEN d.modeled_day > 0 THEN 'day' WHEN d.modeled_week > 0 THEN 'week'
+                        ELSE 'app_week' END
+                WHERE \(raw: nulls) > 0 AND r.currency IS NOT NULL
+            ) AS modeled
+            """
     }
 
     /// `column` within the days `from...to` (either nil: unbounded on that side).

@@ -17,6 +17,16 @@ struct DayAggregation: Sendable {
     /// production postbacks with a decoded value, and their revenue; summed from the groups
     /// once the day is read (``collectReferences()``).
     private(set) var references: [ReferenceKey: ReferenceSum] = [:]
+    /// The wider reference groups (``ModeledBasis/week``, ``ModeledBasis/appWeek``) the day's
+    /// nulls were modeled on, by the key of the groups they modeled: stored beside
+    /// ``references`` (`aggregate_daily_references`), from which a report of the detailed rows
+    /// computes their modeled revenue.
+    private(set) var widened: [ReferenceKey: (basis: ModeledBasis, sum: ReferenceSum)] = [:]
+    /// The groups summed over every dimension but ``AggregateSQL/totalsDimensions`` (by
+    /// ``finish(earlier:)``): the rows of `aggregate_daily_totals` (counts, revenue by model
+    /// kind, observed and modeled; no events). Revenue sums micros, so the totals equal the sums
+    /// of the detailed rows exactly, and every estimate policy is linear.
+    private(set) var totals: [TotalsKey: GroupMetrics] = [:]
     /// The apps whose postbacks received this day decode differently with their `received_at`
     /// (``ConversionModels/breakpoints(in:)``): only theirs need it, as their bucket among
     /// ``breakpoints``; any instant of the day decodes the others alike.
@@ -76,18 +86,15 @@ struct DayAggregation: Sendable {
         }
     }
 
-    var sortedHistogram: [(key: HistogramKey, value: Int)] { histogram.sorted { $0.key < $1.key } }
-
-    /// The groups summed over every dimension but ``AggregateSQL/totalsDimensions``: the
-    /// rows of `aggregate_daily_totals` (counts, revenue by model kind; no events). Revenue sums
-    /// micros, so the totals equal the sums of the detailed rows exactly, and every estimate
-    /// policy is linear.
-    func totals() -> [TotalsKey: GroupMetrics] {
-        var totals: [TotalsKey: GroupMetrics] = [:]
-        for (key, metrics) in groups {
-            totals[TotalsKey(key), default: GroupMetrics()].merge(metrics, reengagement: key.isReengagement)
-        }
-        return totals
+    /// The rows of `aggregate_daily_references` (``AggregateSQL/referenceColumns``): the day's
+    /// reference groups (``references``), then the wider ones its nulls were modeled on
+    /// (``widened``).
+    var referenceRows: [ReferenceRow] {
+        var rows: [ReferenceRow] = []
+        rows.reserveCapacity(references.count + widened.count)
+        for (key, sum) in references { ReferenceRow.append(key, .day, sum, to: &rows) }
+        for (key, reference) in widened { ReferenceRow.append(key, reference.basis, reference.sum, to: &rows) }
+        return rows
     }
 
     /// Sums the groups' references into ``references``: a group's revenue is that of its
@@ -99,21 +106,34 @@ struct DayAggregation: Sendable {
         }
     }
 
-    /// Gives each group's null values a modeled revenue (``NullModel``), from this day's
-    /// references and `earlier`'s: the reference groups of the six days before it (fewer when
-    /// some had no postbacks).
-    mutating func modelNulls(earlier: [[ReferenceKey: ReferenceSum]]) {
+    /// Finishes the day once its postbacks are read: gives each group's null values a modeled
+    /// revenue (``NullModel``), from this day's references and `earlier`'s (the reference groups
+    /// of the six days before it, fewer when some had no postbacks), and sums the groups into
+    /// ``totals``, in one pass over them.
+    mutating func finish(earlier: [[ReferenceKey: ReferenceSum]]) {
         collectReferences()
         let model = NullModel(day: references, earlier: earlier)
+        // Each reference key's group chosen once: many groups share it.
+        var chosen: [ReferenceKey: (basis: ModeledBasis, sum: ReferenceSum)] = [:]
+        totals = [:]
         // In place, by index: assigning through a key while iterating the dictionary would copy
         // it whole (it is still shared with the iterator), and hash each key again.
         var index = groups.startIndex
         while index != groups.endIndex {
+            let key = groups.keys[index]
             if groups.values[index].modelable > 0 {
-                groups.values[index].model(model.reference(ReferenceKey(groups.keys[index])))
+                let reference = ReferenceKey(key)
+                let chosenReference = chosen[reference] ?? model.reference(reference)
+                chosen[reference] = chosenReference
+                groups.values[index].model(chosenReference)
             }
+            totals[TotalsKey(key), default: GroupMetrics()].merge(
+                groups.values[index],
+                reengagement: key.isReengagement
+            )
             groups.formIndex(after: &index)
         }
+        widened = chosen.filter { $0.value.basis == .week || $0.value.basis == .appWeek }
     }
 }
 
@@ -337,8 +357,12 @@ struct GroupMetrics: Sendable {
     /// group (``NullModel``; not stored).
     var references = 0
     /// Revenue per currency; in the totals, that of downloads and redownloads (and of rows
-    /// without a conversion type).
+    /// without a conversion type), with the modeled revenue beside it. A detailed group's is
+    /// observed only: its modeled revenue is in ``modeledRevenue``, which no detailed row stores.
     var revenue: [String: RevenueSum] = [:]
+    /// A detailed group's modeled revenue per currency (``RevenueSum/modeledMinMicros`` and
+    /// ``RevenueSum/modeledMaxMicros``), summed into the totals' ``revenue``.
+    var modeledRevenue: [String: RevenueSum] = [:]
     /// In the totals, the revenue of re-engagements (a detailed group's revenue is all of its
     /// conversion type).
     var reengagementRevenue: [String: RevenueSum] = [:]
@@ -355,11 +379,13 @@ struct GroupMetrics: Sendable {
     /// Gives the ``modelable`` nulls the revenue of `reference` (none: counted as not modeled).
     mutating func model(_ reference: (basis: ModeledBasis, sum: ReferenceSum)) {
         modeled[reference.basis.index] += modelable
-        guard reference.basis != .none, reference.sum.count > 0 else { return }
-        let ratio = Double(modelable) / Double(reference.sum.count)
+        let references = reference.sum.count
+        guard reference.basis != .none, references > 0 else { return }
         for (currency, sum) in reference.sum.revenue {
-            revenue[currency, default: RevenueSum()].modeledMinMicros += Int64((Double(sum.min) * ratio).rounded())
-            revenue[currency, default: RevenueSum()].modeledMaxMicros += Int64((Double(sum.max) * ratio).rounded())
+            var modeled = modeledRevenue[currency, default: RevenueSum()]
+            modeled.modeledMinMicros += NullModel.modeledMicros(nulls: modelable, sum: sum.min, references: references)
+            modeled.modeledMaxMicros += NullModel.modeledMicros(nulls: modelable, sum: sum.max, references: references)
+            modeledRevenue[currency] = modeled
         }
     }
 
@@ -378,13 +404,17 @@ struct GroupMetrics: Sendable {
         unmodelled += other.unmodelled
         modelAmbiguous += other.modelAmbiguous
         for index in modeled.indices { modeled[index] += other.modeled[index] }
-        for (currency, sum) in other.revenue {
-            if reengagement {
-                reengagementRevenue[currency, default: RevenueSum()].add(sum)
-            } else {
-                revenue[currency, default: RevenueSum()].add(sum)
-            }
+        if reengagement {
+            Self.add(other.revenue, to: &reengagementRevenue)
+            Self.add(other.modeledRevenue, to: &reengagementRevenue)
+        } else {
+            Self.add(other.revenue, to: &revenue)
+            Self.add(other.modeledRevenue, to: &revenue)
         }
+    }
+
+    private static func add(_ sums: [String: RevenueSum], to total: inout [String: RevenueSum]) {
+        for (currency, sum) in sums { total[currency, default: RevenueSum()].add(sum) }
     }
 
     /// The `aggregate_daily` count columns, in ``counts`` order.

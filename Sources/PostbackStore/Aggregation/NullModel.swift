@@ -81,6 +81,57 @@ struct ReferenceSum: Sendable {
     }
 }
 
+/// A row of `aggregate_daily_references` within its day: a reference group on a basis, and its
+/// revenue in one currency (none: a group without revenue, stored for its postbacks).
+struct ReferenceRow: Sendable {
+    var key: ReferenceKey
+    var basis: ModeledBasis
+    var postbacks: Int
+    var currency: String?
+    var minMicros: Int64 = 0
+    var maxMicros: Int64 = 0
+
+    /// Appends `sum`'s rows: one per currency, or one without a currency.
+    static func append(_ key: ReferenceKey, _ basis: ModeledBasis, _ sum: ReferenceSum, to rows: inout [ReferenceRow]) {
+        guard !sum.revenue.isEmpty else {
+            rows.append(ReferenceRow(key: key, basis: basis, postbacks: sum.count, currency: nil))
+            return
+        }
+        for (currency, revenue) in sum.revenue {
+            rows.append(
+                ReferenceRow(
+                    key: key,
+                    basis: basis,
+                    postbacks: sum.count,
+                    currency: currency,
+                    minMicros: revenue.min,
+                    maxMicros: revenue.max
+                )
+            )
+        }
+    }
+
+    /// The stored `day` groups (``AggregateSQL/storedReferences(_:)``'s rows), by day.
+    static func days(_ rows: [SQLRow]) throws -> [UTCDay: [ReferenceKey: ReferenceSum]] {
+        var days: [UTCDay: [ReferenceKey: ReferenceSum]] = [:]
+        for row in rows {
+            let key = ReferenceKey(
+                appID: try row.int64(1),
+                adNetworkID: try row.string(2),
+                sequenceIndex: try row.int(3),
+                reengagement: try row.bool(4)
+            )
+            var sum = days[try row.day(0), default: [:]][key, default: ReferenceSum()]
+            sum.count = try row.int(5)
+            if let currency = try row.optionalString(6) {
+                sum.revenue[currency] = (try row.int64(7), try row.int64(8))
+            }
+            days[try row.day(0), default: [:]][key] = sum
+        }
+        return days
+    }
+}
+
 /// Modeled revenue for null conversion values.
 ///
 /// Apple withholds a postback's value below its privacy thresholds, so revenue summed over the
@@ -127,6 +178,20 @@ struct NullModel {
         if let sum = appWeek[key.overNetworks], sum.count >= Self.threshold { return (.appWeek, sum) }
         return (.none, ReferenceSum())
     }
+
+    /// The revenue modeled for `nulls` null values from a reference group of `references`
+    /// postbacks whose revenue sums to `sum` (micros), in micros: `nulls × sum ÷ references`,
+    /// half a micro rounded up. ``modeledMicrosSQL(nulls:sum:references:)`` is the same in SQL,
+    /// for a report of the detailed rows, and must stay so: the totals, computed here, sum what
+    /// the detailed rows give there (IEEE doubles, multiplied then divided, on either side).
+    static func modeledMicros(nulls: Int, sum: Int64, references: Int) -> Int64 {
+        Int64((Double(nulls) * Double(sum) / Double(references) + 0.5).rounded(.down))
+    }
+
+    /// ``modeledMicros(nulls:sum:references:)`` in SQL both engines read, of three expressions.
+    static func modeledMicrosSQL(nulls: String, sum: String, references: String) -> String {
+        "FLOOR(CAST(\(nulls) AS DOUBLE PRECISION) * \(sum) / \(references) + 0.5)"
+    }
 }
 
 /// The reference groups of the days an aggregate run has read, for the week-wide groups of the
@@ -138,6 +203,20 @@ struct RecentReferences {
     /// aggregate them: those of a run starting on `day`.
     static func daysBefore(_ day: UTCDay) -> [UTCDay] {
         (1..<NullModel.weekDays).reversed().map { UTCDay(daysSinceEpoch: day.daysSinceEpoch - Int64($0)) }
+    }
+
+    /// Keeps the stored reference groups of the six days before `from` (``ReferenceRow/days(_:)``)
+    /// and answers the days of those six with none stored, which a run reads from their
+    /// postbacks: days never aggregated since references were stored (or without any).
+    ///
+    /// A day's stored groups are those its last run decoded; a model added for it since needs
+    /// a run over it, which `models add` names.
+    mutating func keepStored(_ stored: [UTCDay: [ReferenceKey: ReferenceSum]], before from: UTCDay) -> [UTCDay] {
+        var missing: [UTCDay] = []
+        for day in Self.daysBefore(from) {
+            if let references = stored[day] { keep(day, references) } else { missing.append(day) }
+        }
+        return missing
     }
 
     mutating func keep(_ day: UTCDay, _ references: [ReferenceKey: ReferenceSum]) {

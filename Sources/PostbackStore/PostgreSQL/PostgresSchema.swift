@@ -843,6 +843,35 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        // The null model's reference groups (issue 36); see the SQLite migration v16. Here the
+        // detailed revenue's modeled columns, which a run no longer writes, are NULL in new rows
+        // (nothing stored) rather than 0; a report reads them through COALESCE.
+        Migration(
+            version: 12,
+            name: "the null model's reference groups",
+            statements: [
+                #"""
+                CREATE TABLE aggregate_daily_references (
+                    date date NOT NULL,
+                    app_id bigint NOT NULL,
+                    ad_network_id text NOT NULL,
+                    postback_sequence_index integer NOT NULL,
+                    reengagement boolean NOT NULL,
+                    basis text NOT NULL,
+                    postbacks bigint NOT NULL,
+                    currency text,
+                    revenue_min_micros bigint NOT NULL,
+                    revenue_max_micros bigint NOT NULL
+                )
+                """#,
+                #"""
+                CREATE INDEX aggregate_daily_references_key ON aggregate_daily_references (date, app_id, ad_network_id, postback_sequence_index)
+                """#,
+                #"""
+                ALTER TABLE aggregate_daily_revenue ALTER COLUMN modeled_min DROP NOT NULL, ALTER COLUMN modeled_min DROP DEFAULT, ALTER COLUMN modeled_max DROP NOT NULL, ALTER COLUMN modeled_max DROP DEFAULT, ALTER COLUMN modeled_estimate DROP NOT NULL, ALTER COLUMN modeled_estimate DROP DEFAULT
+                """#,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -125,10 +125,16 @@ extension PostgresStore {
         var unmodelled = Set<Int64>()
         var unmodelledReengagements = Set<Int64>()
         var previous: DayAggregation?
-        // The week-wide reference groups of a run's first days reach back six days.
+        // The week-wide reference groups of a run's first days reach back six days: as stored,
+        // else from their postbacks.
         var recent = RecentReferences()
         if case .range(let from, _) = selection {
-            for day in RecentReferences.daysBefore(from) {
+            let stored = try ReferenceRow.days(
+                try await PostgresSQL(connection: reader, logger: logger).rows(
+                    AggregateSQL.storedReferences(RecentReferences.daysBefore(from))
+                )
+            )
+            for day in recent.keepStored(stored, before: from) {
                 var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
                 try await read(reader, into: &aggregation, logger: logger)
                 aggregation.collectReferences()
@@ -145,7 +151,7 @@ extension PostgresStore {
                 expectedGroups: finished?.groups.count ?? 0
             )
             try await read(reader, into: &aggregation, logger: logger)
-            aggregation.modelNulls(earlier: recent.before(day))
+            aggregation.finish(earlier: recent.before(day))
             recent.keep(day, aggregation.references)
             try await written
             summary.postbacks += aggregation.postbacks
@@ -220,10 +226,7 @@ extension PostgresStore {
             metrics: Array(repeating: .int8, count: GroupMetrics().counts.count),
             capacity: capacity
         )
-        var revenue = AggregateRows(
-            metrics: [.bool, .text, .float8, .float8, .float8, .float8, .float8, .float8],
-            capacity: capacity
-        )
+        var revenue = AggregateRows(metrics: [.bool, .text, .float8, .float8, .float8], capacity: capacity)
         var events = AggregateRows(metrics: [.text, .int8, .int8, .int8], capacity: capacity)
         var eventRevenue = AggregateRows(metrics: [.text, .text, .float8, .float8, .float8], capacity: capacity)
         for (key, metrics) in groups {
@@ -234,7 +237,7 @@ extension PostgresStore {
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                 revenue.appendKey(key, day: aggregation.day, mapped: mapped)
                 revenue.metrics[0].append(key.isReengagement)
-                revenue.appendRevenue(currency, range, policy, from: 1, modeled: true)
+                revenue.appendRevenue(currency, range, policy, from: 1)
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
                 events.appendKey(key, day: aggregation.day, mapped: mapped)
@@ -252,7 +255,7 @@ extension PostgresStore {
         let dimensions = AggregateDimension.columnList
         for (table, rows, metricColumns) in [
             ("aggregate_daily", daily, GroupMetrics.countColumns),
-            ("aggregate_daily_revenue", revenue, AggregateSQL.revenueColumns),
+            ("aggregate_daily_revenue", revenue, AggregateSQL.detailedRevenueColumns),
             ("aggregate_daily_events", events, "event, occurrences_min, occurrences_max, postbacks"),
             (
                 "aggregate_daily_event_revenue", eventRevenue,
@@ -264,7 +267,7 @@ extension PostgresStore {
                 logger: logger
             )
         }
-        let totals = aggregation.totals()
+        let totals = aggregation.totals
         if !totals.isEmpty {
             func keyColumns() -> [PostgresArrayColumn] {
                 [
@@ -314,6 +317,31 @@ extension PostgresStore {
                     logger: logger
                 )
             }
+        }
+        let referenceRows = aggregation.referenceRows
+        if !referenceRows.isEmpty {
+            var columns = [
+                PostgresArrayColumn(.date), PostgresArrayColumn(.int8), PostgresArrayColumn(.text),
+                PostgresArrayColumn(.int4), PostgresArrayColumn(.bool), PostgresArrayColumn(.text),
+                PostgresArrayColumn(.int8), PostgresArrayColumn(.text), PostgresArrayColumn(.int8),
+                PostgresArrayColumn(.int8),
+            ]
+            for reference in referenceRows {
+                columns[0].append(aggregation.day)
+                columns[1].append(reference.key.appID)
+                columns[2].append(reference.key.adNetworkID)
+                columns[3].append(reference.key.sequenceIndex)
+                columns[4].append(reference.key.reengagement)
+                columns[5].append(reference.basis.rawValue)
+                columns[6].append(reference.postbacks)
+                columns[7].append(reference.currency)
+                columns[8].append(reference.minMicros)
+                columns[9].append(reference.maxMicros)
+            }
+            try await connection.send(
+                unnestInsert("INSERT INTO aggregate_daily_references (\(AggregateSQL.referenceColumns))", columns),
+                logger: logger
+            )
         }
         if !aggregation.histogram.isEmpty {
             var date = PostgresArrayColumn(.date)
@@ -423,25 +451,19 @@ struct AggregateRows {
         conversionType.append(key.conversionType.rawValue)
     }
 
-    /// The currency, minimum, maximum and estimate (and with `modeled`, the modeled ones),
-    /// from metric column `first` on.
+    /// The currency and the observed minimum, maximum and estimate, from metric column `first`
+    /// on.
     mutating func appendRevenue(
         _ currency: String,
         _ range: RevenueSum,
         _ policy: RevenueEstimatePolicy,
-        from first: Int,
-        modeled: Bool = false
+        from first: Int
     ) {
         metrics[first].append(currency)
         let observed = range.observed(policy)
         metrics[first + 1].append(observed.min)
         metrics[first + 2].append(observed.max)
         metrics[first + 3].append(observed.estimate)
-        guard modeled else { return }
-        let modeledRevenue = range.modeled(policy)
-        metrics[first + 4].append(modeledRevenue.min)
-        metrics[first + 5].append(modeledRevenue.max)
-        metrics[first + 6].append(modeledRevenue.estimate)
     }
 }
 

@@ -409,8 +409,10 @@ struct ReportSQL {
     ///
     /// A report of counts and revenue reads, after the groups, whether the revenue is
     /// re-engagements', the currency, the observed revenue and the modeled one; an events
-    /// report, the currency and the observed revenue.
-    var revenue: SQLQuery {
+    /// report, the currency and the observed revenue. Of the detailed rows, the modeled revenue
+    /// is computed (``AggregateSQL/detailedRevenue(_:)``), its estimate by `policy`, the last
+    /// run's.
+    func revenue(policy: RevenueEstimatePolicy) -> SQLQuery {
         let (prefix, _, _) = grouping
         if query.events {
             let positions = (0...groupColumns.count).map { String($0 + 1) }.joined(separator: ", ")
@@ -420,10 +422,13 @@ struct ReportSQL {
                 """
         }
         let positions = (0...groupColumns.count + 1).map { String($0 + 1) }.joined(separator: ", ")
+        let rows: SQLQuery =
+            source == .detailed
+            ? "(\(AggregateSQL.detailedRevenue(policy))) AS revenue_rows" : "\(raw: source.table)_revenue"
         return """
             SELECT \(prefix)\(sqlite: "reengagement", postgres: "reengagement::integer::bigint"), currency,
                 \(raw: AggregateSQL.revenueSums), \(raw: AggregateSQL.modeledSums)
-            FROM \(raw: source.table)_revenue \(filter) GROUP BY \(raw: positions)
+            FROM \(rows) \(filter) GROUP BY \(raw: positions)
             """
     }
 
@@ -463,6 +468,7 @@ extension PostbackStorage {
         let groups = sql.groupColumns.count
         return try await withSQL("read the report", .read) { db in
             var assembler = ReportAssembler(query)
+            let policy = try await db.row(ReportSQL.policy)?.optionalString(0)
             var key: [DimensionValue] = []
             var sums: [Int64?] = []
             try await db.forEachRow(sql.metrics) { row in
@@ -473,7 +479,8 @@ extension PostbackStorage {
                 assembler.addMetrics(key, sums)
             }
             if !query.countsOnly {
-                try await db.forEachRow(sql.revenue) { row in
+                let estimate = policy.flatMap(RevenueEstimatePolicy.init(rawValue:)) ?? .midpoint
+                try await db.forEachRow(sql.revenue(policy: estimate)) { row in
                     let key = (0..<groups).map { DimensionValue(row.values[$0]) }
                     func total(_ first: Int) throws -> RevenueTotal {
                         RevenueTotal(
@@ -495,7 +502,7 @@ extension PostbackStorage {
                     }
                 }
             }
-            return assembler.report(policy: try await db.row(ReportSQL.policy)?.optionalString(0))
+            return assembler.report(policy: policy)
         }
     }
 

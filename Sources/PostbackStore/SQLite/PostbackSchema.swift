@@ -23,6 +23,7 @@ import PostbackKit
 ///   `aggregate_dashboard_received`, `aggregate_dashboard_install`, the same `_by_app`, and
 ///   their `_revenue`: the dashboard's sums of the rows above over the dimensions it does not
 ///   show.
+/// - `aggregate_daily_references`: the null model's reference groups per day (``NullModel``).
 /// - `aggregate_runs`: one row per `postbackd aggregate`.
 /// - `campaign_mappings`: each network's source identifier prefixes and their campaign, ad
 ///   group and creative over time (`postbackd campaigns add`).
@@ -760,6 +761,28 @@ package enum PostbackSchema {
                 CREATE INDEX aggregate_dashboard_install_day ON aggregate_dashboard_install (install_date, ad_network_id, crowd_anonymity_tier, postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none);
                 DROP INDEX aggregate_dashboard_install_revenue_day;
                 CREATE INDEX aggregate_dashboard_install_revenue_day ON aggregate_dashboard_install_revenue (install_date, currency, revenue_min, revenue_max, revenue_estimate, ad_network_id, crowd_anonymity_tier, reengagement, modeled_min, modeled_max, modeled_estimate);
+                """#
+        ),
+        // The null model's reference groups, stored per day (issue 36): a report of the detailed
+        // rows computes their modeled revenue from them, instead of a run storing it in
+        // `aggregate_daily_revenue` (rows written before keep theirs there; a run writes 0), and a
+        // run over some days reads the days before from them.
+        Migration(
+            "v16: the null model's reference groups",
+            sql: #"""
+                CREATE TABLE aggregate_daily_references (
+                    date TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    postback_sequence_index INTEGER NOT NULL,
+                    reengagement INTEGER NOT NULL,
+                    basis TEXT NOT NULL,
+                    postbacks INTEGER NOT NULL,
+                    currency TEXT,
+                    revenue_min_micros INTEGER NOT NULL,
+                    revenue_max_micros INTEGER NOT NULL
+                );
+                CREATE INDEX aggregate_daily_references_key ON aggregate_daily_references (date, app_id, ad_network_id, postback_sequence_index);
                 """#
         ),
     ]

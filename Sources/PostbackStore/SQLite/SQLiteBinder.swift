@@ -61,6 +61,18 @@ struct SQLiteBinder {
         bind(value.map { $0 ? Int64(1) : 0 })
     }
 
+    /// Binds UTF-8 text without SQLite copying it (`SQLITE_STATIC`), NULL for nil: `bytes` must
+    /// stay valid and unchanged until the statement is stepped, and every later step must bind
+    /// this parameter again (or clear the bindings) first.
+    mutating func bindStatic(_ bytes: UnsafeRawBufferPointer?) {
+        index += 1
+        guard let bytes, let base = bytes.baseAddress else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_text(statement, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+    }
+
     /// Binds ASCII or UTF-8 text held in bytes.
     mutating func bindText(_ bytes: UnsafeRawBufferPointer) {
         index += 1

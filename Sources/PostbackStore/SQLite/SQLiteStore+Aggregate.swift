@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 import PostbackKit
 
 /// `aggregate` on SQLite, its own: a day's postbacks read and its rows written through SQLite's C
@@ -29,10 +30,14 @@ extension SQLiteStore {
                 for statement in AggregateSQL.deleteStatements(selection) {
                     try SQLiteSQL.execute(db, statement)
                 }
-                // The week-wide reference groups of a run's first days reach back six days.
+                // The week-wide reference groups of a run's first days reach back six days: as
+                // stored, else from their postbacks.
                 var recent = RecentReferences()
                 if case .range(let from, _) = selection {
-                    for day in RecentReferences.daysBefore(from) {
+                    let stored = try ReferenceRow.days(
+                        SQLiteSQL.rows(db, AggregateSQL.storedReferences(RecentReferences.daysBefore(from)))
+                    )
+                    for day in recent.keepStored(stored, before: from) {
                         var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
                         try Self.read(db, into: &aggregation)
                         aggregation.collectReferences()
@@ -47,7 +52,7 @@ extension SQLiteStore {
                         expectedGroups: previousGroups
                     )
                     try Self.read(db, into: &aggregation)
-                    aggregation.modelNulls(earlier: recent.before(day))
+                    aggregation.finish(earlier: recent.before(day))
                     recent.keep(day, aggregation.references)
                     summary.postbacks += aggregation.postbacks
                     summary.rows += aggregation.groups.count
@@ -118,7 +123,7 @@ extension SQLiteStore {
         )
         let revenue = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_revenue (\(dimensions), \(AggregateSQL.revenueColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_revenue (\(dimensions), \(AggregateSQL.detailedRevenueColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?)"
         )
         let events = try db.cachedStatement(
             sql:
@@ -131,36 +136,44 @@ extension SQLiteStore {
         // The rows go in the groups' hash order, as on PostgreSQL: a table's row order means
         // nothing to SQL, and sorting a day's groups cost a tenth of the run.
         let date = aggregation.day.description
+        // The group's dimensions, the install date formatted and the mapping looked up once for
+        // its rows in all four tables, their text bound where it is held (a tenth of the run
+        // went to SQLite copying each string of each row).
+        var key = BoundGroupKey(date: date)
+        defer {
+            for statement in [daily, revenue, events, eventRevenue] {
+                sqlite3_clear_bindings(statement.sqliteStatement)
+            }
+        }
         for (group, metrics) in aggregation.groups {
-            // The group's dimensions, the install date formatted and the mapping looked up
-            // once for its rows in all four tables.
-            let key = BoundGroupKey(group, date: date, aggregation.campaigns)
-            var row = SQLiteBinder(daily)
-            key.bind(into: &row)
-            for count in metrics.counts {
-                row.bind(count)
-            }
-            _ = try row.step(db)
-            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                var row = SQLiteBinder(revenue)
-                key.bind(into: &row)
-                range.bind(currency, policy, reengagement: group.isReengagement, into: &row)
+            key.hold(group, aggregation.campaigns)
+            try key.withText { text in
+                var row = SQLiteBinder(daily)
+                text.bind(into: &row)
+                metrics.bindCounts(into: &row)
                 _ = try row.step(db)
-            }
-            for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
-                var row = SQLiteBinder(events)
-                key.bind(into: &row)
-                row.bind(name)
-                row.bind(event.occurrencesMin)
-                row.bind(event.occurrencesMax)
-                row.bind(event.postbacks)
-                _ = try row.step(db)
-                for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
-                    var row = SQLiteBinder(eventRevenue)
-                    key.bind(into: &row)
-                    row.bind(name)
+                for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
+                    var row = SQLiteBinder(revenue)
+                    text.bind(into: &row)
+                    row.bind(group.isReengagement)
                     range.bindObserved(currency, policy, into: &row)
                     _ = try row.step(db)
+                }
+                for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
+                    var row = SQLiteBinder(events)
+                    text.bind(into: &row)
+                    row.bind(name)
+                    row.bind(event.occurrencesMin)
+                    row.bind(event.occurrencesMax)
+                    row.bind(event.postbacks)
+                    _ = try row.step(db)
+                    for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
+                        var row = SQLiteBinder(eventRevenue)
+                        text.bind(into: &row)
+                        row.bind(name)
+                        range.bindObserved(currency, policy, into: &row)
+                        _ = try row.step(db)
+                    }
                 }
             }
         }
@@ -172,7 +185,7 @@ extension SQLiteStore {
             sql:
                 "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
-        for (key, metrics) in aggregation.totals() {
+        for (key, metrics) in aggregation.totals {
             let installDate = key.installDate?.description
             func bindKey(_ row: inout SQLiteBinder) {
                 row.bind(date)
@@ -183,7 +196,7 @@ extension SQLiteStore {
             }
             var row = SQLiteBinder(totals)
             bindKey(&row)
-            for count in metrics.counts { row.bind(count) }
+            metrics.bindCounts(into: &row)
             _ = try row.step(db)
             for (reengagement, revenue) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
                 for (currency, range) in revenue.sorted(by: { $0.key < $1.key }) {
@@ -194,12 +207,36 @@ extension SQLiteStore {
                 }
             }
         }
+        let references = try db.cachedStatement(
+            sql:
+                "INSERT INTO aggregate_daily_references (\(AggregateSQL.referenceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        for reference in aggregation.referenceRows {
+            var row = SQLiteBinder(references)
+            row.bind(date)
+            row.bind(reference.key.appID)
+            row.bind(reference.key.adNetworkID)
+            row.bind(reference.key.sequenceIndex)
+            row.bind(reference.key.reengagement)
+            row.bind(reference.basis.rawValue)
+            row.bind(reference.postbacks)
+            row.bind(reference.currency)
+            row.bind(reference.minMicros)
+            row.bind(reference.maxMicros)
+            _ = try row.step(db)
+        }
         let fine = try db.cachedStatement(
             sql:
                 "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks) VALUES (?, ?, ?, ?, ?)"
         )
-        for (key, count) in aggregation.sortedHistogram {
-            try fine.execute(arguments: [aggregation.day.description, key.appID, key.network, key.fine, count])
+        for (key, count) in aggregation.histogram {
+            var row = SQLiteBinder(fine)
+            row.bind(date)
+            row.bind(key.appID)
+            row.bind(key.network)
+            row.bind(key.fine)
+            row.bind(count)
+            _ = try row.step(db)
         }
     }
 }
@@ -233,42 +270,108 @@ extension AggregatedPostback {
     }
 }
 
-/// A group's dimensions ready to bind: its install date as text and its mapping's names.
+/// A group's dimensions ready to bind, one group after another: its text (the install date
+/// formatted, the mapping's names looked up) held as UTF-8 in one buffer reused for every group,
+/// and bound from there without SQLite copying it (``SQLiteBinder/bindStatic(_:)``).
 struct BoundGroupKey {
-    let key: GroupKey
-    let date: String
-    let installDate: String?
-    let mapped: CampaignMapping?
+    private let date: String
+    private var key: GroupKey?
+    private var bytes: [UInt8] = []
+    /// Each text dimension's start and length in `bytes` (-1: NULL), in bind order.
+    private var spans: [(start: Int, count: Int)] = []
 
-    init(_ key: GroupKey, date: String, _ campaigns: CampaignMappings) {
-        self.key = key
+    init(date: String) {
         self.date = date
-        installDate = key.installDate?.description
-        mapped = key.mapping.map { campaigns.rows[$0] }
     }
 
-    /// Binds the stored dimensions in ``AggregateDimension`` order.
-    func bind(into row: inout SQLiteBinder) {
-        row.bind(date)
-        row.bind(key.appID)
-        row.bind(key.adNetworkID)
-        row.bind(key.sourceIdentifier)
-        row.bind(key.sourceAppID)
-        row.bind(key.sourceDomain)
-        row.bind(key.version)
-        row.bind(key.fidelityType)
-        row.bind(key.redownload)
-        row.bind(key.didWin)
-        row.bind(key.sequenceIndex)
-        row.bind(key.countryCode)
-        row.bind(key.marketplaceID)
-        row.bind(installDate)
-        row.bind(key.crowdAnonymityTier)
-        row.bind(key.sourceIdentifierDigits)
-        row.bind(mapped?.campaign)
-        row.bind(mapped?.adGroup)
-        row.bind(mapped?.creative)
-        row.bind(key.conversionType.rawValue)
+    /// Holds `key`'s dimensions in place of the last group's.
+    mutating func hold(_ key: GroupKey, _ campaigns: CampaignMappings) {
+        self.key = key
+        bytes.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        let mapped = key.mapping.map { campaigns.rows[$0] }
+        append(date)
+        append(key.adNetworkID)
+        append(key.sourceIdentifier)
+        append(key.sourceDomain)
+        append(key.version)
+        append(key.countryCode)
+        append(key.marketplaceID)
+        append(key.installDate?.description)
+        append(mapped?.campaign)
+        append(mapped?.adGroup)
+        append(mapped?.creative)
+        append(key.conversionType.rawValue)
+    }
+
+    private mutating func append(_ text: String?) {
+        guard let text else {
+            spans.append((0, -1))
+            return
+        }
+        spans.append((bytes.count, text.utf8.count))
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    /// Runs `body` with the held group's dimensions bindable: their text is valid within it.
+    func withText<Result>(_ body: (BoundText) throws -> Result) rethrows -> Result {
+        guard let key else { preconditionFailure("BoundGroupKey.withText before hold") }
+        return try bytes.withUnsafeBytes { try body(BoundText(key: key, bytes: $0, spans: spans)) }
+    }
+
+    /// The held group's dimensions, within ``withText(_:)``.
+    struct BoundText {
+        let key: GroupKey
+        let bytes: UnsafeRawBufferPointer
+        let spans: [(start: Int, count: Int)]
+
+        private func text(_ index: Int) -> UnsafeRawBufferPointer? {
+            let span = spans[index]
+            guard span.count >= 0, let base = bytes.baseAddress else { return nil }
+            return UnsafeRawBufferPointer(start: base + span.start, count: span.count)
+        }
+
+        /// Binds the stored dimensions in ``AggregateDimension`` order.
+        func bind(into row: inout SQLiteBinder) {
+            row.bindStatic(text(0))
+            row.bind(key.appID)
+            row.bindStatic(text(1))
+            row.bindStatic(text(2))
+            row.bind(key.sourceAppID)
+            row.bindStatic(text(3))
+            row.bindStatic(text(4))
+            row.bind(key.fidelityType)
+            row.bind(key.redownload)
+            row.bind(key.didWin)
+            row.bind(key.sequenceIndex)
+            row.bindStatic(text(5))
+            row.bindStatic(text(6))
+            row.bindStatic(text(7))
+            row.bind(key.crowdAnonymityTier)
+            row.bind(key.sourceIdentifierDigits)
+            row.bindStatic(text(8))
+            row.bindStatic(text(9))
+            row.bindStatic(text(10))
+            row.bindStatic(text(11))
+        }
+    }
+}
+
+extension GroupMetrics {
+    /// Binds the counts in ``counts`` order, without building the array.
+    func bindCounts(into row: inout SQLiteBinder) {
+        row.bind(postbacks)
+        row.bind(installs)
+        row.bind(redownloads)
+        row.bind(reengagements)
+        row.bind(nonWinning)
+        row.bind(testMode)
+        row.bind(development)
+        row.bind(nullConversionValues)
+        row.bind(unmapped)
+        row.bind(unmodelled)
+        row.bind(modelAmbiguous)
+        for count in modeled { row.bind(count) }
     }
 }
 
@@ -283,8 +386,8 @@ extension RevenueSum {
         row.bind(observed.estimate)
     }
 
-    /// Binds ``AggregateSQL/revenueColumns``: whether it is re-engagements', `currency`, the
-    /// observed minimum, maximum and estimate, then the modeled ones.
+    /// Binds ``AggregateSQL/revenueColumns`` (of the totals): whether it is re-engagements',
+    /// `currency`, the observed minimum, maximum and estimate, then the modeled ones.
     func bind(
         _ currency: String,
         _ policy: RevenueEstimatePolicy,

@@ -250,6 +250,38 @@ struct InstallDateReportTests {
     }
 
     @Test(
+        "campaign names with tabs, line breaks, backslashes and other scripts reach reports as written",
+        arguments: TestEngine.available
+    )
+    func awkwardNames(_ engine: TestEngine) async throws {
+        // PostgreSQL's aggregate writes its rows as COPY text, where these characters are escapes.
+        let names = ["Tab\there", "Two\nlines\r\nand a \\N", "Back\\slash \\t \\\\", "Ünïcödé 広告 🚀"]
+        let quoted = names.map { "\"" + $0 + "\"" }
+        let file = try directory.write(
+            "awkward.csv",
+            CampaignMapping.header + "\n"
+                + "fzbddbi26k.skadnetwork,1,,,\(quoted[0]),\(quoted[1]),\(quoted[2])\n"
+                + "fzbddbi26k.skadnetwork,12,,,\(quoted[3]),,\n"
+        )
+        let store = try await sampleStore(engine)
+        _ = try await CampaignsJob.add(store.location, files: [file])
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
+        let rows = try await report(store, [.campaign, .adGroup, .creative]).rows
+        let triples = Set(
+            rows.map { row in
+                row.dimensions.map { value -> String? in
+                    if case .text(let text) = value { return text }
+                    return nil
+                }
+            }
+        )
+        #expect(triples.contains([names[0], names[1], names[2]]))
+        #expect(triples.contains([names[3], nil, nil]))
+        #expect(triples.contains([nil, nil, nil]))
+        #expect(triples.count == 3)
+    }
+
+    @Test(
         "campaigns add replaces the rows of the networks a file names and keeps the others",
         arguments: TestEngine.available
     )

@@ -201,6 +201,16 @@ package struct TestStore: Sendable {
         }
     }
 
+    /// Runs `body` on a connection of its own to this store (PostgreSQL only).
+    package func withPostgresConnection<Result: Sendable>(
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        guard case .postgres(let url) = location else {
+            throw TestStoreError(description: "withPostgresConnection needs a PostgreSQL store")
+        }
+        return try await Self.withConnection(url, body)
+    }
+
     /// Runs `body` while another session holds open a transaction that has a transaction id
     /// (PostgreSQL only): whatever commits meanwhile has a later id, as when a slow ingest's
     /// transaction began first.

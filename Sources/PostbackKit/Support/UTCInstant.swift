@@ -236,7 +236,7 @@ func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01.
-func civilDate(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+package func civilDate(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
     let z = days + 719_468
     let era = (z >= 0 ? z : z - 146_096) / 146_097
     let dayOfEra = z - era * 146_097

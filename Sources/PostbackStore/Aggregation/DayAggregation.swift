@@ -1,5 +1,15 @@
 import PostbackKit
 
+/// Where an engine's aggregate writer puts a row's values, in column order: SQLite binds them
+/// (``SQLiteBinder``), PostgreSQL writes them as COPY text (``PostgresCopyRows``). A row both
+/// engines write alike puts its values through it, so that its column order is written once.
+protocol AggregateRowSink {
+    mutating func put(_ value: String?)
+    mutating func put(_ value: Int64?)
+    mutating func put(_ value: Int?)
+    mutating func put(_ value: Bool?)
+}
+
 /// One day's groups and fine-value histogram, computed from its stored postbacks.
 struct DayAggregation: Sendable {
     let day: UTCDay
@@ -123,8 +133,13 @@ struct DayAggregation: Sendable {
             let key = groups.keys[index]
             if groups.values[index].modelable > 0 {
                 let reference = ReferenceKey(key)
-                let chosenReference = chosen[reference] ?? model.reference(reference)
-                chosen[reference] = chosenReference
+                let chosenReference: (basis: ModeledBasis, sum: ReferenceSum)
+                if let known = chosen[reference] {
+                    chosenReference = known
+                } else {
+                    chosenReference = model.reference(reference)
+                    chosen[reference] = chosenReference
+                }
                 groups.values[index].model(chosenReference)
             }
             totals[TotalsKey(key), default: GroupMetrics()].merge(
@@ -268,6 +283,15 @@ struct HistogramKey: Hashable, Comparable, Sendable {
     var network: String
     var fine: Int?
 
+    /// Its row's values after the date (`app_id, ad_network_id, fine_value, postbacks`), with
+    /// `postbacks`.
+    func put(_ postbacks: Int, into row: inout some AggregateRowSink) {
+        row.put(appID)
+        row.put(network)
+        row.put(fine)
+        row.put(postbacks)
+    }
+
     static func < (lhs: HistogramKey, rhs: HistogramKey) -> Bool {
         (lhs.appID, lhs.network, lhs.fine ?? -1) < (rhs.appID, rhs.network, rhs.fine ?? -1)
     }
@@ -302,6 +326,41 @@ struct RevenueSum: Sendable {
         maxMicros += other.maxMicros
         modeledMinMicros += other.modeledMinMicros
         modeledMaxMicros += other.modeledMaxMicros
+    }
+}
+
+/// A group's nulls modeled per basis (``ModeledBasis``): four counts in the group itself, not
+/// an array each group would allocate.
+struct ModeledCounts: Sendable {
+    var day = 0
+    var week = 0
+    var appWeek = 0
+    var none = 0
+
+    subscript(basis: ModeledBasis) -> Int {
+        get {
+            switch basis {
+            case .day: day
+            case .week: week
+            case .appWeek: appWeek
+            case .none: none
+            }
+        }
+        set {
+            switch basis {
+            case .day: day = newValue
+            case .week: week = newValue
+            case .appWeek: appWeek = newValue
+            case .none: none = newValue
+            }
+        }
+    }
+
+    mutating func add(_ other: ModeledCounts) {
+        day += other.day
+        week += other.week
+        appWeek += other.appWeek
+        none += other.none
     }
 }
 
@@ -348,8 +407,8 @@ struct GroupMetrics: Sendable {
     var unmapped = 0
     var unmodelled = 0
     var modelAmbiguous = 0
-    /// Nulls modeled per basis, in ``ModeledBasis`` order.
-    var modeled = [0, 0, 0, 0]
+    /// Nulls modeled per basis.
+    var modeled = ModeledCounts()
     /// Winning production postbacks without a value whose app has a model in force (not stored:
     /// ``modeled`` says how they were modeled).
     var modelable = 0
@@ -368,17 +427,29 @@ struct GroupMetrics: Sendable {
     var reengagementRevenue: [String: RevenueSum] = [:]
     var events: [String: EventSum] = [:]
 
-    /// The counts in the `aggregate_daily` column order after the dimensions.
-    var counts: [Int] {
-        [
-            postbacks, installs, redownloads, reengagements, nonWinning, testMode, development, nullConversionValues,
-            unmapped, unmodelled, modelAmbiguous, modeled[0], modeled[1], modeled[2], modeled[3],
-        ]
+    /// Calls `body` with each count, in the ``countColumns`` order (no array built: a day has
+    /// 130,000 groups).
+    func forEachCount(_ body: (Int) throws -> Void) rethrows {
+        try body(postbacks)
+        try body(installs)
+        try body(redownloads)
+        try body(reengagements)
+        try body(nonWinning)
+        try body(testMode)
+        try body(development)
+        try body(nullConversionValues)
+        try body(unmapped)
+        try body(unmodelled)
+        try body(modelAmbiguous)
+        try body(modeled.day)
+        try body(modeled.week)
+        try body(modeled.appWeek)
+        try body(modeled.none)
     }
 
     /// Gives the ``modelable`` nulls the revenue of `reference` (none: counted as not modeled).
     mutating func model(_ reference: (basis: ModeledBasis, sum: ReferenceSum)) {
-        modeled[reference.basis.index] += modelable
+        modeled[reference.basis] += modelable
         let references = reference.sum.count
         guard reference.basis != .none, references > 0 else { return }
         for (currency, sum) in reference.sum.revenue {
@@ -403,7 +474,7 @@ struct GroupMetrics: Sendable {
         unmapped += other.unmapped
         unmodelled += other.unmodelled
         modelAmbiguous += other.modelAmbiguous
-        for index in modeled.indices { modeled[index] += other.modeled[index] }
+        modeled.add(other.modeled)
         if reengagement {
             Self.add(other.revenue, to: &reengagementRevenue)
             Self.add(other.modeledRevenue, to: &reengagementRevenue)
@@ -422,7 +493,7 @@ struct GroupMetrics: Sendable {
         "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none"
 
     /// The count columns one by one.
-    private static var countColumnNames: [String] {
+    static var countColumnNames: [String] {
         countColumns.split(separator: ",").map { String($0.withoutSurroundingSpaces) }
     }
 

@@ -10,16 +10,6 @@ package enum ModeledBasis: String, Sendable, CaseIterable {
     case appWeek = "app_week"
     /// Fewer than ``NullModel/threshold`` references even so: nothing modeled.
     case none
-
-    /// Its position in ``allCases`` and in ``GroupMetrics/modeled``; wider bases come later.
-    var index: Int {
-        switch self {
-        case .day: 0
-        case .week: 1
-        case .appWeek: 2
-        case .none: 3
-        }
-    }
 }
 
 /// A reference group: the winning production postbacks with a decoded value of one app, ad
@@ -111,6 +101,19 @@ struct ReferenceRow: Sendable {
         }
     }
 
+    /// Its values after the date, in ``AggregateSQL/referenceColumns`` order.
+    func put(into row: inout some AggregateRowSink) {
+        row.put(key.appID)
+        row.put(key.adNetworkID)
+        row.put(key.sequenceIndex)
+        row.put(key.reengagement)
+        row.put(basis.rawValue)
+        row.put(postbacks)
+        row.put(currency)
+        row.put(minMicros)
+        row.put(maxMicros)
+    }
+
     /// The stored `day` groups (``AggregateSQL/storedReferences(_:)``'s rows), by day.
     static func days(_ rows: [SQLRow]) throws -> [UTCDay: [ReferenceKey: ReferenceSum]] {
         var days: [UTCDay: [ReferenceKey: ReferenceSum]] = [:]
@@ -121,12 +124,13 @@ struct ReferenceRow: Sendable {
                 sequenceIndex: try row.int(3),
                 reengagement: try row.bool(4)
             )
-            var sum = days[try row.day(0), default: [:]][key, default: ReferenceSum()]
+            let day = try row.day(0)
+            var sum = days[day, default: [:]][key, default: ReferenceSum()]
             sum.count = try row.int(5)
             if let currency = try row.optionalString(6) {
                 sum.revenue[currency] = (try row.int64(7), try row.int64(8))
             }
-            days[try row.day(0), default: [:]][key] = sum
+            days[day, default: [:]][key] = sum
         }
         return days
     }

@@ -3,13 +3,13 @@ import PostbackKit
 import PostgresNIO
 
 /// `aggregate` on PostgreSQL, its own: a day's postbacks read on a second connection while the
-/// first writes the day before, as multi-row array inserts; the statements around them are
+/// first writes the day before, one `COPY` per table and day; the statements around them are
 /// ``AggregateSQL``'s.
 extension PostgresStore {
     /// Recomputes the days in one transaction, serialized with other `aggregate` runs by an
     /// advisory lock. The server groups identical postbacks (every column aggregation reads)
     /// and counts them, so each distinct combination is decoded once; the rows go back as one
-    /// multi-row insert per table and day.
+    /// `COPY` per table and day (``AggregateCopyRows``).
     ///
     /// The postbacks are read on a second connection, in a read-only snapshot taken once the
     /// lock is held, while the writing connection inserts the previous day's rows: the server
@@ -210,9 +210,8 @@ extension PostgresStore {
             22
         """
 
-    /// Inserts a day's rows (nothing for nil). The rows go in the groups' hash order: a table's
-    /// row order means nothing to SQL, and sorting 130,000 groups a day cost a tenth of the
-    /// client's time.
+    /// Writes a day's rows (nothing for nil), each table's with one `COPY`
+    /// (``AggregateCopyRows``).
     private static func write(
         _ aggregation: DayAggregation?,
         policy: RevenueEstimatePolicy,
@@ -220,250 +219,149 @@ extension PostgresStore {
         logger: Logger
     ) async throws {
         guard let aggregation, !aggregation.groups.isEmpty || !aggregation.histogram.isEmpty else { return }
-        let groups = aggregation.groups
-        let capacity = groups.count
-        var daily = AggregateRows(
-            metrics: Array(repeating: .int8, count: GroupMetrics().counts.count),
-            capacity: capacity
-        )
-        var revenue = AggregateRows(metrics: [.bool, .text, .float8, .float8, .float8], capacity: capacity)
-        var events = AggregateRows(metrics: [.text, .int8, .int8, .int8], capacity: capacity)
-        var eventRevenue = AggregateRows(metrics: [.text, .text, .float8, .float8, .float8], capacity: capacity)
-        for (key, metrics) in groups {
-            // The mapping's names, looked up once for the group's rows in all four tables.
-            let mapped = key.mapping.map { aggregation.campaigns.rows[$0] }
-            daily.appendKey(key, day: aggregation.day, mapped: mapped)
-            for (index, count) in metrics.counts.enumerated() { daily.metrics[index].append(count) }
-            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
-                revenue.appendKey(key, day: aggregation.day, mapped: mapped)
-                revenue.metrics[0].append(key.isReengagement)
-                revenue.appendRevenue(currency, range, policy, from: 1)
-            }
-            for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
-                events.appendKey(key, day: aggregation.day, mapped: mapped)
-                events.metrics[0].append(name)
-                events.metrics[1].append(event.occurrencesMin)
-                events.metrics[2].append(event.occurrencesMax)
-                events.metrics[3].append(event.postbacks)
-                for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
-                    eventRevenue.appendKey(key, day: aggregation.day, mapped: mapped)
-                    eventRevenue.metrics[0].append(name)
-                    eventRevenue.appendRevenue(currency, range, policy, from: 1)
-                }
-            }
-        }
+        let rows = AggregateCopyRows(aggregation, policy: policy)
         let dimensions = AggregateDimension.columnList
-        for (table, rows, metricColumns) in [
-            ("aggregate_daily", daily, GroupMetrics.countColumns),
-            ("aggregate_daily_revenue", revenue, AggregateSQL.detailedRevenueColumns),
-            ("aggregate_daily_events", events, "event, occurrences_min, occurrences_max, postbacks"),
+        for (table, rows, columns) in [
+            ("aggregate_daily", rows.daily, "\(dimensions), \(GroupMetrics.countColumns)"),
+            ("aggregate_daily_revenue", rows.revenue, "\(dimensions), \(AggregateSQL.detailedRevenueColumns)"),
             (
-                "aggregate_daily_event_revenue", eventRevenue,
-                "event, currency, revenue_min, revenue_max, revenue_estimate"
+                "aggregate_daily_events", rows.events,
+                "\(dimensions), event, occurrences_min, occurrences_max, postbacks"
             ),
-        ] where rows.count > 0 {
-            try await connection.send(
-                unnestInsert("INSERT INTO \(table) (\(dimensions), \(metricColumns))", rows.columns),
-                logger: logger
-            )
-        }
-        let totals = aggregation.totals
-        if !totals.isEmpty {
-            func keyColumns() -> [PostgresArrayColumn] {
-                [
-                    PostgresArrayColumn(.date), PostgresArrayColumn(.int8), PostgresArrayColumn(.text),
-                    PostgresArrayColumn(.date), PostgresArrayColumn(.int4),
-                ]
-            }
-            func appendKey(_ key: TotalsKey, to columns: inout [PostgresArrayColumn]) {
-                columns[0].append(aggregation.day)
-                columns[1].append(key.appID)
-                columns[2].append(key.adNetworkID)
-                columns[3].append(key.installDate)
-                columns[4].append(key.crowdAnonymityTier)
-            }
-            var counts = keyColumns() + GroupMetrics().counts.map { _ in PostgresArrayColumn(.int8) }
-            var revenue =
-                keyColumns() + [PostgresArrayColumn(.bool), PostgresArrayColumn(.text)]
-                + (0..<6).map { _ in PostgresArrayColumn(.float8) }
-            for (key, metrics) in totals {
-                appendKey(key, to: &counts)
-                for (index, count) in metrics.counts.enumerated() { counts[5 + index].append(count) }
-                for (reengagement, sums) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
-                    for (currency, range) in sums.sorted(by: { $0.key < $1.key }) {
-                        appendKey(key, to: &revenue)
-                        revenue[5].append(reengagement)
-                        revenue[6].append(currency)
-                        let (observed, modeled) = (range.observed(policy), range.modeled(policy))
-                        revenue[7].append(observed.min)
-                        revenue[8].append(observed.max)
-                        revenue[9].append(observed.estimate)
-                        revenue[10].append(modeled.min)
-                        revenue[11].append(modeled.max)
-                        revenue[12].append(modeled.estimate)
-                    }
-                }
-            }
-            try await connection.send(
-                unnestInsert("INSERT INTO aggregate_daily_totals (\(AggregateSQL.totalsColumns))", counts),
-                logger: logger
-            )
-            if revenue[0].count > 0 {
-                try await connection.send(
-                    unnestInsert(
-                        "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns))",
-                        revenue
-                    ),
-                    logger: logger
-                )
-            }
-        }
-        let referenceRows = aggregation.referenceRows
-        if !referenceRows.isEmpty {
-            var columns = [
-                PostgresArrayColumn(.date), PostgresArrayColumn(.int8), PostgresArrayColumn(.text),
-                PostgresArrayColumn(.int4), PostgresArrayColumn(.bool), PostgresArrayColumn(.text),
-                PostgresArrayColumn(.int8), PostgresArrayColumn(.text), PostgresArrayColumn(.int8),
-                PostgresArrayColumn(.int8),
-            ]
-            for reference in referenceRows {
-                columns[0].append(aggregation.day)
-                columns[1].append(reference.key.appID)
-                columns[2].append(reference.key.adNetworkID)
-                columns[3].append(reference.key.sequenceIndex)
-                columns[4].append(reference.key.reengagement)
-                columns[5].append(reference.basis.rawValue)
-                columns[6].append(reference.postbacks)
-                columns[7].append(reference.currency)
-                columns[8].append(reference.minMicros)
-                columns[9].append(reference.maxMicros)
-            }
-            try await connection.send(
-                unnestInsert("INSERT INTO aggregate_daily_references (\(AggregateSQL.referenceColumns))", columns),
-                logger: logger
-            )
-        }
-        if !aggregation.histogram.isEmpty {
-            var date = PostgresArrayColumn(.date)
-            var appID = PostgresArrayColumn(.int8)
-            var network = PostgresArrayColumn(.text)
-            var fine = PostgresArrayColumn(.int4)
-            var count = PostgresArrayColumn(.int8)
-            for (key, postbacks) in aggregation.histogram {
-                date.append(aggregation.day)
-                appID.append(key.appID)
-                network.append(key.network)
-                fine.append(key.fine)
-                count.append(postbacks)
-            }
-            try await connection.send(
-                unnestInsert(
-                    "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks)",
-                    [date, appID, network, fine, count]
-                ),
-                logger: logger
-            )
+            (
+                "aggregate_daily_event_revenue", rows.eventRevenue,
+                "\(dimensions), event, currency, revenue_min, revenue_max, revenue_estimate"
+            ),
+            ("aggregate_daily_totals", rows.totals, AggregateSQL.totalsColumns),
+            ("aggregate_daily_totals_revenue", rows.totalsRevenue, AggregateSQL.totalsRevenueColumns),
+            ("aggregate_daily_references", rows.references, AggregateSQL.referenceColumns),
+            ("aggregate_fine_values", rows.histogram, "date, app_id, ad_network_id, fine_value, postbacks"),
+        ] {
+            try await connection.copy(rows, into: table, columns: columns, logger: logger)
         }
     }
 }
 
-/// Rows of one aggregate table: the dimension columns, then its metric columns.
-struct AggregateRows {
-    var date: PostgresArrayColumn
-    var appID: PostgresArrayColumn
-    var network: PostgresArrayColumn
-    var sourceIdentifier: PostgresArrayColumn
-    var sourceAppID: PostgresArrayColumn
-    var sourceDomain: PostgresArrayColumn
-    var version: PostgresArrayColumn
-    var fidelityType: PostgresArrayColumn
-    var redownload: PostgresArrayColumn
-    var didWin: PostgresArrayColumn
-    var sequenceIndex: PostgresArrayColumn
-    var country: PostgresArrayColumn
-    var marketplaceID: PostgresArrayColumn
-    var installDate: PostgresArrayColumn
-    var crowdAnonymityTier: PostgresArrayColumn
-    var sourceIdentifierDigits: PostgresArrayColumn
-    var campaign: PostgresArrayColumn
-    var adGroup: PostgresArrayColumn
-    var creative: PostgresArrayColumn
-    var conversionType: PostgresArrayColumn
-    var metrics: [PostgresArrayColumn]
+/// A day's rows of every aggregate table, as COPY text (``PostgresCopyRows``), built apart from
+/// the `async` writer that sends them.
+struct AggregateCopyRows {
+    var daily: PostgresCopyRows
+    var revenue: PostgresCopyRows
+    var events: PostgresCopyRows
+    var eventRevenue: PostgresCopyRows
+    var totals = PostgresCopyRows()
+    var totalsRevenue = PostgresCopyRows()
+    var references = PostgresCopyRows()
+    var histogram = PostgresCopyRows()
 
-    /// Columns with room for `capacity` rows.
-    init(metrics: [PostgresArrayColumn.Element], capacity: Int) {
-        date = PostgresArrayColumn(.date, capacity: capacity)
-        appID = PostgresArrayColumn(.int8, capacity: capacity)
-        network = PostgresArrayColumn(.text, capacity: capacity)
-        sourceIdentifier = PostgresArrayColumn(.text, capacity: capacity)
-        sourceAppID = PostgresArrayColumn(.int8, capacity: capacity)
-        sourceDomain = PostgresArrayColumn(.text, capacity: capacity)
-        version = PostgresArrayColumn(.text, capacity: capacity)
-        fidelityType = PostgresArrayColumn(.int4, capacity: capacity)
-        redownload = PostgresArrayColumn(.bool, capacity: capacity)
-        didWin = PostgresArrayColumn(.bool, capacity: capacity)
-        sequenceIndex = PostgresArrayColumn(.int4, capacity: capacity)
-        country = PostgresArrayColumn(.text, capacity: capacity)
-        marketplaceID = PostgresArrayColumn(.text, capacity: capacity)
-        installDate = PostgresArrayColumn(.date, capacity: capacity)
-        crowdAnonymityTier = PostgresArrayColumn(.int4, capacity: capacity)
-        sourceIdentifierDigits = PostgresArrayColumn(.int4, capacity: capacity)
-        campaign = PostgresArrayColumn(.text, capacity: capacity)
-        adGroup = PostgresArrayColumn(.text, capacity: capacity)
-        creative = PostgresArrayColumn(.text, capacity: capacity)
-        conversionType = PostgresArrayColumn(.text, capacity: capacity)
-        self.metrics = metrics.map { PostgresArrayColumn($0, capacity: capacity) }
+    /// The rows go in the groups' hash order: a table's row order means nothing to SQL, and
+    /// sorting 130,000 groups a day cost a tenth of the client's time.
+    init(_ aggregation: DayAggregation, policy: RevenueEstimatePolicy) {
+        let day = aggregation.day
+        // About 200 bytes of text a detailed row.
+        let capacity = aggregation.groups.count * 200
+        daily = PostgresCopyRows(capacity: capacity)
+        revenue = PostgresCopyRows(capacity: capacity / 2)
+        events = PostgresCopyRows(capacity: capacity)
+        eventRevenue = PostgresCopyRows(capacity: capacity / 2)
+        for (key, metrics) in aggregation.groups {
+            // The mapping's names, looked up once for the group's rows in all four tables.
+            let mapped = key.mapping.map { aggregation.campaigns.rows[$0] }
+            daily.appendKey(key, day: day, mapped: mapped)
+            metrics.forEachCount { daily.append($0) }
+            daily.endRow()
+            for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
+                revenue.appendKey(key, day: day, mapped: mapped)
+                revenue.append(key.isReengagement)
+                revenue.appendRevenue(currency, range.observed(policy))
+                revenue.endRow()
+            }
+            for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
+                events.appendKey(key, day: day, mapped: mapped)
+                events.append(name)
+                events.append(event.occurrencesMin)
+                events.append(event.occurrencesMax)
+                events.append(event.postbacks)
+                events.endRow()
+                for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
+                    eventRevenue.appendKey(key, day: day, mapped: mapped)
+                    eventRevenue.append(name)
+                    eventRevenue.appendRevenue(currency, range.observed(policy))
+                    eventRevenue.endRow()
+                }
+            }
+        }
+        for (key, metrics) in aggregation.totals {
+            totals.appendKey(key, day: day)
+            metrics.forEachCount { totals.append($0) }
+            totals.endRow()
+            for (reengagement, sums) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
+                for (currency, range) in sums.sorted(by: { $0.key < $1.key }) {
+                    totalsRevenue.appendKey(key, day: day)
+                    totalsRevenue.append(reengagement)
+                    totalsRevenue.appendRevenue(currency, range.observed(policy))
+                    let modeled = range.modeled(policy)
+                    totalsRevenue.append(modeled.min)
+                    totalsRevenue.append(modeled.max)
+                    totalsRevenue.append(modeled.estimate)
+                    totalsRevenue.endRow()
+                }
+            }
+        }
+        for reference in aggregation.referenceRows {
+            references.append(day)
+            reference.put(into: &references)
+            references.endRow()
+        }
+        for (key, postbacks) in aggregation.histogram {
+            histogram.append(day)
+            key.put(postbacks, into: &histogram)
+            histogram.endRow()
+        }
     }
+}
 
-    var count: Int { date.count }
-
-    /// The dimensions in ``AggregateDimension`` order, then the metrics.
-    var columns: [PostgresArrayColumn] {
-        [
-            date, appID, network, sourceIdentifier, sourceAppID, sourceDomain, version, fidelityType, redownload,
-            didWin, sequenceIndex, country, marketplaceID, installDate, crowdAnonymityTier, sourceIdentifierDigits,
-            campaign, adGroup, creative, conversionType,
-        ] + metrics
-    }
-
-    /// The dimensions of `key`, with `mapped`'s names (its mapping row's).
+extension PostgresCopyRows {
+    /// The dimensions of `key` in ``AggregateDimension`` order, with `mapped`'s names (its
+    /// mapping row's).
     mutating func appendKey(_ key: GroupKey, day: UTCDay, mapped: CampaignMapping?) {
-        date.append(day)
-        appID.append(key.appID)
-        network.append(key.adNetworkID)
-        sourceIdentifier.append(key.sourceIdentifier)
-        sourceAppID.append(key.sourceAppID)
-        sourceDomain.append(key.sourceDomain)
-        version.append(key.version)
-        fidelityType.append(key.fidelityType)
-        redownload.append(key.redownload)
-        didWin.append(key.didWin)
-        sequenceIndex.append(key.sequenceIndex)
-        country.append(key.countryCode)
-        marketplaceID.append(key.marketplaceID)
-        installDate.append(key.installDate)
-        crowdAnonymityTier.append(key.crowdAnonymityTier)
-        sourceIdentifierDigits.append(key.sourceIdentifierDigits)
-        campaign.append(mapped?.campaign)
-        adGroup.append(mapped?.adGroup)
-        creative.append(mapped?.creative)
-        conversionType.append(key.conversionType.rawValue)
+        append(day)
+        append(key.appID)
+        append(key.adNetworkID)
+        append(key.sourceIdentifier)
+        append(key.sourceAppID)
+        append(key.sourceDomain)
+        append(key.version)
+        append(key.fidelityType)
+        append(key.redownload)
+        append(key.didWin)
+        append(key.sequenceIndex)
+        append(key.countryCode)
+        append(key.marketplaceID)
+        append(key.installDate)
+        append(key.crowdAnonymityTier)
+        append(key.sourceIdentifierDigits)
+        append(mapped?.campaign)
+        append(mapped?.adGroup)
+        append(mapped?.creative)
+        append(key.conversionType.rawValue)
     }
 
-    /// The currency and the observed minimum, maximum and estimate, from metric column `first`
-    /// on.
-    mutating func appendRevenue(
-        _ currency: String,
-        _ range: RevenueSum,
-        _ policy: RevenueEstimatePolicy,
-        from first: Int
-    ) {
-        metrics[first].append(currency)
-        let observed = range.observed(policy)
-        metrics[first + 1].append(observed.min)
-        metrics[first + 2].append(observed.max)
-        metrics[first + 3].append(observed.estimate)
+    /// The dimensions of a totals row (``AggregateSQL/totalsDimensions``).
+    mutating func appendKey(_ key: TotalsKey, day: UTCDay) {
+        append(day)
+        append(key.appID)
+        append(key.adNetworkID)
+        append(key.installDate)
+        append(key.crowdAnonymityTier)
+    }
+
+    /// The currency and a revenue's minimum, maximum and estimate.
+    mutating func appendRevenue(_ currency: String, _ revenue: (min: Double, max: Double, estimate: Double)) {
+        append(currency)
+        append(revenue.min)
+        append(revenue.max)
+        append(revenue.estimate)
     }
 }
 

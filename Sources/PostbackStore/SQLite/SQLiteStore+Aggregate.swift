@@ -116,7 +116,9 @@ extension SQLiteStore {
     private static func write(_ db: Database, _ aggregation: DayAggregation, policy: RevenueEstimatePolicy) throws {
         let dimensions = AggregateDimension.columnList
         let placeholders = Array(repeating: "?", count: AggregateDimension.stored.count).joined(separator: ", ")
-        let countPlaceholders = Array(repeating: "?", count: GroupMetrics().counts.count).joined(separator: ", ")
+        let countPlaceholders = Array(repeating: "?", count: GroupMetrics.countColumnNames.count).joined(
+            separator: ", "
+        )
         let daily = try db.cachedStatement(
             sql:
                 "INSERT INTO aggregate_daily (\(dimensions), \(GroupMetrics.countColumns)) VALUES (\(placeholders), \(countPlaceholders))"
@@ -214,15 +216,7 @@ extension SQLiteStore {
         for reference in aggregation.referenceRows {
             var row = SQLiteBinder(references)
             row.bind(date)
-            row.bind(reference.key.appID)
-            row.bind(reference.key.adNetworkID)
-            row.bind(reference.key.sequenceIndex)
-            row.bind(reference.key.reengagement)
-            row.bind(reference.basis.rawValue)
-            row.bind(reference.postbacks)
-            row.bind(reference.currency)
-            row.bind(reference.minMicros)
-            row.bind(reference.maxMicros)
+            reference.put(into: &row)
             _ = try row.step(db)
         }
         let fine = try db.cachedStatement(
@@ -232,10 +226,7 @@ extension SQLiteStore {
         for (key, count) in aggregation.histogram {
             var row = SQLiteBinder(fine)
             row.bind(date)
-            row.bind(key.appID)
-            row.bind(key.network)
-            row.bind(key.fine)
-            row.bind(count)
+            key.put(count, into: &row)
             _ = try row.step(db)
         }
     }
@@ -358,20 +349,9 @@ struct BoundGroupKey {
 }
 
 extension GroupMetrics {
-    /// Binds the counts in ``counts`` order, without building the array.
+    /// Binds the counts in ``countColumns`` order.
     func bindCounts(into row: inout SQLiteBinder) {
-        row.bind(postbacks)
-        row.bind(installs)
-        row.bind(redownloads)
-        row.bind(reengagements)
-        row.bind(nonWinning)
-        row.bind(testMode)
-        row.bind(development)
-        row.bind(nullConversionValues)
-        row.bind(unmapped)
-        row.bind(unmodelled)
-        row.bind(modelAmbiguous)
-        for count in modeled { row.bind(count) }
+        forEachCount { row.bind($0) }
     }
 }
 
@@ -401,4 +381,11 @@ extension RevenueSum {
         row.bind(modeled.max)
         row.bind(modeled.estimate)
     }
+}
+
+extension SQLiteBinder: AggregateRowSink {
+    mutating func put(_ value: String?) { bind(value) }
+    mutating func put(_ value: Int64?) { bind(value) }
+    mutating func put(_ value: Int?) { bind(value) }
+    mutating func put(_ value: Bool?) { bind(value) }
 }

@@ -76,7 +76,7 @@ extension Postbackd.AppleAds {
             abstract: "Exchange pending tokens with Apple's attribution API and store the records.",
             discussion: """
                 Each token is POSTed as text/plain. 200: the record is stored (attribution false: \
-                organic). 400: invalid, never sent again. 404 (not ready): retried 5 seconds \
+                not_attributed). 400: invalid, never sent again. 404 (not ready): retried 5 seconds \
                 later three times, then after 1 minute, doubling up to an hour, while the token \
                 is valid. 5xx, timeouts, other statuses: retried after --retry-after. A token is \
                 never sent after 24 hours from when the app obtained it: it becomes expired. A \
@@ -114,7 +114,7 @@ extension Postbackd.AppleAds {
             }
             let errors = TextOutput.standardError()
             errors.line(
-                "apple-ads: \(formatCount(summary.requests)) requests: \(formatCount(summary.attributed)) attributed, \(formatCount(summary.organic)) organic, \(formatCount(summary.invalid)) invalid, \(formatCount(summary.retrying)) to retry; \(formatCount(summary.expired)) expired unsent"
+                "apple-ads: \(formatCount(summary.requests)) requests: \(formatCount(summary.attributed)) attributed, \(formatCount(summary.notAttributed)) not attributed, \(formatCount(summary.invalid)) invalid, \(formatCount(summary.retrying)) to retry; \(formatCount(summary.expired)) expired unsent"
             )
             errors.flush()
         }
@@ -123,7 +123,7 @@ extension Postbackd.AppleAds {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Tokens by state (pending, attributed, organic, invalid, expired), the oldest pending, and undocumented values seen."
+                "Tokens by state (pending, attributed, not_attributed, invalid, expired), the oldest pending, developer-mode test records, and undocumented values seen."
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -155,10 +155,13 @@ extension Postbackd.AppleAds {
             abstract: "Count the exchanged tokens' attribution records over a period.",
             discussion: """
                 Dimensions: \(AppleAdsDimension.allCases.map(\.rawValue).joined(separator: ", ")). \
-                Metrics, each token counted once: installs (attribution true, Download), \
-                redownloads (Redownload), preorders (preorder), other_conversions (another or no \
-                conversionType), organic (attribution false). date is the click's or impression's \
-                UTC day when the record has one, else the day the app obtained the token.
+                Metrics, each token counted in one: installs (attribution true, Download), \
+                redownloads (Redownload), preorders (PreOrder or preorder, any case), \
+                other_conversions (another or no conversionType), not_attributed (attribution \
+                false: not credited to Apple Ads, whatever the cause), test (the developer-mode \
+                test record: org, campaign and ad group 1234567890, ad 542317136). date is the \
+                click's or impression's UTC day when the record has one, else the day the app \
+                obtained the token.
 
                 Examples:
                   postbackd apple-ads report

@@ -55,7 +55,7 @@ struct AppleAdsRulesTests {
     func answers() throws {
         let rules = AppleAdsExchangeRules(retryAfterMs: 7_000)
         let record = try AppleAdsRecord.parse(Array(#"{"attribution":false,"x":[1]}"#.utf8))
-        #expect(rules.outcome(claim(), .record(record), nowMs: now.milliseconds).state == .organic)
+        #expect(rules.outcome(claim(), .record(record), nowMs: now.milliseconds).state == .notAttributed)
         #expect(rules.outcome(claim(), .invalid, nowMs: now.milliseconds).state == .invalid)
         let retry = rules.outcome(claim(attempts: 2, notFound: 2), .unavailable("503"), nowMs: now.milliseconds)
         #expect(

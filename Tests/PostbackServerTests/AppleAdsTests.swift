@@ -46,6 +46,9 @@ struct AppleAdsTests {
     /// - `invalid-`: 400; `organic-`: 200 `attribution: false`; `forever404-`: 404 always;
     /// - `unavailable-`: 500 once, then a view-through preorder;
     /// - `odd-`: 200 with undocumented conversionType and claimType values;
+    /// - `PreOrder-`, `PREORDER-`: pre-orders as Apple's examples and in another case;
+    ///   `devtest-`: the developer-mode test record; `targeted-`: `attribution: false` (a
+    ///   campaign with age or gender targeting); `placement-`: a documented supplyPlacement;
     /// - `slow-`: 200 after a second.
     final class StandIn: Sendable {
         final class Log: Sendable {
@@ -115,6 +118,30 @@ struct AppleAdsTests {
                     )
             case "odd":
                 (200, #"{"attribution":true,"campaignId":99,"conversionType":"Reinstall","claimType":"Glance"}"#)
+            case "PreOrder":
+                (
+                    200,
+                    #"{"attribution":true,"orgId":40669820,"campaignId":77,"adGroupId":7,"conversionType":"PreOrder","claimType":"Click","clickDate":"2026-11-21T08:00Z","supplyPlacement":"APPSTORE_TODAY_TAB"}"#
+                )
+            case "PREORDER":
+                (
+                    200,
+                    #"{"attribution":true,"campaignId":77,"conversionType":"PREORDER","supplyPlacement":"APPSTORE_SEARCH_RESULTS"}"#
+                )
+            case "devtest":
+                // Apple's developer-mode payload.
+                (
+                    200,
+                    #"{"attribution":true,"orgId":1234567890,"campaignId":1234567890,"conversionType":"Download","clickDate":"2020-04-08T17:17Z","claimType":"Click","adGroupId":1234567890,"countryOrRegion":"US","keywordId":12323222,"adId":542317136}"#
+                )
+            case "targeted":
+                // A campaign with age or gender targeting (September 2026): no attribution.
+                (200, #"{"attribution":false}"#)
+            case "placement":
+                (
+                    200,
+                    #"{"attribution":true,"campaignId":77,"conversionType":"Download","supplyPlacement":"APPSTORE_PRODUCT_PAGES"}"#
+                )
             default: (418, nil)
             }
         }
@@ -159,6 +186,14 @@ struct AppleAdsTests {
             FROM apple_ads_tokens WHERE token_sha256 = '\(digest)'
             """
         ).first ?? nil
+    }
+
+    /// `apple-ads status --format json` of `store`.
+    private static func status(_ store: TestStore) async throws -> [String: Any] {
+        let status = try await postbackd(["apple-ads", "status", "--db", store.argument, "--format", "json"])
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any]
+        )
     }
 
     private static func spacings(_ requests: [Request]) -> [Double] {
@@ -222,7 +257,7 @@ struct AppleAdsTests {
         #expect(try await token(store, "record-1") == "attributed|1|0|0")
         #expect(try await token(store, "twice404-1") == "attributed|3|2|0")
         #expect(try await token(store, "invalid-1") == "invalid|1|0|0")
-        #expect(try await token(store, "organic-1") == "organic|1|0|0")
+        #expect(try await token(store, "organic-1") == "not_attributed|1|0|0")
         #expect(try await token(store, "forever404-1") == "pending|4|4|1", "still valid: kept, retried later")
         #expect(try await token(store, "unavailable-1") == "pending|1|0|1")
         #expect(try await token(store, "record-expired") == "expired|0|0|0")
@@ -261,17 +296,16 @@ struct AppleAdsTests {
         #expect(third.status == 0, "\(third.standardError)")
         #expect(standIn.requests.count == before, "a resolved token is never exchanged again")
 
-        let status = try await Self.postbackd(["apple-ads", "status", "--db", store.argument, "--format", "json"])
-        let json = try #require(
-            try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any]
-        )
+        let json = try await Self.status(store)
         #expect(
             json["tokens"] as? [String: Int]
-                == ["pending": 1, "attributed": 4, "organic": 1, "invalid": 1, "expired": 1]
+                == ["pending": 1, "attributed": 4, "not_attributed": 1, "invalid": 1, "expired": 1]
         )
         #expect(json["pending_by_last_status"] as? [String: Int] == ["404": 1])
         #expect(json["unknown_conversion_types"] as? [String: Int] == ["Reinstall": 1])
         #expect(json["unknown_claim_types"] as? [String: Int] == ["Glance": 1])
+        #expect(json["unknown_supply_placements"] as? [String: Int] == ["search-results": 1])
+        #expect(json["test_records"] as? Int == 0)
 
         // By hand: record-1 counts on its click day (2026-11-20), unavailable-1 on its
         // impression day (2026-11-19), the others on the day they were obtained.
@@ -282,7 +316,7 @@ struct AppleAdsTests {
         add("2026-11-20", "installs")
         add("2026-11-19", "preorders")
         add(obtained, "redownloads")
-        add(obtained, "organic")
+        add(obtained, "not_attributed")
         add(obtained, "other_conversions")
         let report = try await Self.postbackd([
             "apple-ads", "report", "--db", store.argument, "--by", "date", "--format", "json",
@@ -303,12 +337,12 @@ struct AppleAdsTests {
         ])
         #expect(
             byCampaign.standardOutput == """
-                campaign_id,claim_type,installs,redownloads,preorders,other_conversions,organic
-                ,,0,0,0,0,1
-                99,Glance,0,0,0,1,0
-                99,Impression,0,0,1,0,0
-                542370539,,0,1,0,0,0
-                542370539,Click,1,0,0,0,0
+                campaign_id,claim_type,installs,redownloads,preorders,other_conversions,not_attributed,test
+                ,,0,0,0,0,1,0
+                99,Glance,0,0,0,1,0,0
+                99,Impression,0,0,1,0,0,0
+                542370539,,0,1,0,0,0,0
+                542370539,Click,1,0,0,0,0,0
 
                 """
         )
@@ -413,6 +447,66 @@ struct AppleAdsTests {
         try await Task.sleep(for: .seconds(1.5))
         #expect(standIn.requests.map(\.token) == ["record-route"], "exchanged once; the expired token never")
         #expect(server.stop() == 0)
+        await standIn.stop()
+    }
+
+    @Test(
+        "Apple's answers as it sends them now: PreOrder in any case, the developer-mode test record, attribution false for targeted campaigns, the documented supply placements",
+        arguments: TestEngine.available
+    )
+    func currentAnswers(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        let standIn = try await StandIn()
+        let tokens = ["PreOrder-1", "PREORDER-1", "devtest-1", "targeted-1", "placement-1", "odd-1", "record-1"]
+        let file = try directory.write("current.jsonl", tokens.map { Self.line($0) }.joined(separator: "\n") + "\n")
+        let added = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
+        #expect(added.status == 0, "\(added.standardError)")
+        let fetched = try await Self.postbackd([
+            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--once",
+        ])
+        #expect(fetched.status == 0, "\(fetched.standardError)")
+        #expect(fetched.standardError.contains("6 attributed, 1 not attributed"), "\(fetched.standardError)")
+        #expect(try await token(store, "targeted-1") == "not_attributed|1|0|0")
+
+        // Each token in exactly one count: the pre-orders whatever their case, the test record
+        // in `test` only, never in installs.
+        let report = try await Self.postbackd([
+            "apple-ads", "report", "--db", store.argument, "--by", "campaign_id", "--format", "csv",
+        ])
+        #expect(report.status == 0, "\(report.standardError)")
+        #expect(
+            report.standardOutput == """
+                campaign_id,installs,redownloads,preorders,other_conversions,not_attributed,test
+                ,0,0,0,0,1,0
+                77,1,0,2,0,0,0
+                99,0,0,0,1,0,0
+                542370539,1,0,0,0,0,0
+                1234567890,0,0,0,0,0,1
+
+                """
+        )
+        let json = try await Self.status(store)
+        #expect(json["unknown_conversion_types"] as? [String: Int] == ["Reinstall": 1], "PreOrder is documented")
+        #expect(json["unknown_supply_placements"] as? [String: Int] == ["search-results": 1])
+        #expect(json["test_records"] as? Int == 1)
+        #expect((json["tokens"] as? [String: Int])?["not_attributed"] == 1)
+        let text = try await Self.postbackd(["apple-ads", "status", "--db", store.argument])
+        #expect(text.standardOutput.contains("not_attributed  1"), "\(text.standardOutput)")
+        #expect(text.standardOutput.contains("developer-mode test records (in no count): 1"))
+        #expect(text.standardOutput.contains(#"undocumented supplyPlacement values (kept): "search-results" 1"#))
+
+        // Beside the SKAN report, the test record is no install either.
+        let side = try await Self.postbackd([
+            "report", "--db", store.argument, "--by", "app_id", "--with-apple-ads", "--format", "csv",
+        ])
+        #expect(side.status == 0, "\(side.standardError)")
+        let lines: [String] = side.standardOutput.split(separator: "\n").map(String.init)
+        let header: [String] =
+            lines.first?.split(separator: ",", omittingEmptySubsequences: false).map(String.init) ?? []
+        let values: [String] =
+            lines.dropFirst().first?.split(separator: ",", omittingEmptySubsequences: false).map(String.init) ?? []
+        let cells: [String: String] = Dictionary(uniqueKeysWithValues: zip(header, values))
+        #expect(cells["apple_ads_installs"] == "2", "\(side.standardOutput)")
         await standIn.stop()
     }
 

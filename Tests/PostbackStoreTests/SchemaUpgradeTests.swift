@@ -24,6 +24,28 @@ struct SchemaUpgradeTests {
     /// The releases whose stores are kept as fixtures.
     static let releases = ["release-2026-11-25"]
 
+    @Test(
+        "a token Apple answered attribution false for, stored as organic, is not_attributed after the upgrade",
+        arguments: TestEngine.available
+    )
+    func notAttributed(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        try await PostbackStores.with(store.location) { _ in }
+        // The state as the release before wrote it, and its migration log without v17 / 13.
+        try await store.execute(
+            """
+            INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
+            VALUES ('a', 1, 0, 0, 'organic', 0), ('b', 1, 0, 0, 'attributed', 0), ('c', 1, 0, 0, 'pending', 0)
+            """,
+            engine == .sqlite
+                ? "DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%'"
+                : "DELETE FROM postbackd_migrations WHERE version >= 13"
+        )
+        try await PostbackStores.with(store.location) { _ in }
+        let states = try await store.strings("SELECT token_sha256 || '|' || state FROM apple_ads_tokens")
+        #expect(states.compactMap { $0 }.sorted() == ["a|not_attributed", "b|attributed", "c|pending"])
+    }
+
     /// Each released SQLite migration's SHA-256 (of its SQL). A new migration adds a row; a
     /// changed row means a shipped migration was edited: write a new migration instead.
     static let sqliteMigrations: [(String, String)] = [
@@ -73,6 +95,7 @@ struct SchemaUpgradeTests {
             "v16: the null model's reference groups",
             "347bbddc140409d2d8084c77b0a1046152e741a94db2e101153bd4f1a8512313"
         ),
+        ("v17: Apple Ads not_attributed", "f1ce5bef38387e528b4f351b18f5cd65a3946e5aa1925a445c8ed44c77a5aca2"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -89,6 +112,7 @@ struct SchemaUpgradeTests {
         (10, "8e82aea84cc6f946a46a28b4fe98099d07eeebff714c90e0877769d75f5884f3"),
         (11, "9ba775e7f30f18a7d477eb9f815192c65679bbc54662ae08958faf361cfe4b63"),
         (12, "2c9fd0b9cf91415844eab60462e218d912a975d9a7af46f0f93b35b019be4f0c"),
+        (13, "a0647a454b5182a5e671b343280bd2259bbbf1b765c1a96b8f83f4cf2e10e857"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -57,7 +57,7 @@ package struct AppleAdsOutcome: Sendable, Hashable {
 }
 
 /// The exchange's retry rules, from Apple's documentation:
-/// - 200: resolved (`attributed`, or `organic` for `attribution: false`);
+/// - 200: resolved (`attributed`, or `not_attributed` for `attribution: false`);
 /// - 400: `invalid`, never sent again;
 /// - 404: not ready; retried at least 5 seconds later, three times, then at a growing interval
 ///   (1 minute, doubling, at most an hour) while the token is valid;
@@ -111,7 +111,7 @@ package struct AppleAdsExchangeRules: Sendable, Hashable {
         let wait: Int64
         switch answer {
         case .record(let record):
-            outcome.state = record.attribution ? .attributed : .organic
+            outcome.state = record.attribution ? .attributed : .notAttributed
             outcome.lastStatus = "200"
             outcome.record = record
             outcome.reportDay = record.reportDay(obtainedAt: claim.obtainedAt)

@@ -27,11 +27,27 @@ package struct AppleAdsRecord: Sendable, Hashable {
         self.raw = raw
     }
 
-    /// The documented `conversionType` values: `Download`, `Redownload`, and `preorder` (added
-    /// later). Others are kept and reported apart.
-    static let knownConversionTypes: Set<String> = ["Download", "Redownload", "preorder"]
+    /// The documented `conversionType` values besides a pre-order: `Download`, `Redownload`.
+    /// Others are kept and reported apart.
+    package static let knownConversionTypes: [String] = ["Download", "Redownload"]
+    /// A pre-order's `conversionType`, compared without case: Apple's field table and examples
+    /// write `PreOrder`, its changelog `preorder`.
+    package static let preorder = "preorder"
     /// The documented `claimType` values.
-    static let knownClaimTypes: Set<String> = ["Click", "Impression"]
+    package static let knownClaimTypes: [String] = ["Click", "Impression"]
+    /// The documented `supplyPlacement` values (January 2026). Others are kept as given and
+    /// counted by `apple-ads status`.
+    package static let knownSupplyPlacements: [String] = [
+        "APPSTORE_SEARCH_RESULTS", "APPSTORE_SEARCH_TAB", "APPSTORE_TODAY_TAB", "APPSTORE_PRODUCT_PAGES",
+    ]
+    /// The ids of the record AdServices answers with on a device in developer mode (Apple's
+    /// sample: org, campaign and ad group 1234567890, ad 542317136, clicked 2020-04-08T17:17Z;
+    /// its keyword id differs between versions of the documentation, so it is not compared). A
+    /// record with all four is a test, never an install (``AppleAdsMetric/test`` in the store).
+    package static let developerTestIDs = (
+        org: Int64(1_234_567_890), campaign: Int64(1_234_567_890),
+        adGroup: Int64(1_234_567_890), ad: Int64(542_317_136)
+    )
 
     /// Reads a 200 answer's body.
     ///

@@ -177,8 +177,11 @@ package enum AppleAdsTokenState: String, Sendable, Hashable, CaseIterable {
     case pending
     /// Apple answered with an attribution record, `attribution: true`.
     case attributed
-    /// Apple answered `attribution: false`: not an Apple Ads install.
-    case organic
+    /// Apple answered `attribution: false`: not credited to Apple Ads, whatever the cause (no
+    /// Apple Ads tap or view, a view-through, or since September 2026 a campaign with age or
+    /// gender targeting). Stored before as `organic`, which it need not be (SQLite migration v17,
+    /// PostgreSQL 13).
+    case notAttributed = "not_attributed"
     /// Apple answered 400: the token is not valid.
     case invalid
     /// 24 hours passed before Apple answered for good.

@@ -81,7 +81,7 @@ package struct AppleAdsFetchSummary: Sendable, Hashable {
     /// Requests sent.
     package var requests = 0
     package var attributed = 0
-    package var organic = 0
+    package var notAttributed = 0
     package var invalid = 0
     /// Closed unsent, past their 24 hours.
     package var expired = 0
@@ -92,7 +92,7 @@ package struct AppleAdsFetchSummary: Sendable, Hashable {
         if outcome.state != .expired { requests += 1 }
         switch outcome.state {
         case .attributed: attributed += 1
-        case .organic: organic += 1
+        case .notAttributed: notAttributed += 1
         case .invalid: invalid += 1
         case .expired: expired += 1
         case .pending: retrying += 1

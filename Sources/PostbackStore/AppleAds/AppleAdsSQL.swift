@@ -65,20 +65,33 @@ extension PostbackStorage {
             status.pendingByLastStatus = try await counts(
                 "SELECT coalesce(last_status, 'none'), count(*) FROM apple_ads_tokens WHERE state = 'pending' GROUP BY 1"
             )
+            func quoted(_ values: [String]) -> String { values.map { "'\($0)'" }.joined(separator: ", ") }
             status.unknownConversionTypes = try await counts(
                 """
                 SELECT coalesce(conversion_type, 'none'), count(*) FROM apple_ads_attributions
-                WHERE attribution = 1 AND (conversion_type IS NULL OR conversion_type NOT IN ('Download', 'Redownload', 'preorder'))
+                WHERE \(raw: AppleAdsMetric.otherConversions.condition)
                 GROUP BY 1
                 """
             )
             status.unknownClaimTypes = try await counts(
                 """
                 SELECT claim_type, count(*) FROM apple_ads_attributions
-                WHERE claim_type IS NOT NULL AND claim_type NOT IN ('Click', 'Impression')
+                WHERE claim_type IS NOT NULL AND claim_type NOT IN (\(raw: quoted(AppleAdsRecord.knownClaimTypes)))
                 GROUP BY 1
                 """
             )
+            status.unknownSupplyPlacements = try await counts(
+                """
+                SELECT supply_placement, count(*) FROM apple_ads_attributions
+                WHERE supply_placement IS NOT NULL
+                    AND supply_placement NOT IN (\(raw: quoted(AppleAdsRecord.knownSupplyPlacements)))
+                GROUP BY 1
+                """
+            )
+            status.testRecords =
+                try await sql.row(
+                    "SELECT count(*) FROM apple_ads_attributions WHERE \(raw: AppleAdsMetric.test.condition)"
+                )?.int(0) ?? 0
             return status
         }
     }

@@ -26,6 +26,10 @@ package struct AppleAdsStatus: Sendable, Hashable {
     var unknownConversionTypes: [String: Int] = [:]
     /// The same for `claimType` (absent is documented, so not counted).
     var unknownClaimTypes: [String: Int] = [:]
+    /// The same for `supplyPlacement` (absent is documented, so not counted).
+    var unknownSupplyPlacements: [String: Int] = [:]
+    /// Developer-mode test records (``AppleAdsMetric/test``).
+    var testRecords = 0
 
     package init() {}
 
@@ -62,29 +66,46 @@ package enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// The counts of `apple-ads report`, each token counted once.
+/// The counts of `apple-ads report`, each token counted once, in exactly one of them.
 package enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
     /// `attribution: true`, `conversionType` `Download`.
     case installs
     /// `attribution: true`, `conversionType` `Redownload`.
     case redownloads
-    /// `attribution: true`, `conversionType` `preorder`.
+    /// `attribution: true`, `conversionType` `PreOrder` or `preorder` (any case).
     case preorders
     /// `attribution: true` with another (or no) `conversionType`: kept, never refused.
     case otherConversions = "other_conversions"
-    /// `attribution: false`: not an Apple Ads install.
-    case organic
+    /// `attribution: false`: not credited to Apple Ads, whatever the cause (no Apple Ads tap or
+    /// view, a view-through, a campaign with age or gender targeting). Not "organic": the
+    /// install may well have come from an ad.
+    case notAttributed = "not_attributed"
+    /// The developer-mode test record (``AppleAdsRecord/developerTestIDs``): in no other count.
+    case test
 
     /// The SQL condition a record meets to count here.
     var condition: String {
-        switch self {
-        case .installs: "attribution = 1 AND conversion_type = 'Download'"
-        case .redownloads: "attribution = 1 AND conversion_type = 'Redownload'"
-        case .preorders: "attribution = 1 AND conversion_type = 'preorder'"
+        let test = Self.developerTest
+        let known = AppleAdsRecord.knownConversionTypes.map { "'\($0)'" }.joined(separator: ", ")
+        return switch self {
+        case .installs: "attribution = 1 AND conversion_type = 'Download' AND NOT \(test)"
+        case .redownloads: "attribution = 1 AND conversion_type = 'Redownload' AND NOT \(test)"
+        case .preorders: "attribution = 1 AND \(Self.isPreorder) AND NOT \(test)"
         case .otherConversions:
-            "attribution = 1 AND (conversion_type IS NULL OR conversion_type NOT IN ('Download', 'Redownload', 'preorder'))"
-        case .organic: "attribution = 0"
+            "attribution = 1 AND (conversion_type IS NULL OR (conversion_type NOT IN (\(known)) AND NOT \(Self.isPreorder))) AND NOT \(test)"
+        case .notAttributed: "attribution = 0"
+        case .test: "attribution = 1 AND \(test)"
         }
+    }
+
+    /// A pre-order's conversion type, in any case.
+    static var isPreorder: String { "lower(conversion_type) = '\(AppleAdsRecord.preorder)'" }
+
+    /// The developer-mode test record's ids, true or false (never NULL: a missing id is 0).
+    static var developerTest: String {
+        let ids = AppleAdsRecord.developerTestIDs
+        return
+            "(coalesce(org_id, 0) = \(ids.org) AND coalesce(campaign_id, 0) = \(ids.campaign) AND coalesce(ad_group_id, 0) = \(ids.adGroup) AND coalesce(ad_id, 0) = \(ids.ad))"
     }
 }
 

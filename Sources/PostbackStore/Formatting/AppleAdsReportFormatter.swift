@@ -77,9 +77,10 @@ extension AppleAdsStatus {
         object.add("oldest_pending_obtained_at", oldestPendingObtainedMs.map { UTCInstant(milliseconds: $0).iso8601 })
         object.add("oldest_pending_age_seconds", oldestPendingObtainedMs.map { max(0, nowMs - $0) / 1000 })
         object.add("next_due_at", nextDueMs.map { UTCInstant(milliseconds: $0).iso8601 })
+        object.add("test_records", testRecords)
         for (key, counts) in [
             ("pending_by_last_status", pendingByLastStatus), ("unknown_conversion_types", unknownConversionTypes),
-            ("unknown_claim_types", unknownClaimTypes),
+            ("unknown_claim_types", unknownClaimTypes), ("unknown_supply_placements", unknownSupplyPlacements),
         ] {
             var inner = JSONObjectWriter()
             for (name, count) in counts.sorted(by: { $0.key < $1.key }) { inner.add(name, count) }
@@ -91,7 +92,7 @@ extension AppleAdsStatus {
     /// `apple-ads status` for a terminal.
     package func text(nowMs: Int64) -> String {
         var lines = AppleAdsTokenState.allCases.map { state in
-            state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + formatCount(counts[state] ?? 0)
+            state.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0) + formatCount(counts[state] ?? 0)
         }
         if let oldest = oldestPendingObtainedMs {
             lines.append("oldest pending: obtained \(UTCInstant(milliseconds: oldest).iso8601)")
@@ -106,8 +107,13 @@ extension AppleAdsStatus {
                     .joined(separator: ", ")
             )
         }
-        for (label, counts) in [("conversionType", unknownConversionTypes), ("claimType", unknownClaimTypes)]
-        where !counts.isEmpty {
+        if testRecords > 0 {
+            lines.append("developer-mode test records (in no count): \(formatCount(testRecords))")
+        }
+        for (label, counts) in [
+            ("conversionType", unknownConversionTypes), ("claimType", unknownClaimTypes),
+            ("supplyPlacement", unknownSupplyPlacements),
+        ] where !counts.isEmpty {
             lines.append(
                 "undocumented \(label) values (kept): "
                     + counts.sorted { $0.key < $1.key }.map { "\"\($0.key)\" \(formatCount($0.value))" }

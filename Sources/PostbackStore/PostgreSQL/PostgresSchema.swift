@@ -872,6 +872,16 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        // Apple Ads' `not_attributed` (issue 37); see the SQLite migration v17.
+        Migration(
+            version: 13,
+            name: "Apple Ads not_attributed",
+            statements: [
+                #"""
+                UPDATE apple_ads_tokens SET state = 'not_attributed' WHERE state = 'organic'
+                """#
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -785,5 +785,14 @@ package enum PostbackSchema {
                 CREATE INDEX aggregate_daily_references_key ON aggregate_daily_references (date, app_id, ad_network_id, postback_sequence_index);
                 """#
         ),
+        // Apple Ads (issue 37): a token Apple answered `attribution: false` for is
+        // `not_attributed`, not `organic` (a view-through or a campaign with age or gender
+        // targeting also answers so).
+        Migration(
+            "v17: Apple Ads not_attributed",
+            sql: #"""
+                UPDATE apple_ads_tokens SET state = 'not_attributed' WHERE state = 'organic';
+                """#
+        ),
     ]
 }

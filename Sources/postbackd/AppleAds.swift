@@ -155,7 +155,8 @@ extension Postbackd.AppleAds {
             abstract: "Count the exchanged tokens' attribution records over a period.",
             discussion: """
                 Dimensions: \(AppleAdsDimension.allCases.map(\.rawValue).joined(separator: ", ")). \
-                Metrics, each token counted in one: installs (attribution true, Download), \
+                Metrics, each install counted in one (the tokens of one app and install_id are one \
+                install): installs (attribution true, Download), \
                 redownloads (Redownload), preorders (PreOrder or preorder, any case), \
                 other_conversions (another or no conversionType), not_attributed (attribution \
                 false: not credited to Apple Ads, whatever the cause), test (the developer-mode \

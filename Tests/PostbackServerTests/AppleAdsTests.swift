@@ -168,9 +168,15 @@ struct AppleAdsTests {
     }
 
     /// A submission line, obtained a minute ago unless said.
-    private static func line(_ token: String, obtainedAt: String? = nil, app: Int64 = AppleAdsTests.app) -> String {
+    private static func line(
+        _ token: String,
+        obtainedAt: String? = nil,
+        app: Int64 = AppleAdsTests.app,
+        install: String? = nil
+    ) -> String {
         let obtained = obtainedAt ?? iso(Date().addingTimeInterval(-60))
-        return #"{"app_id": \#(app), "token": "\#(token)", "obtained_at": "\#(obtained)"}"#
+        let installID = install.map { #", "install_id": "\#($0)""# } ?? ""
+        return #"{"app_id": \#(app), "token": "\#(token)", "obtained_at": "\#(obtained)"\#(installID)}"#
     }
 
     private static func iso(_ date: Date) -> String {
@@ -507,6 +513,77 @@ struct AppleAdsTests {
             lines.dropFirst().first?.split(separator: ",", omittingEmptySubsequences: false).map(String.init) ?? []
         let cells: [String: String] = Dictionary(uniqueKeysWithValues: zip(header, values))
         #expect(cells["apple_ads_installs"] == "2", "\(side.standardOutput)")
+        await standIn.stop()
+    }
+
+    @Test(
+        "the tokens of one app and install_id are one install, attributed when any of them is; a bad install_id is named",
+        arguments: TestEngine.available
+    )
+    func installIDs(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        let standIn = try await StandIn()
+        let other: Int64 = 1_111_111_111
+        let lines = [
+            // One install, three tokens (the user changed their tracking permission twice): one
+            // attributed.
+            Self.line("organic-i1", install: "6F1C0E52-8D2B-4C35-9E47-0D7A1B2C3D4E"),
+            Self.line("record-i1", install: "6F1C0E52-8D2B-4C35-9E47-0D7A1B2C3D4E"),
+            Self.line("targeted-i1", install: "6F1C0E52-8D2B-4C35-9E47-0D7A1B2C3D4E"),
+            // Another install with two tokens, neither attributed.
+            Self.line("organic-i2", install: "install-2"),
+            Self.line("targeted-i2", install: "install-2"),
+            // Without an install id: each token an install.
+            Self.line("organic-n1"), Self.line("organic-n2"),
+            // The same install id in another app: another install.
+            Self.line("record-o1", app: other, install: "6F1C0E52-8D2B-4C35-9E47-0D7A1B2C3D4E"),
+            // Refused, each naming the field.
+            #"{"app_id": 525463029, "token": "record-bad1", "obtained_at": "2026-11-25T00:00:00Z", "install_id": ""}"#,
+            #"{"app_id": 525463029, "token": "record-bad2", "obtained_at": "2026-11-25T00:00:00Z", "install_id": 7}"#,
+            #"{"app_id": 525463029, "token": "record-bad3", "obtained_at": "2026-11-25T00:00:00Z", "install_id": "a b\u0007"}"#,
+        ]
+        let file = try directory.write("installs.jsonl", lines.joined(separator: "\n") + "\n")
+        let added = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
+        #expect(added.status == 1, "three lines refused")
+        #expect(added.standardError.contains("installs.jsonl:9: install_id: empty"), "\(added.standardError)")
+        #expect(added.standardError.contains("installs.jsonl:10: install_id: expected a string, found a number"))
+        #expect(added.standardError.contains("installs.jsonl:11: install_id: holds byte 0x07"))
+        let stored = try await store.strings(
+            "SELECT count(*) FROM apple_ads_tokens WHERE install_id = '6F1C0E52-8D2B-4C35-9E47-0D7A1B2C3D4E'"
+        )
+        #expect(stored == ["4"])
+        let fetched = try await Self.postbackd([
+            "apple-ads", "fetch", "--db", store.argument, "--endpoint", standIn.endpoint, "--once",
+        ])
+        #expect(fetched.status == 0, "\(fetched.standardError)")
+
+        let report = try await Self.postbackd([
+            "apple-ads", "report", "--db", store.argument, "--by", "app_id", "--format", "csv",
+        ])
+        #expect(
+            report.standardOutput == """
+                app_id,installs,redownloads,preorders,other_conversions,not_attributed,test
+                525463029,1,0,0,0,3,0
+                \(other),1,0,0,0,0,0
+
+                """,
+            "\(report.standardOutput)"
+        )
+        // By date: the install counts on its attributed record's click day, once.
+        let byDate = try await Self.postbackd([
+            "apple-ads", "report", "--db", store.argument, "--by", "date", "--from", "2026-11-20", "--to",
+            "2026-11-20", "--format", "csv",
+        ])
+        #expect(byDate.standardOutput.contains("2026-11-20,2,0,0,0,0,0"), "\(byDate.standardOutput)")
+        let side = try await Self.postbackd([
+            "report", "--db", store.argument, "--by", "app_id", "--with-apple-ads", "--format", "json",
+        ])
+        #expect(side.status == 0, "\(side.standardError)")
+        let rows = try #require(
+            try JSONSerialization.jsonObject(with: Data(side.standardOutput.utf8)) as? [[String: Any]]
+        )
+        let ours = rows.first { ($0["app_id"] as? Int).map(Int64.init) == Self.app }
+        #expect(ours?["apple_ads_installs"] as? Int == 1, "\(side.standardOutput)")
         await standIn.stop()
     }
 

@@ -308,6 +308,8 @@ struct DashboardStoreTests {
                     + dashboardTables.joined(separator: ", "),
                 "ALTER TABLE conflicts DROP COLUMN signed_differs",
                 "ALTER TABLE ingest_runs DROP COLUMN signed_conflicts",
+                // 14: Apple Ads install ids (13, renaming a token state, runs again as it is).
+                "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
                 "DELETE FROM postbackd_migrations WHERE version >= 8"
             )
             for statement in laterMigration { try await store.execute(statement) }

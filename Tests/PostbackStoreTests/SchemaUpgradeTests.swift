@@ -31,16 +31,23 @@ struct SchemaUpgradeTests {
     func notAttributed(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         try await PostbackStores.with(store.location) { _ in }
-        // The state as the release before wrote it, and its migration log without v17 / 13.
+        // The state as the release before wrote it, and its migration log without v17 / 13
+        // (PostgreSQL applies those after the highest recorded: 14, the install ids, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
             VALUES ('a', 1, 0, 0, 'organic', 0), ('b', 1, 0, 0, 'attributed', 0), ('c', 1, 0, 0, 'pending', 0)
-            """,
-            engine == .sqlite
-                ? "DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%'"
-                : "DELETE FROM postbackd_migrations WHERE version >= 13"
+            """
         )
+        switch engine {
+        case .sqlite:
+            try await store.execute("DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%'")
+        case .postgres:
+            try await store.execute(
+                "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
+                "DELETE FROM postbackd_migrations WHERE version >= 13"
+            )
+        }
         try await PostbackStores.with(store.location) { _ in }
         let states = try await store.strings("SELECT token_sha256 || '|' || state FROM apple_ads_tokens")
         #expect(states.compactMap { $0 }.sorted() == ["a|not_attributed", "b|attributed", "c|pending"])
@@ -96,6 +103,7 @@ struct SchemaUpgradeTests {
             "347bbddc140409d2d8084c77b0a1046152e741a94db2e101153bd4f1a8512313"
         ),
         ("v17: Apple Ads not_attributed", "f1ce5bef38387e528b4f351b18f5cd65a3946e5aa1925a445c8ed44c77a5aca2"),
+        ("v18: Apple Ads install ids", "f46900236326bc9f098a55b8d1daf9209749fd4f48deb8b3724dde5cd31dfb26"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -113,6 +121,7 @@ struct SchemaUpgradeTests {
         (11, "9ba775e7f30f18a7d477eb9f815192c65679bbc54662ae08958faf361cfe4b63"),
         (12, "2c9fd0b9cf91415844eab60462e218d912a975d9a7af46f0f93b35b019be4f0c"),
         (13, "a0647a454b5182a5e671b343280bd2259bbbf1b765c1a96b8f83f4cf2e10e857"),
+        (14, "43798e29525a2e57314155cd19ada2448fd5c304223729f56d31a628faba826c"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -1,7 +1,7 @@
 /// Apple Ads attribution through the AdServices framework: the token an app obtains
 /// (`AAAttribution.attributionToken()`), and what postbackd keeps of it.
 ///
-/// The app sends `{"app_id": …, "token": "…", "obtained_at": "ISO 8601"}` to `serve`
+/// The app sends `{"app_id": …, "token": "…", "obtained_at": "ISO 8601", "install_id": "…"}` to `serve`
 /// (`POST /v1/apple-ads/token`) or a batch job collects the same objects as JSON Lines
 /// (`apple-ads add`). A token is valid for 24 hours from when the app obtained it.
 package struct AppleAdsToken: Sendable, Hashable {
@@ -14,18 +14,31 @@ package struct AppleAdsToken: Sendable, Hashable {
     package var obtainedAt: UTCInstant
     /// Whether the submission gave `obtained_at`.
     package var obtainedAtGiven: Bool
+    /// What the app keeps for this install (e.g. a UUID in its keychain), if it sent one. Since
+    /// October 2025 the framework gives a new token whenever the user changes their tracking
+    /// permission: the tokens of one app and install id are one install in the reports.
+    package var installID: String?
 
-    package init(appID: Int64, token: String, obtainedAt: UTCInstant, obtainedAtGiven: Bool = true) {
+    package init(
+        appID: Int64,
+        token: String,
+        obtainedAt: UTCInstant,
+        obtainedAtGiven: Bool = true,
+        installID: String? = nil
+    ) {
         self.appID = appID
         self.token = token
         self.obtainedAt = obtainedAt
         self.obtainedAtGiven = obtainedAtGiven
+        self.installID = installID
     }
 
     /// How long Apple accepts a token after the app obtained it.
     package static let validityMs: Int64 = 24 * 3_600_000
     /// The longest token accepted. Apple's are a few hundred characters.
     static let maximumLength = 4_096
+    /// The longest `install_id` accepted (a UUID is 36 characters).
+    static let maximumInstallIDLength = 128
     /// How far in the future `obtained_at` may be (a phone's clock runs fast).
     static let clockSkewMs: Int64 = 3_600_000
 
@@ -49,7 +62,7 @@ package struct AppleAdsToken: Sendable, Hashable {
 
     /// Reads one submission: `app_id` (an App Store id, as a number or a decimal string),
     /// `token`, and optionally `obtained_at` (ISO 8601; default `now`; a time after `now`, up to
-    /// an hour, is taken as `now`).
+    /// an hour, is taken as `now`) and `install_id` (1 to 128 printable ASCII characters).
     ///
     /// - Throws: ``AppleAdsTokenError`` naming the field and what is wrong with it.
     package static func parse(_ value: JSONValue, now: UTCInstant) throws(AppleAdsTokenError) -> AppleAdsToken {
@@ -115,7 +128,43 @@ package struct AppleAdsToken: Sendable, Hashable {
                 message: "expected an ISO 8601 string, found \(other.kindName)"
             )
         }
-        return AppleAdsToken(appID: appID, token: token, obtainedAt: obtainedAt, obtainedAtGiven: given)
+        var installID: String?
+        switch value["install_id"] {
+        case nil, .null?:
+            break
+        case .string(let text)?:
+            if let problem = installIDProblem(text) {
+                throw AppleAdsTokenError(.invalidValue, field: "install_id", message: problem)
+            }
+            installID = text
+        case let other?:
+            throw AppleAdsTokenError(
+                .wrongType,
+                field: "install_id",
+                message: "expected a string, found \(other.kindName)"
+            )
+        }
+        return AppleAdsToken(
+            appID: appID,
+            token: token,
+            obtainedAt: obtainedAt,
+            obtainedAtGiven: given,
+            installID: installID
+        )
+    }
+
+    /// What is wrong with `installID`, if anything: empty, too long, or holding characters
+    /// other than printable ASCII.
+    static func installIDProblem(_ installID: String) -> String? {
+        let bytes = installID.utf8
+        if bytes.isEmpty { return "empty: leave it out, or give what the app keeps for this install" }
+        if bytes.count > maximumInstallIDLength {
+            return "\(bytes.count) bytes, over the \(maximumInstallIDLength) an install id can have"
+        }
+        if let bad = bytes.first(where: { $0 < 0x20 || $0 >= 0x7F }) {
+            return "holds byte 0x\(hexString([bad])): printable ASCII only (e.g. a UUID)"
+        }
+        return nil
     }
 
     /// What is wrong with `token`, if anything: empty, too long, or holding characters no token

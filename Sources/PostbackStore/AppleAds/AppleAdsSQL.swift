@@ -13,20 +13,21 @@ extension PostbackStorage {
         let received = Array(zip(tokens, receivedAtMs))
         let inserted = try await withSQL("store Apple Ads tokens", .write) { sql in
             var inserted = Set<String>()
-            // 8 values a row, well within either engine's limit on a statement's parameters.
+            // 9 values a row, well within either engine's limit on a statement's parameters.
             for start in stride(from: 0, to: received.count, by: 1_000) {
                 let rows = received[start..<min(start + 1_000, received.count)].map { token, receivedAtMs -> SQLQuery in
                     let expired = token.expiresAt.milliseconds <= receivedAtMs
                     let state = expired ? AppleAdsTokenState.expired : AppleAdsTokenState.pending
                     return """
                         (\(token.sha256), \(expired ? nil : token.token), \(token.appID),
-                            \(token.obtainedAt.milliseconds), \(receivedAtMs), \(state.rawValue), \(receivedAtMs), \(expired ? receivedAtMs : nil))
+                            \(token.obtainedAt.milliseconds), \(receivedAtMs), \(state.rawValue), \(receivedAtMs), \(expired ? receivedAtMs : nil),
+                            \(token.installID))
                         """
                 }
                 try await sql.forEachRow(
                     """
                     INSERT INTO apple_ads_tokens (token_sha256, token, app_id, obtained_ms, received_ms, state, due_ms,
-                        resolved_ms)
+                        resolved_ms, install_id)
                     VALUES \(list: rows)
                     ON CONFLICT (token_sha256) DO NOTHING
                     RETURNING token_sha256

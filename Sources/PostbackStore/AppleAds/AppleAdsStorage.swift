@@ -66,7 +66,8 @@ package enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// The counts of `apple-ads report`, each token counted once, in exactly one of them.
+/// The counts of `apple-ads report`, each install (``AppleAdsReportQuery/installs``) counted in
+/// exactly one of them.
 package enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
     /// `attribution: true`, `conversionType` `Download`.
     case installs
@@ -123,16 +124,21 @@ package struct AppleAdsReportQuery: Sendable, Hashable {
 
     /// The report's statement: the groups (sorted as SQLite sorts them: NULL first, text by its
     /// bytes), then one sum per metric. `date` is `YYYY-MM-DD` text on both engines.
+    ///
+    /// It counts installs, not tokens: the tokens of one app and `install_id` (a new one each
+    /// time the user changes their tracking permission) are one install, represented by its
+    /// first attributed record, else its first record (``installs``); a token without an
+    /// install id is an install of its own.
     var statement: SQLQuery {
-        var conditions: [SQLQuery] = []
+        var conditions: [SQLQuery] = ["install_rank = 1"]
         if let from { conditions.append("date >= \(from.description)") }
         if let to { conditions.append("date <= \(to.description)") }
         let select = dimensions.map { SQLQuery(raw: $0.column) }
         let sums = AppleAdsMetric.allCases.map { metric -> SQLQuery in
             "CAST(SUM(CASE WHEN \(raw: metric.condition) THEN 1 ELSE 0 END) AS BIGINT)"
         }
-        var sql: SQLQuery = "SELECT \(list: select + sums) FROM apple_ads_attributions"
-        if !conditions.isEmpty { sql = "\(sql) WHERE \(list: conditions, separator: " AND ")" }
+        var sql: SQLQuery = "SELECT \(list: select + sums) FROM (\(Self.installs)) AS installs"
+        sql = "\(sql) WHERE \(list: conditions, separator: " AND ")"
         if !dimensions.isEmpty {
             let positions = dimensions.indices.map { String($0 + 1) }.joined(separator: ", ")
             let order = dimensions.map { dimension -> SQLQuery in
@@ -143,6 +149,17 @@ package struct AppleAdsReportQuery: Sendable, Hashable {
         }
         return sql
     }
+}
+
+extension AppleAdsReportQuery {
+    /// Every attribution record with `install_rank`, 1 for the one that stands for its install.
+    static let installs: SQLQuery = """
+        SELECT a.*, ROW_NUMBER() OVER (
+            PARTITION BY a.app_id, COALESCE('i' || t.install_id, 't' || CAST(a.token_id AS TEXT))
+            ORDER BY a.attribution DESC, a.token_id
+        ) AS install_rank
+        FROM apple_ads_attributions a JOIN apple_ads_tokens t ON t.id = a.token_id
+        """
 }
 
 /// One row of `apple-ads report`.

@@ -882,6 +882,16 @@ enum PostgresSchema {
                 """#
             ]
         ),
+        // Apple Ads install ids (issue 37); see the SQLite migration v18.
+        Migration(
+            version: 14,
+            name: "Apple Ads install ids",
+            statements: [
+                #"""
+                ALTER TABLE apple_ads_tokens ADD COLUMN install_id text
+                """#
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

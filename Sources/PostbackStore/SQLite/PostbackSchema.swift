@@ -794,5 +794,13 @@ package enum PostbackSchema {
                 UPDATE apple_ads_tokens SET state = 'not_attributed' WHERE state = 'organic';
                 """#
         ),
+        // Apple Ads (issue 37): the install a token belongs to, as the app says (a new token
+        // each time the user changes their tracking permission); the report counts installs.
+        Migration(
+            "v18: Apple Ads install ids",
+            sql: #"""
+                ALTER TABLE apple_ads_tokens ADD COLUMN install_id TEXT;
+                """#
+        ),
     ]
 }

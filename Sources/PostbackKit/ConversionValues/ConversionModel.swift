@@ -180,6 +180,16 @@ public enum RevenueEstimatePolicy: String, Sendable, Hashable, CaseIterable {
         case .upper: Double(maxMicros)
         }
     }
+
+    /// ``estimate(minMicros:maxMicros:)`` in currency units (``units(_:)``), in SQL both
+    /// engines read, of two expressions in micros.
+    package func estimateUnitsSQL(minMicros: String, maxMicros: String) -> String {
+        switch self {
+        case .midpoint: "(\(minMicros) + \(maxMicros)) / 2000000.0"
+        case .lower: "\(minMicros) / 1000000.0"
+        case .upper: "\(maxMicros) / 1000000.0"
+        }
+    }
 }
 
 /// Micros to currency units.

@@ -44,6 +44,15 @@ enum AggregateSQL {
     /// The columns a run writes in `aggregate_daily_revenue` after its dimensions.
     static let detailedRevenueColumns = "reengagement, currency, revenue_min, revenue_max, revenue_estimate"
 
+    /// The columns of `aggregate_daily_events` after its dimensions.
+    static let eventColumns = "event, occurrences_min, occurrences_max, postbacks"
+
+    /// The columns of `aggregate_daily_event_revenue` after its dimensions.
+    static let eventRevenueColumns = "event, currency, revenue_min, revenue_max, revenue_estimate"
+
+    /// The columns of `aggregate_fine_values`.
+    static let fineValueColumns = "date, app_id, ad_network_id, fine_value, postbacks"
+
     /// The totals revenue columns.
     static var totalsRevenueColumns: String {
         totalsDimensions.map(\.column).joined(separator: ", ") + ", " + revenueColumns
@@ -84,12 +93,7 @@ enum AggregateSQL {
         let nulls = "d.modeled_day + d.modeled_week + d.modeled_app_week"
         let minimum = NullModel.modeledMicrosSQL(nulls: nulls, sum: "r.revenue_min_micros", references: "r.postbacks")
         let maximum = NullModel.modeledMicrosSQL(nulls: nulls, sum: "r.revenue_max_micros", references: "r.postbacks")
-        let estimate =
-            switch policy {
-            case .midpoint: "(min_micros + max_micros) / 2000000.0"
-            case .lower: "min_micros / 1000000.0"
-            case .upper: "max_micros / 1000000.0"
-            }
+        let estimate = policy.estimateUnitsSQL(minMicros: "min_micros", maxMicros: "max_micros")
         return """
             SELECT \(raw: dimensions), reengagement, currency, revenue_min, revenue_max, revenue_estimate,
                 COALESCE(modeled_min, 0) AS modeled_min, COALESCE(modeled_max, 0) AS modeled_max,

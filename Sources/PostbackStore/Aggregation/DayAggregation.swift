@@ -8,6 +8,9 @@ protocol AggregateRowSink {
     mutating func put(_ value: Int64?)
     mutating func put(_ value: Int?)
     mutating func put(_ value: Bool?)
+    mutating func put(_ value: Double?)
+    /// A day as `date` columns hold it (SQLite: `YYYY-MM-DD` text).
+    mutating func put(_ value: UTCDay?)
 }
 
 /// One day's groups and fine-value histogram, computed from its stored postbacks.
@@ -165,6 +168,15 @@ struct TotalsKey: Hashable, Sendable {
         installDate = key.installDate
         crowdAnonymityTier = key.crowdAnonymityTier
     }
+
+    /// Its row's dimensions (``AggregateSQL/totalsDimensions``) on `day`.
+    func put(day: UTCDay, into row: inout some AggregateRowSink) {
+        row.put(day)
+        row.put(appID)
+        row.put(adNetworkID)
+        row.put(installDate)
+        row.put(crowdAnonymityTier)
+    }
 }
 
 /// The columns of a stored postback that aggregation reads.
@@ -321,6 +333,32 @@ struct RevenueSum: Sendable {
         )
     }
 
+    /// Puts `currency`, the observed minimum, maximum and estimate (a detailed row's revenue,
+    /// an event's: observed only).
+    func putObserved(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout some AggregateRowSink) {
+        row.put(currency)
+        let observed = observed(policy)
+        row.put(observed.min)
+        row.put(observed.max)
+        row.put(observed.estimate)
+    }
+
+    /// Puts ``AggregateSQL/revenueColumns`` (of the totals): whether it is re-engagements',
+    /// `currency`, the observed minimum, maximum and estimate, then the modeled ones.
+    func putWithModeled(
+        _ currency: String,
+        _ policy: RevenueEstimatePolicy,
+        reengagement: Bool,
+        into row: inout some AggregateRowSink
+    ) {
+        row.put(reengagement)
+        putObserved(currency, policy, into: &row)
+        let modeled = modeled(policy)
+        row.put(modeled.min)
+        row.put(modeled.max)
+        row.put(modeled.estimate)
+    }
+
     mutating func add(_ other: RevenueSum) {
         minMicros += other.minMicros
         maxMicros += other.maxMicros
@@ -427,24 +465,24 @@ struct GroupMetrics: Sendable {
     var reengagementRevenue: [String: RevenueSum] = [:]
     var events: [String: EventSum] = [:]
 
-    /// Calls `body` with each count, in the ``countColumns`` order (no array built: a day has
-    /// 130,000 groups).
-    func forEachCount(_ body: (Int) throws -> Void) rethrows {
-        try body(postbacks)
-        try body(installs)
-        try body(redownloads)
-        try body(reengagements)
-        try body(nonWinning)
-        try body(testMode)
-        try body(development)
-        try body(nullConversionValues)
-        try body(unmapped)
-        try body(unmodelled)
-        try body(modelAmbiguous)
-        try body(modeled.day)
-        try body(modeled.week)
-        try body(modeled.appWeek)
-        try body(modeled.none)
+    /// Puts the counts, in the ``countColumns`` order (no array built: a day has 130,000
+    /// groups).
+    func putCounts(into row: inout some AggregateRowSink) {
+        row.put(postbacks)
+        row.put(installs)
+        row.put(redownloads)
+        row.put(reengagements)
+        row.put(nonWinning)
+        row.put(testMode)
+        row.put(development)
+        row.put(nullConversionValues)
+        row.put(unmapped)
+        row.put(unmodelled)
+        row.put(modelAmbiguous)
+        row.put(modeled.day)
+        row.put(modeled.week)
+        row.put(modeled.appWeek)
+        row.put(modeled.none)
     }
 
     /// Gives the ``modelable`` nulls the revenue of `reference` (none: counted as not modeled).
@@ -488,7 +526,7 @@ struct GroupMetrics: Sendable {
         for (currency, sum) in sums { total[currency, default: RevenueSum()].add(sum) }
     }
 
-    /// The `aggregate_daily` count columns, in ``counts`` order.
+    /// The `aggregate_daily` count columns, in ``putCounts(into:)`` order.
     static let countColumns =
         "postbacks, installs, redownloads, reengagements, non_winning, test_mode, development, null_conversion_values, unmapped, unmodelled, model_ambiguous, modeled_day, modeled_week, modeled_app_week, modeled_none"
 

@@ -66,7 +66,6 @@ extension PostbackStorage {
             status.pendingByLastStatus = try await counts(
                 "SELECT coalesce(last_status, 'none'), count(*) FROM apple_ads_tokens WHERE state = 'pending' GROUP BY 1"
             )
-            func quoted(_ values: [String]) -> String { values.map { "'\($0)'" }.joined(separator: ", ") }
             status.unknownConversionTypes = try await counts(
                 """
                 SELECT coalesce(conversion_type, 'none'), count(*) FROM apple_ads_attributions
@@ -77,7 +76,7 @@ extension PostbackStorage {
             status.unknownClaimTypes = try await counts(
                 """
                 SELECT claim_type, count(*) FROM apple_ads_attributions
-                WHERE claim_type IS NOT NULL AND claim_type NOT IN (\(raw: quoted(AppleAdsRecord.knownClaimTypes)))
+                WHERE claim_type IS NOT NULL AND claim_type NOT IN (\(raw: AppleAdsMetric.sqlList(AppleAdsRecord.knownClaimTypes)))
                 GROUP BY 1
                 """
             )
@@ -85,7 +84,7 @@ extension PostbackStorage {
                 """
                 SELECT supply_placement, count(*) FROM apple_ads_attributions
                 WHERE supply_placement IS NOT NULL
-                    AND supply_placement NOT IN (\(raw: quoted(AppleAdsRecord.knownSupplyPlacements)))
+                    AND supply_placement NOT IN (\(raw: AppleAdsMetric.sqlList(AppleAdsRecord.knownSupplyPlacements)))
                 GROUP BY 1
                 """
             )

@@ -87,7 +87,7 @@ package enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
     /// The SQL condition a record meets to count here.
     var condition: String {
         let test = Self.developerTest
-        let known = AppleAdsRecord.knownConversionTypes.map { "'\($0)'" }.joined(separator: ", ")
+        let known = Self.sqlList(AppleAdsRecord.knownConversionTypes)
         return switch self {
         case .installs: "attribution = 1 AND conversion_type = 'Download' AND NOT \(test)"
         case .redownloads: "attribution = 1 AND conversion_type = 'Redownload' AND NOT \(test)"
@@ -97,6 +97,11 @@ package enum AppleAdsMetric: String, Sendable, Hashable, CaseIterable {
         case .notAttributed: "attribution = 0"
         case .test: "attribution = 1 AND \(test)"
         }
+    }
+
+    /// `values` as an SQL list of text literals (documented values, ours: no quote in them).
+    static func sqlList(_ values: [String]) -> String {
+        values.map { "'\($0)'" }.joined(separator: ", ")
     }
 
     /// A pre-order's conversion type, in any case.

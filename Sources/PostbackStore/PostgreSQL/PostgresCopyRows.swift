@@ -152,6 +152,8 @@ extension PostgresCopyRows: AggregateRowSink {
     mutating func put(_ value: Int64?) { append(value) }
     mutating func put(_ value: Int?) { append(value) }
     mutating func put(_ value: Bool?) { append(value) }
+    mutating func put(_ value: Double?) { append(value) }
+    mutating func put(_ value: UTCDay?) { append(value) }
 }
 
 extension PostgresConnection {

@@ -224,18 +224,12 @@ extension PostgresStore {
         for (table, rows, columns) in [
             ("aggregate_daily", rows.daily, "\(dimensions), \(GroupMetrics.countColumns)"),
             ("aggregate_daily_revenue", rows.revenue, "\(dimensions), \(AggregateSQL.detailedRevenueColumns)"),
-            (
-                "aggregate_daily_events", rows.events,
-                "\(dimensions), event, occurrences_min, occurrences_max, postbacks"
-            ),
-            (
-                "aggregate_daily_event_revenue", rows.eventRevenue,
-                "\(dimensions), event, currency, revenue_min, revenue_max, revenue_estimate"
-            ),
+            ("aggregate_daily_events", rows.events, "\(dimensions), \(AggregateSQL.eventColumns)"),
+            ("aggregate_daily_event_revenue", rows.eventRevenue, "\(dimensions), \(AggregateSQL.eventRevenueColumns)"),
             ("aggregate_daily_totals", rows.totals, AggregateSQL.totalsColumns),
             ("aggregate_daily_totals_revenue", rows.totalsRevenue, AggregateSQL.totalsRevenueColumns),
             ("aggregate_daily_references", rows.references, AggregateSQL.referenceColumns),
-            ("aggregate_fine_values", rows.histogram, "date, app_id, ad_network_id, fine_value, postbacks"),
+            ("aggregate_fine_values", rows.histogram, AggregateSQL.fineValueColumns),
         ] {
             try await connection.copy(rows, into: table, columns: columns, logger: logger)
         }
@@ -268,12 +262,12 @@ struct AggregateCopyRows {
             // The mapping's names, looked up once for the group's rows in all four tables.
             let mapped = key.mapping.map { aggregation.campaigns.rows[$0] }
             daily.appendKey(key, day: day, mapped: mapped)
-            metrics.forEachCount { daily.append($0) }
+            metrics.putCounts(into: &daily)
             daily.endRow()
             for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                 revenue.appendKey(key, day: day, mapped: mapped)
                 revenue.append(key.isReengagement)
-                revenue.appendRevenue(currency, range.observed(policy))
+                range.putObserved(currency, policy, into: &revenue)
                 revenue.endRow()
             }
             for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
@@ -286,24 +280,19 @@ struct AggregateCopyRows {
                 for (currency, range) in event.revenue.sorted(by: { $0.key < $1.key }) {
                     eventRevenue.appendKey(key, day: day, mapped: mapped)
                     eventRevenue.append(name)
-                    eventRevenue.appendRevenue(currency, range.observed(policy))
+                    range.putObserved(currency, policy, into: &eventRevenue)
                     eventRevenue.endRow()
                 }
             }
         }
         for (key, metrics) in aggregation.totals {
-            totals.appendKey(key, day: day)
-            metrics.forEachCount { totals.append($0) }
+            key.put(day: day, into: &totals)
+            metrics.putCounts(into: &totals)
             totals.endRow()
             for (reengagement, sums) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
                 for (currency, range) in sums.sorted(by: { $0.key < $1.key }) {
-                    totalsRevenue.appendKey(key, day: day)
-                    totalsRevenue.append(reengagement)
-                    totalsRevenue.appendRevenue(currency, range.observed(policy))
-                    let modeled = range.modeled(policy)
-                    totalsRevenue.append(modeled.min)
-                    totalsRevenue.append(modeled.max)
-                    totalsRevenue.append(modeled.estimate)
+                    key.put(day: day, into: &totalsRevenue)
+                    range.putWithModeled(currency, policy, reengagement: reengagement, into: &totalsRevenue)
                     totalsRevenue.endRow()
                 }
             }
@@ -345,23 +334,6 @@ extension PostgresCopyRows {
         append(mapped?.adGroup)
         append(mapped?.creative)
         append(key.conversionType.rawValue)
-    }
-
-    /// The dimensions of a totals row (``AggregateSQL/totalsDimensions``).
-    mutating func appendKey(_ key: TotalsKey, day: UTCDay) {
-        append(day)
-        append(key.appID)
-        append(key.adNetworkID)
-        append(key.installDate)
-        append(key.crowdAnonymityTier)
-    }
-
-    /// The currency and a revenue's minimum, maximum and estimate.
-    mutating func appendRevenue(_ currency: String, _ revenue: (min: Double, max: Double, estimate: Double)) {
-        append(currency)
-        append(revenue.min)
-        append(revenue.max)
-        append(revenue.estimate)
     }
 }
 

@@ -129,11 +129,11 @@ extension SQLiteStore {
         )
         let events = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_events (\(dimensions), event, occurrences_min, occurrences_max, postbacks) VALUES (\(placeholders), ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_events (\(dimensions), \(AggregateSQL.eventColumns)) VALUES (\(placeholders), ?, ?, ?, ?)"
         )
         let eventRevenue = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_daily_event_revenue (\(dimensions), event, currency, revenue_min, revenue_max, revenue_estimate) VALUES (\(placeholders), ?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_daily_event_revenue (\(dimensions), \(AggregateSQL.eventRevenueColumns)) VALUES (\(placeholders), ?, ?, ?, ?, ?)"
         )
         // The rows go in the groups' hash order, as on PostgreSQL: a table's row order means
         // nothing to SQL, and sorting a day's groups cost a tenth of the run.
@@ -152,13 +152,13 @@ extension SQLiteStore {
             try key.withText { text in
                 var row = SQLiteBinder(daily)
                 text.bind(into: &row)
-                metrics.bindCounts(into: &row)
+                metrics.putCounts(into: &row)
                 _ = try row.step(db)
                 for (currency, range) in metrics.revenue.sorted(by: { $0.key < $1.key }) {
                     var row = SQLiteBinder(revenue)
                     text.bind(into: &row)
                     row.bind(group.isReengagement)
-                    range.bindObserved(currency, policy, into: &row)
+                    range.putObserved(currency, policy, into: &row)
                     _ = try row.step(db)
                 }
                 for (name, event) in metrics.events.sorted(by: { $0.key < $1.key }) {
@@ -173,7 +173,7 @@ extension SQLiteStore {
                         var row = SQLiteBinder(eventRevenue)
                         text.bind(into: &row)
                         row.bind(name)
-                        range.bindObserved(currency, policy, into: &row)
+                        range.putObserved(currency, policy, into: &row)
                         _ = try row.step(db)
                     }
                 }
@@ -188,23 +188,15 @@ extension SQLiteStore {
                 "INSERT INTO aggregate_daily_totals_revenue (\(AggregateSQL.totalsRevenueColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         for (key, metrics) in aggregation.totals {
-            let installDate = key.installDate?.description
-            func bindKey(_ row: inout SQLiteBinder) {
-                row.bind(date)
-                row.bind(key.appID)
-                row.bind(key.adNetworkID)
-                row.bind(installDate)
-                row.bind(key.crowdAnonymityTier)
-            }
             var row = SQLiteBinder(totals)
-            bindKey(&row)
-            metrics.bindCounts(into: &row)
+            key.put(day: aggregation.day, into: &row)
+            metrics.putCounts(into: &row)
             _ = try row.step(db)
             for (reengagement, revenue) in [(false, metrics.revenue), (true, metrics.reengagementRevenue)] {
                 for (currency, range) in revenue.sorted(by: { $0.key < $1.key }) {
                     var row = SQLiteBinder(totalsRevenue)
-                    bindKey(&row)
-                    range.bind(currency, policy, reengagement: reengagement, into: &row)
+                    key.put(day: aggregation.day, into: &row)
+                    range.putWithModeled(currency, policy, reengagement: reengagement, into: &row)
                     _ = try row.step(db)
                 }
             }
@@ -221,7 +213,7 @@ extension SQLiteStore {
         }
         let fine = try db.cachedStatement(
             sql:
-                "INSERT INTO aggregate_fine_values (date, app_id, ad_network_id, fine_value, postbacks) VALUES (?, ?, ?, ?, ?)"
+                "INSERT INTO aggregate_fine_values (\(AggregateSQL.fineValueColumns)) VALUES (?, ?, ?, ?, ?)"
         )
         for (key, count) in aggregation.histogram {
             var row = SQLiteBinder(fine)
@@ -348,44 +340,11 @@ struct BoundGroupKey {
     }
 }
 
-extension GroupMetrics {
-    /// Binds the counts in ``countColumns`` order.
-    func bindCounts(into row: inout SQLiteBinder) {
-        forEachCount { row.bind($0) }
-    }
-}
-
-extension RevenueSum {
-    /// Binds `currency`, the minimum, the maximum and the estimate, in currency units (an
-    /// event's revenue: observed only).
-    func bindObserved(_ currency: String, _ policy: RevenueEstimatePolicy, into row: inout SQLiteBinder) {
-        row.bind(currency)
-        let observed = observed(policy)
-        row.bind(observed.min)
-        row.bind(observed.max)
-        row.bind(observed.estimate)
-    }
-
-    /// Binds ``AggregateSQL/revenueColumns`` (of the totals): whether it is re-engagements',
-    /// `currency`, the observed minimum, maximum and estimate, then the modeled ones.
-    func bind(
-        _ currency: String,
-        _ policy: RevenueEstimatePolicy,
-        reengagement: Bool,
-        into row: inout SQLiteBinder
-    ) {
-        row.bind(reengagement)
-        bindObserved(currency, policy, into: &row)
-        let modeled = modeled(policy)
-        row.bind(modeled.min)
-        row.bind(modeled.max)
-        row.bind(modeled.estimate)
-    }
-}
-
 extension SQLiteBinder: AggregateRowSink {
     mutating func put(_ value: String?) { bind(value) }
     mutating func put(_ value: Int64?) { bind(value) }
     mutating func put(_ value: Int?) { bind(value) }
     mutating func put(_ value: Bool?) { bind(value) }
+    mutating func put(_ value: Double?) { bind(value) }
+    mutating func put(_ value: UTCDay?) { bind(value?.description) }
 }

@@ -7,7 +7,8 @@
 #                                                  1,000,000), SECONDS per wrk run (default 10)
 #
 # Environment: BENCH_OUT (work folder, default bench-out/, git-ignored; the corpus is kept there
-# and reused), BENCH_POSTGRES (0 to skip PostgreSQL). Needs: wrk, GNU time, python3, and for
+# and reused), BENCH_POSTGRES (0 to skip PostgreSQL), BENCH_COSTS (0 to skip the routes with a
+# year of spend, measured after the others on the same store). Needs: wrk, GNU time, python3, and for
 # PostgreSQL Debian's postgresql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,9 +54,46 @@ report by date,country_code, the year (detailed rows)|/api/v1/report?by=date,cou
 EOF
 }
 
-# measure ENGINE DB: serves DB and runs wrk (1 thread, 1 connection) per route; one line each.
+# The routes once costs are stored (`with_costs`): the same reports, now with spend, CPI and
+# ROAS; a report converted into one currency day by day; the dashboard with its spend panel.
+cost_routes() {
+    local last=$1 first=$2
+    cat <<EOF
+report, default, with costs|/api/v1/report
+report by app_id,ad_network_id, the year, with costs|/api/v1/report?by=app_id,ad_network_id&from=$first&to=$last
+report by ad_network_id, the year, with costs, in USD|/api/v1/report?by=ad_network_id&from=$first&to=$last&currency=USD
+dashboard, the whole year, with the spend panel in USD|/dashboard?from=$first&to=$last&currency=USD
+EOF
+}
+
+# with_costs DB: stores a year of spend (every day, app and network of the store: the first
+# app's in EUR, the others' in USD) and daily EUR→USD and USD→JPY rates. Idempotent.
+with_costs() {
+    "$bin" report --db "$1" --by date,app_id,ad_network_id --format csv | python3 -c '
+import csv, random, sys
+random.seed(37)
+rows = list(csv.DictReader(sys.stdin))
+apps = sorted({r["app_id"] for r in rows if r["app_id"]})
+with open(sys.argv[1], "w") as spend, open(sys.argv[2], "w") as rates:
+    spend.write("date,app_id,ad_network_id,spend,currency\n")
+    for r in rows:
+        if not r["app_id"]:
+            continue
+        currency = "EUR" if r["app_id"] == apps[0] else "USD"
+        amount = "%d.%02d" % (random.randint(50, 5000), random.randint(0, 99))
+        spend.write(",".join([r["date"], r["app_id"], r["ad_network_id"], amount, currency]) + "\n")
+    rates.write("date,base,quote,rate\n")
+    for day in sorted({r["date"] for r in rows}):
+        rates.write("%s,EUR,USD,%.4f\n%s,USD,JPY,%.2f\n" % (day, 1.05 + random.random() / 20, day, 145 + random.random() * 10))
+' "$out/spend.csv" "$out/rates.csv"
+    "$bin" costs add --db "$1" "$out/spend.csv" >&2
+    "$bin" rates add --db "$1" "$out/rates.csv" >&2
+}
+
+# measure ENGINE DB [ROUTES]: serves DB and runs wrk (1 thread, 1 connection) per route of
+# ROUTES (a function; default routes); one line each.
 measure() {
-    local engine=$1 db=$2
+    local engine=$1 db=$2 list=${3:-routes}
     start_server "$db"
     local last first
     last=$(curl -sf "http://127.0.0.1:$port/api/v1/summary" | python3 -c 'import json,sys; print(json.load(sys.stdin)["to"])')
@@ -79,7 +117,7 @@ errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
 print(f"| {engine} | {name} | {size / 1024:.0f} KiB | {p50:.1f} | {p99:.1f} | {top:.1f} | {rate:.1f} |"
       + (f" {errors.group(1)} errors" if errors else ""))
 PY
-    done < <(routes "$last" "$first")
+    done < <("$list" "$last" "$first")
     stop_server
 }
 
@@ -91,9 +129,17 @@ if [ ! -s "$sqlite" ]; then
     prepare "$sqlite" >&2
 fi
 measure SQLite "$sqlite"
+if [ "${BENCH_COSTS:-1}" = 1 ]; then
+    with_costs "$sqlite"
+    measure SQLite "$sqlite" cost_routes
+fi
 if bench_postgres_wanted; then
     bench_postgres_start
     db=$(bench_postgres_database dashboard)
     prepare "$db" >&2
     measure PostgreSQL "$db"
+    if [ "${BENCH_COSTS:-1}" = 1 ]; then
+        with_costs "$db"
+        measure PostgreSQL "$db" cost_routes
+    fi
 fi

@@ -11,10 +11,12 @@ import PostbackStore
 extension PostbackResponder {
     /// The parameters of `GET /api/v1/report`, each the report option of the same name.
     static let reportParameters: [String] = [
-        "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads", "modeled",
+        "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads", "modeled", "currency",
     ]
     /// The filters of the dashboard and the summary.
-    static let dashboardParameters: [String] = ["from", "to", "date_basis", "app_id", "ad_network_id"]
+    static let dashboardParameters: [String] = ["from", "to", "date_basis", "app_id", "ad_network_id", "currency"]
+    /// The filters of the summary (its revenue is per currency).
+    static let summaryParameters: [String] = ["from", "to", "date_basis", "app_id", "ad_network_id"]
     /// The login cookie's name.
     static let sessionCookie = "postbackd_session"
     /// The largest login form accepted.
@@ -53,7 +55,7 @@ extension PostbackResponder {
         let query: ReportQuery
         do throws(ReportRequestError) {
             query = try Dashboard.query(
-                Self.reportOptions(request.formParameters, allowed: Self.dashboardParameters)
+                Self.reportOptions(request.formParameters, allowed: Self.summaryParameters)
             )
         } catch {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
@@ -195,6 +197,7 @@ extension PostbackResponder {
             case "by": options.by = text
             case "from": options.from = text
             case "to": options.to = text
+            case "currency": options.currency = text
             case "date_basis": options.dateBasis = text
             case "app_id": if !text.isEmpty { options.appIDs.append(text) }
             case "ad_network_id": if !text.isEmpty { options.adNetworkIDs.append(text) }

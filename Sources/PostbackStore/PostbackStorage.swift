@@ -363,6 +363,9 @@ package struct ReportQuery: Sendable, Hashable {
     /// Only the count metrics: no revenue, no tier shares (the dashboard's report by day,
     /// network and tier, which it sums; it reads revenue by day alone).
     var countsOnly = false
+    /// The currency every amount is converted into (`report --currency`; the dashboard's
+    /// spend panel): not the store's to read, but ``ReportRequest/read(_:)``'s to apply.
+    package var currency: String?
 
     package init(
         from: UTCDay?,

@@ -26,7 +26,9 @@ struct Postbackd: AsyncParsableCommand {
             """,
         version: PostbackdVersion.current,
         subcommands: [
-            Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Encode.self, Aggregate.self, Report.self,
+            Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Costs.self, Rates.self, Encode.self,
+            Aggregate.self,
+            Report.self,
             Export.self, Forward.self, AppleAds.self, Check.self, Generate.self,
         ]
     )

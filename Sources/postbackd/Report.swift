@@ -31,7 +31,14 @@ extension Postbackd {
                 mean revenue of its reference group: the same day, app, network and postback; else \
                 that week; else the app's over every network that week; at least 30 postbacks with a \
                 value) and modeled_basis (day, week, app_week, none); --format json always has them. \
-                --events gives one row per group and event instead. --with-apple-ads (by date and/or \
+                --events gives one row per group and event instead. \
+                With costs stored (postbackd costs add), a report by date (install_date with \
+                --date-basis install), app_id, ad_network_id, campaign and country_code adds spend, \
+                cpi (spend over installs) and roas (revenue over spend: min, estimate, max; \
+                roas_modeled with --modeled), per currency; ROAS only where revenue and spend share \
+                it. --currency CODE converts each day's revenue and spend by that day's rate \
+                (postbackd rates add; the latest of the 7 days before when the day has none). \
+                See docs/costs.md. --with-apple-ads (by date and/or \
                 app_id) adds apple_ads_skan_installs (the SKAN installs from com.apple.ads), and \
                 apple_ads_installs and apple_ads_redownloads (from AdServices tokens, `apple-ads \
                 fetch`): two measurements of Apple Ads, beside each other, never added together. The \
@@ -51,6 +58,7 @@ extension Postbackd {
                   postbackd report --by date,app_id --with-apple-ads
                   postbackd report --by date,conversion_type --modeled
                   postbackd report --app-id 1234567890 --ad-network-id example.skadnetwork
+                  postbackd report --by ad_network_id,campaign --date-basis install --currency USD
                   postbackd report --format html --output dashboard.html --from 2026-11-01
 
                 --format html writes the dashboard `serve` shows at /dashboard as one \
@@ -106,6 +114,14 @@ extension Postbackd {
         var modeled = false
 
         @Option(
+            help: ArgumentHelp(
+                "Convert revenue and spend into this currency (ISO 4217) by each day's rate (postbackd rates add).",
+                valueName: "code"
+            )
+        )
+        var currency: String?
+
+        @Option(
             help:
                 "table (aligned, 100 columns), csv, json, or html (the dashboard as one self-contained page: charts of the filtered period)."
         )
@@ -136,13 +152,14 @@ extension Postbackd {
             options.adNetworkIDs = adNetworkIDs
             options.withAppleAds = withAppleAds
             options.modeled = modeled
+            options.currency = currency
             return options
         }
 
         func validate() throws {
             if format == .html, by != nil || events || withAppleAds || modeled {
                 throw ValidationError(
-                    "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id and --ad-network-id"
+                    "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id, --ad-network-id and --currency (the spend panel's)"
                 )
             }
             if output?.isEmpty == true { throw ValidationError("--output needs a file name") }

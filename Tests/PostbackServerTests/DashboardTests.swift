@@ -333,6 +333,82 @@ struct DashboardTests {
         #expect(install.contains("Install date (UTC)"))
     }
 
+    @Test(
+        "with costs: the report API carries spend, CPI and ROAS as the command prints them, and the dashboard's spend panel draws them",
+        arguments: TestEngine.available
+    )
+    func spendPanel(_ engine: TestEngine) async throws {
+        let store = try await sampleStore(engine)
+        let spend = try directory.write(
+            "spend-\(engine).csv",
+            """
+            date,ad_network_id,spend,currency
+            2026-11-17,fzbddbi26k.skadnetwork,400,USD
+            2026-11-18,fzbddbi26k.skadnetwork,350.5,USD
+            2026-11-18,3rpoyewmr9.skadnetwork,300,EUR
+            2026-11-19,vdsbuozq6b.skadnetwork,120,USD
+
+            """
+        )
+        let rates = try directory.write(
+            "rates-\(engine).csv",
+            "date,base,quote,rate\n2026-11-16,EUR,USD,1.1\n2026-11-16,USD,JPY,150\n"
+        )
+        for arguments in [["costs", "add", spend], ["rates", "add", rates]] {
+            let run = try Postbackd.run(arguments + ["--db", store.argument])
+            #expect(run.status == 0, "\(arguments): \(run.standardError)")
+        }
+        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        defer { server.stop() }
+        let client = try HTTPClient.forTests()
+        for (query, arguments) in [
+            ("by=date,ad_network_id", ["--by", "date,ad_network_id"]),
+            (
+                "by=ad_network_id&currency=USD&from=2026-11-17",
+                ["--by", "ad_network_id", "--currency", "USD", "--from", "2026-11-17"]
+            ),
+        ] {
+            let cli = try Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
+            #expect(cli.status == 0, "\(arguments): \(cli.standardError)")
+            let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)
+            #expect(answer.status == 200, "\(query): \(answer.body)")
+            #expect(answer.body == cli.standardOutput, "\(query)")
+        }
+        // In USD from 2026-11-17: fzbddbi26k's spend is 750.5, its ROAS its revenue over that.
+        let answer = try await client.send(
+            .GET,
+            server.base + "/api/v1/report?by=ad_network_id&currency=USD&from=2026-11-17"
+        )
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [[String: Any]])
+        let network = try #require(rows.first { $0["ad_network_id"] as? String == "fzbddbi26k.skadnetwork" })
+        #expect((network["spend"] as? [String: Double])?["USD"] == 750.5)
+        let revenue = try #require(((network["revenue"] as? [String: Any])?["USD"] as? [String: Double])?["estimate"])
+        let roas = try #require(((network["roas"] as? [String: Any])?["USD"] as? [String: Double])?["estimate"])
+        #expect(abs(roas - revenue / 750.5) < 1e-5)
+        let refused = try await client.send(.GET, server.base + "/api/v1/report?currency=dollars")
+        #expect(refused.status == 400 && refused.body.contains("\"currency\""))
+
+        guard engine == .sqlite else { return }
+        let browser = try Chromium(directory: directory)
+        let url = server.base + "/dashboard?from=2026-11-16&to=2026-11-21&currency=USD"
+        let dom = try browser.dumpDOM(url)
+        #expect(dom.contains("<figure id=\"spend-0\""), "the spend panel")
+        #expect(dom.contains("Return on ad spend per day (USD)"))
+        #expect(dom.contains("By ad network (USD)"))
+        #expect(dom.contains("<th scope=\"row\">fzbddbi26k.skadnetwork</th><td>750.50</td>"))
+        #expect(dom.contains("fill-opacity=\"0.18\""), "the minimum-to-maximum band")
+        let shot = try browser.screenshot(url, width: 1280, height: 2400, name: "dashboard-spend-1280.png")
+        #expect(try Chromium.pngSize(shot) == (1280, 2400))
+        // A day without a rate (2026-11-15): the networks with revenue to convert that day have
+        // no converted spend, and the page says which day and pair.
+        let early = try browser.dumpDOM(server.base + "/dashboard?from=2026-11-15&to=2026-11-21&currency=USD")
+        #expect(early.contains("– (no rate)"))
+        #expect(early.contains("exchange rate on 2026-11-15"))
+        // Without costs in the period: no panel.
+        let before = try browser.dumpDOM(server.base + "/dashboard?from=2026-11-14&to=2026-11-16")
+        #expect(!before.contains("spend-0"))
+    }
+
     @Test("report --format html: the same page as one file that a browser draws without a server")
     func htmlFile() async throws {
         let store = try await sampleStore(.sqlite)

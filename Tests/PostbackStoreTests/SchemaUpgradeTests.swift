@@ -32,7 +32,8 @@ struct SchemaUpgradeTests {
         let store = try await TestStore.make(engine, in: directory)
         try await PostbackStores.with(store.location) { _ in }
         // The state as the release before wrote it, and its migration log without v17 / 13
-        // (PostgreSQL applies those after the highest recorded: 14, the install ids, undone too).
+        // (PostgreSQL applies those after the highest recorded: 14, the install ids, and 15, the
+        // costs, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -45,6 +46,7 @@ struct SchemaUpgradeTests {
         case .postgres:
             try await store.execute(
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
+                "DROP TABLE costs, exchange_rates",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -104,6 +106,7 @@ struct SchemaUpgradeTests {
         ),
         ("v17: Apple Ads not_attributed", "f1ce5bef38387e528b4f351b18f5cd65a3946e5aa1925a445c8ed44c77a5aca2"),
         ("v18: Apple Ads install ids", "f46900236326bc9f098a55b8d1daf9209749fd4f48deb8b3724dde5cd31dfb26"),
+        ("v19: costs and exchange rates", "3c36efc2128c2fa57db85253f8a59aa80e4fecd71d4e4fd6860ae86dc2578616"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -122,6 +125,7 @@ struct SchemaUpgradeTests {
         (12, "2c9fd0b9cf91415844eab60462e218d912a975d9a7af46f0f93b35b019be4f0c"),
         (13, "a0647a454b5182a5e671b343280bd2259bbbf1b765c1a96b8f83f4cf2e10e857"),
         (14, "43798e29525a2e57314155cd19ada2448fd5c304223729f56d31a628faba826c"),
+        (15, "198f2d6a073fa232924f48069787de5ee69afa5208263423ac57034d3aed2508"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -18,6 +18,8 @@ package struct Dashboard: Sendable {
     /// Apple Ads' AdServices installs per day, for the apps of the query (all when none), when
     /// the basis is the day received and the networks filter lets Apple Ads through.
     package var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
+    /// Spend and ROAS, when the period has cost rows (`postbackd costs add`).
+    var spend: DashboardSpend?
     /// The staleness warning of the aggregates, if any.
     package var warning: String?
     var generatedAt: UTCInstant
@@ -88,6 +90,7 @@ package struct Dashboard: Sendable {
             }
             appleAds = days
         }
+        let spend = summaryOnly ? nil : try await DashboardSpend.read(store, query, byDay: byDay)
         return Dashboard(
             query: query,
             byDayAndNetwork: summaryOnly ? empty : detailed.summed(keeping: [0, 1]),
@@ -96,7 +99,9 @@ package struct Dashboard: Sendable {
             totals: summaryOnly ? detailed : byDay.summed(keeping: []),
             series: try await store.dashboardSeries(query, fineValues: !summaryOnly),
             appleAds: appleAds,
-            warning: try await store.stalenessWarning(),
+            spend: spend,
+            warning: [try await store.stalenessWarning(), spend?.warning].compactMap { $0 }.joined(separator: "\n")
+                .nonEmpty,
             generatedAt: .now()
         )
     }
@@ -145,6 +150,57 @@ package struct Dashboard: Sendable {
         }
         object.add("warning", warning)
         return object.text
+    }
+}
+
+/// The dashboard's spend panel: revenue and spend by network, by network and campaign (when
+/// campaign mappings exist), and by day.
+struct DashboardSpend: Sendable {
+    var byNetwork: Report
+    var byCampaign: Report?
+    var byDay: Report
+    /// Days without an exchange rate (`currency`), as ``ReportRequest/read(_:)`` names them.
+    var warning: String?
+
+    /// Nil when the period has no cost rows for the filters.
+    static func read(_ store: any PostbackStorage, _ query: ReportQuery, byDay: Report) async throws -> DashboardSpend?
+    {
+        // Through the report's own reading: spend added, and amounts converted by day with a
+        // currency.
+        var notes: [String] = []
+        func read(_ dimensions: [AggregateDimension]) async throws -> Report {
+            var request = ReportRequest(query: query, withAppleAds: false)
+            request.query.dimensions = dimensions
+            request.query.events = false
+            request.query.countsOnly = false
+            let (report, more) = try await request.readWithNotes(store)
+            notes += more.filter { !notes.contains($0) }
+            return report
+        }
+        let day: AggregateDimension = query.dateBasis == .install ? .installDate : .date
+        let byNetwork: Report
+        var spendByDay = byDay
+        if query.currency == nil {
+            byNetwork = try await read([.adNetworkID])
+            guard byNetwork.showsSpend else { return nil }
+            var days = query
+            days.dimensions = [day]
+            days.events = false
+            _ = try await spendByDay.addSpend(store, days)
+        } else {
+            // Converted by day anyway: one read by network and day, summed both ways.
+            let byNetworkAndDay = try await read([.adNetworkID, day])
+            guard byNetworkAndDay.showsSpend else { return nil }
+            byNetwork = byNetworkAndDay.folded(keeping: [0])
+            spendByDay = byNetworkAndDay.folded(keeping: [1])
+        }
+        let byCampaign = try await store.campaignMappings().isEmpty ? nil : try await read([.adNetworkID, .campaign])
+        return DashboardSpend(
+            byNetwork: byNetwork,
+            byCampaign: byCampaign,
+            byDay: spendByDay,
+            warning: notes.isEmpty ? nil : notes.joined(separator: "\n")
+        )
     }
 }
 
@@ -205,4 +261,9 @@ extension Report {
         report.reengagementCurrencies = reengagementCurrencies
         return report
     }
+}
+
+extension String {
+    /// Nil when empty.
+    var nonEmpty: String? { isEmpty ? nil : self }
 }

@@ -69,6 +69,7 @@ package struct DashboardPage {
             out += installsFigure(metric: .installs, id: "installs", title: "Installs per day, by ad network")
             out += installsFigure(metric: .redownloads, id: "redownloads", title: "Redownloads per day, by ad network")
             out += revenueFigures
+            out += spendFigures
             out += reengagementFigure
             out += fineValueFigure
             out += nullRateFigure
@@ -101,6 +102,7 @@ package struct DashboardPage {
         if !dashboard.query.adNetworkIDs.isEmpty {
             parts.append("network " + dashboard.query.adNetworkIDs.joined(separator: ", "))
         }
+        if let currency = dashboard.query.currency { parts.append("spend and ROAS in " + currency) }
         return parts.joined(separator: " · ")
     }
 
@@ -114,6 +116,7 @@ package struct DashboardPage {
             if let to = query.to { parameters.append(("to", to.description)) }
             for app in query.appIDs { parameters.append(("app_id", String(app))) }
             for network in query.adNetworkIDs { parameters.append(("ad_network_id", network)) }
+            if let currency = query.currency { parameters.append(("currency", currency)) }
             parameters.append(("date_basis", basis.rawValue))
             let href = path + "?" + parameters.map { $0.0 + "=" + percentEncoded($0.1) }.joined(separator: "&")
             let current = query.dateBasis == basis ? " aria-current=\"page\"" : ""
@@ -125,6 +128,7 @@ package struct DashboardPage {
             <label>To <input type="date" name="to" value="\(query.to?.description ?? "")"></label>
             <label>App id <input name="app_id" inputmode="numeric" value="\(escapeHTML(query.appIDs.map(String.init).joined(separator: ",")))"></label>
             <label>Ad network <input name="ad_network_id" value="\(escapeHTML(query.adNetworkIDs.joined(separator: ",")))"></label>
+            <label>Spend in <input name="currency" maxlength="3" placeholder="USD" value="\(escapeHTML(query.currency ?? ""))"></label>
             <input type="hidden" name="date_basis" value="\(query.dateBasis.rawValue)">
             <button type="submit">Apply</button>
             </form>
@@ -314,6 +318,116 @@ package struct DashboardPage {
                         [days[position].description]
                             + [low[position], estimate[position], high[position], modeled[position]].map {
                                 decimal($0, fractionDigits: 2)
+                            }
+                    }
+                )
+            )
+        }
+        return out
+    }
+
+    /// Spend and return on it, when the period has cost rows: per currency of spend, the ROAS
+    /// per day (the estimate's line, the minimum-to-maximum band, a gap on a day without spend
+    /// or with revenue in another currency), and tables by network and by campaign.
+    private var spendFigures: String {
+        guard let spend = dashboard.spend else { return "" }
+        let index = dayIndex()
+        var out = ""
+        for (number, currency) in spend.byNetwork.spendCurrencies.enumerated() {
+            var low = Array(repeating: Double.nan, count: days.count)
+            var high = low
+            var estimate = low
+            var daily = Array(repeating: 0.0, count: days.count)
+            for row in spend.byDay.rows {
+                guard let day = row.day, let position = index[day] else { continue }
+                daily[position] = row.spend[currency] ?? 0
+                guard let roas = row.roas(currency) else { continue }
+                low[position] = roas.min * 100
+                high[position] = roas.max * 100
+                estimate[position] = roas.estimate * 100
+            }
+            var total = ReportRow(dimensions: [])
+            // The networks' revenue: converted with a currency, as the rows are.
+            for row in spend.byNetwork.rows {
+                for (code, revenue) in row.revenue {
+                    var sum = total.revenue[code] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
+                    sum.min += revenue.min
+                    sum.max += revenue.max
+                    sum.estimate += revenue.estimate
+                    total.revenue[code] = sum
+                }
+            }
+            total.spend[currency] = spend.byNetwork.rows.reduce(0) { $0 + ($1.spend[currency] ?? 0) }
+            total.counts[.installs] = spend.byNetwork.rows.reduce(0) { $0 + ($1.counts[.installs] ?? 0) }
+            let id = "spend-\(number)"
+            let title = "Return on ad spend per day (\(currency))"
+            var description =
+                "\(currency) \(decimal(total.spend[currency] ?? 0, fractionDigits: 2)) spent over \(days.count) days"
+            if let roas = total.roas(currency) {
+                description +=
+                    "; ROAS \(percent(roas.estimate)) (between \(percent(roas.min)) and \(percent(roas.max)))"
+            }
+            if let cpi = total.cpi(currency) { description += "; CPI \(currency) \(decimal(cpi, fractionDigits: 2))" }
+            description += "."
+            var chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: "ROAS (%)")
+            chart.yFormat = { decimal($0, fractionDigits: 0) + "%" }
+            func tableRows(_ report: Report, name: (ReportRow) -> String) -> [[String]] {
+                report.rows.filter { $0.spend[currency] != nil || $0.unconverted }
+                    .sorted { ($0.spend[currency] ?? 0, name($1)) > ($1.spend[currency] ?? 0, name($0)) }
+                    .map { row in
+                        let roas = row.roas(currency)
+                        return [
+                            name(row),
+                            row.unconverted ? "– (no rate)" : decimal(row.spend[currency] ?? 0, fractionDigits: 2),
+                            count(row.counts[.installs] ?? 0),
+                            row.cpi(currency).map { decimal($0, fractionDigits: 2) } ?? "–",
+                            row.revenue[currency].map { decimal($0.estimate, fractionDigits: 2) } ?? "–",
+                            roas.map { "\(percent($0.estimate)) (\(percent($0.min))–\(percent($0.max)))" } ?? "–",
+                        ]
+                    }
+            }
+            let headers = ["spend", "installs", "CPI", "revenue est.", "ROAS (min–max)"]
+            var shown = table(
+                caption: "By ad network (\(currency))",
+                headers: ["ad network"] + headers,
+                rows: tableRows(spend.byNetwork) { row in
+                    if case .text(let network) = row.dimensions.first { return network }
+                    return "–"
+                }
+            )
+            if let byCampaign = spend.byCampaign {
+                shown += table(
+                    caption: "By campaign (\(currency); spend without a campaign beside the unmapped postbacks)",
+                    headers: ["campaign"] + headers,
+                    rows: tableRows(byCampaign) { row in
+                        let network = if case .text(let text) = row.dimensions.first { text } else { "–" }
+                        let campaign = if case .text(let text) = row.dimensions.last { text } else { "no campaign" }
+                        return "\(campaign) · \(network)"
+                    }
+                )
+            }
+            out += figure(
+                id: id,
+                title: title,
+                caption:
+                    "Revenue estimate of downloads and redownloads over spend (postbackd costs add), per day; the band spans the revenue's minimum and maximum. No point: no spend that day, or revenue in another currency (give a currency to convert). By day received, a day's postbacks arrive up to days after its spend: by install date pairs them. "
+                    + description,
+                svg: chart.lines(
+                    [.init(name: "ROAS", color: SVGChart.palette[5], values: estimate)],
+                    band: (low, high),
+                    id: id,
+                    title: title,
+                    description: description
+                ),
+                legend: [("ROAS estimate", SVGChart.palette[5]), ("minimum to maximum", SVGChart.palette[5] + "40")],
+                shown: shown,
+                table: table(
+                    caption: title,
+                    headers: [dayAxisTitle, "spend", "ROAS min.", "ROAS", "ROAS max."],
+                    rows: days.indices.map { position in
+                        [days[position].description, decimal(daily[position], fractionDigits: 2)]
+                            + [low[position], estimate[position], high[position]].map {
+                                $0.isNaN ? "–" : percent($0 / 100)
                             }
                     }
                 )
@@ -571,6 +685,7 @@ package struct DashboardPage {
         caption: String,
         svg: String,
         legend: [(String, String)],
+        shown: String = "",
         table: String
     ) -> String {
         var out =
@@ -584,6 +699,7 @@ package struct DashboardPage {
                 }.joined()
                 + "</ul>"
         }
+        out += shown
         if !table.isEmpty { out += "<details><summary>The numbers as a table</summary>" + table + "</details>" }
         return out + "</figure>"
     }

@@ -40,11 +40,33 @@ extension Report {
                 }
                 for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
             }
-            object.addRaw("revenue", json: revenueObjectJSON(row.revenue))
+            // Unconverted (`--currency` without a rate): unknown, not none.
+            func money(_ text: String) -> String { row.unconverted ? "null" : text }
+            object.addRaw("revenue", json: money(revenueObjectJSON(row.revenue)))
             if !events {
-                object.addRaw("reengagement_revenue", json: revenueObjectJSON(row.reengagementRevenue))
-                object.addRaw("revenue_modeled", json: revenueObjectJSON(row.modeledRevenue))
-                object.addRaw("reengagement_revenue_modeled", json: revenueObjectJSON(row.reengagementModeledRevenue))
+                object.addRaw("reengagement_revenue", json: money(revenueObjectJSON(row.reengagementRevenue)))
+                object.addRaw("revenue_modeled", json: money(revenueObjectJSON(row.modeledRevenue)))
+                object.addRaw(
+                    "reengagement_revenue_modeled",
+                    json: money(revenueObjectJSON(row.reengagementModeledRevenue))
+                )
+                if showsSpend {
+                    object.addRaw("spend", json: money(amountsJSON(row.spend)))
+                    object.addRaw(
+                        "cpi",
+                        json: money(amountsJSON(row.spend.keys.reduce(into: [:]) { $0[$1] = row.cpi($1) }))
+                    )
+                    object.addRaw(
+                        "roas",
+                        json: money(revenueObjectJSON(row.spend.keys.reduce(into: [:]) { $0[$1] = row.roas($1) }))
+                    )
+                    object.addRaw(
+                        "roas_modeled",
+                        json: money(
+                            revenueObjectJSON(row.spend.keys.reduce(into: [:]) { $0[$1] = row.roas($1, modeled: true) })
+                        )
+                    )
+                }
                 object.add("modeled_basis", row.modeledBasis)
                 var nulls = JSONObjectWriter()
                 for metric in ReportMetric.allCases {
@@ -111,6 +133,17 @@ extension Report {
                 ]
             }
         }
+        for currency in spendCurrencies where showsSpend && !events {
+            header += ["spend_\(currency)", "cpi_\(currency)"]
+        }
+        for currency in roasCurrencies where showsSpend && !events {
+            header += ["roas_\(currency)_min", "roas_\(currency)_estimate", "roas_\(currency)_max"]
+            if showsModeled {
+                header += [
+                    "roas_modeled_\(currency)_min", "roas_modeled_\(currency)_estimate", "roas_modeled_\(currency)_max",
+                ]
+            }
+        }
         let modeledCounts = ReportMetric.allCases.filter { $0.basis != nil }
         if showsModeled && !events { header += ["modeled_basis"] + modeledCounts.map(\.rawValue) }
         var lines = [header.map(csvField).joined(separator: ",")]
@@ -126,15 +159,29 @@ extension Report {
                 fields += ratios(row).map { $0.1.map { formatJSONNumber(roundedRatio($0)) } ?? "" }
                 fields += extraColumns.map { String(row.extras[$0] ?? 0) }
             }
-            for currency in currencies {
-                let total = row.revenue[currency] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
-                fields += [total.min, total.max, total.estimate].map { formatJSONNumber(roundedMoney($0)) }
+            // Unconverted (`--currency` without a rate): unknown, so empty rather than 0.
+            func money(_ total: RevenueTotal?) -> [String] {
+                guard !row.unconverted else { return ["", "", ""] }
+                let total = total ?? RevenueTotal(min: 0, max: 0, estimate: 0)
+                return [total.min, total.max, total.estimate].map { formatJSONNumber(roundedMoney($0)) }
             }
+            for currency in currencies { fields += money(row.revenue[currency]) }
             for kind in moreRevenue {
                 let amounts = kind.amounts(row)
-                for currency in kind.currencies {
-                    let total = amounts[currency] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
-                    fields += [total.min, total.max, total.estimate].map { formatJSONNumber(roundedMoney($0)) }
+                for currency in kind.currencies { fields += money(amounts[currency]) }
+            }
+            for currency in spendCurrencies where showsSpend && !events {
+                fields += [
+                    row.spend[currency].map { formatJSONNumber(roundedMoney($0)) } ?? "",
+                    row.cpi(currency).map { formatJSONNumber(roundedMoney($0)) } ?? "",
+                ]
+            }
+            for currency in roasCurrencies where showsSpend && !events {
+                for modeled in showsModeled ? [false, true] : [false] {
+                    let roas = row.roas(currency, modeled: modeled)
+                    fields += [roas?.min, roas?.estimate, roas?.max].map {
+                        $0.map { formatJSONNumber(roundedMoney($0)) } ?? ""
+                    }
                 }
             }
             if showsModeled && !events {
@@ -289,6 +336,46 @@ extension Report {
                 )
             }
         }
+        for currency in spendCurrencies where showsSpend && !events {
+            let total = rows.reduce(0.0) { $0 + ($1.spend[currency] ?? 0) }
+            columns.append(
+                TableColumn(
+                    header: "\(currency) spend",
+                    rightAligned: true,
+                    cells: rows.map { $0.unconverted ? "–" : $0.spend[currency].map(formatMoney) ?? "" },
+                    total: rows.count > 1 && !rows.contains(where: \.unconverted) ? formatMoney(total) : nil,
+                    priority: 98
+                )
+            )
+            columns.append(
+                TableColumn(
+                    header: "\(currency) CPI",
+                    rightAligned: true,
+                    cells: rows.map { $0.cpi(currency).map(formatMoney) ?? "–" },
+                    priority: 96
+                )
+            )
+        }
+        for currency in roasCurrencies where showsSpend && !events {
+            columns.append(
+                TableColumn(
+                    header: "\(currency) ROAS",
+                    rightAligned: true,
+                    cells: rows.map { $0.roas(currency).map { formatPercent($0.estimate) } ?? "–" },
+                    priority: 97
+                )
+            )
+            if showsModeled {
+                columns.append(
+                    TableColumn(
+                        header: "\(currency) ROAS mod.",
+                        rightAligned: true,
+                        cells: rows.map { $0.roas(currency, modeled: true).map { formatPercent($0.estimate) } ?? "–" },
+                        priority: 93
+                    )
+                )
+            }
+        }
         if showsModeled && !events {
             columns.append(
                 TableColumn(
@@ -323,6 +410,14 @@ extension Report {
         var notes: [String] = []
         if !currencies.isEmpty {
             notes.append("revenue: \(policy ?? "midpoint") estimate; --format csv or json gives min and max")
+        }
+        if showsSpend && !events {
+            notes.append(
+                "spend: postbackd costs add; CPI: spend over installs; ROAS: revenue estimate over spend, where both are in one currency (--format csv or json gives its min and max)"
+            )
+        }
+        if let currency {
+            notes.append("amounts in \(currency), converted by each day's rate (postbackd rates add); –: no rate")
         }
         if showsModeled && !events {
             notes.append(
@@ -431,6 +526,14 @@ func revenueObjectJSON(_ revenue: [String: RevenueTotal]) -> String {
         return jsonQuoted(currency) + ":" + money.text
     }
     return "{" + members.joined(separator: ",") + "}"
+}
+
+/// Amounts per currency as `{"USD": 12.5}`.
+func amountsJSON(_ amounts: [String: Double]) -> String {
+    let members = amounts.sorted { $0.key < $1.key }
+    return "{"
+        + members.map { jsonQuoted($0.key) + ":" + formatJSONNumber(roundedMoney($0.value)) }.joined(separator: ",")
+        + "}"
 }
 
 /// Money rounded to millionths, as stored sums of micros are exact to that.

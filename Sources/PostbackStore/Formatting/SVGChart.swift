@@ -72,19 +72,34 @@ struct SVGChart {
         title: String,
         description: String
     ) -> String {
-        let top = maximum ?? max(series.flatMap(\.values).filter { !$0.isNaN }.max() ?? 0, band?.high.max() ?? 0)
+        let top =
+            maximum
+            ?? max(series.flatMap(\.values).filter { !$0.isNaN }.max() ?? 0, band?.high.filter { !$0.isNaN }.max() ?? 0)
         let scale = YScale(maximum: top)
         let slot = Self.plotWidth / Double(max(labels.count, 1))
         func x(_ index: Int) -> Double { Self.left + (Double(index) + 0.5) * slot }
         var body = ""
         if let band, !band.low.isEmpty {
-            var path = "M"
-            for index in band.high.indices { path += "\(fixed(x(index))) \(fixed(scale.y(band.high[index])))L" }
-            for index in band.low.indices.reversed() {
-                path += "\(fixed(x(index))) \(fixed(scale.y(band.low[index])))L"
+            // A day that is not a number on either edge breaks the band, as it breaks a line.
+            var runs: [[Int]] = [[]]
+            for index in band.high.indices {
+                if band.high[index].isNaN || band.low[safe: index]?.isNaN != false {
+                    if !(runs.last ?? []).isEmpty { runs.append([]) }
+                } else {
+                    runs[runs.count - 1].append(index)
+                }
             }
-            path.removeLast()
-            body += "<path fill=\"\(series.first?.color ?? Self.palette[0])\" fill-opacity=\"0.18\" d=\"\(path)Z\"/>"
+            var path = ""
+            for run in runs where run.count > 1 {
+                path += "M"
+                for index in run { path += "\(fixed(x(index))) \(fixed(scale.y(band.high[index])))L" }
+                for index in run.reversed() { path += "\(fixed(x(index))) \(fixed(scale.y(band.low[index])))L" }
+                path.removeLast()
+                path += "Z"
+            }
+            if !path.isEmpty {
+                body += "<path fill=\"\(series.first?.color ?? Self.palette[0])\" fill-opacity=\"0.18\" d=\"\(path)\"/>"
+            }
         }
         for item in series {
             // A value that is not a number (no data that day) breaks the line.

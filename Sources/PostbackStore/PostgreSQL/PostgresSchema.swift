@@ -22,6 +22,8 @@ enum PostgresSchema {
     static let modelsLock: Int64 = 8_098_145_226_237_895_788
     /// "pbd-camp": `campaigns add`, so that two at once for one network do not both insert.
     static let campaignsLock: Int64 = 8_098_145_226_069_208_432
+    /// "pbd-cost": `costs add` and `rates add`, one at a time, so that each counts what it replaced.
+    static let costsLock: Int64 = 8_098_145_226_070_127_476
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 
@@ -890,6 +892,40 @@ enum PostgresSchema {
                 #"""
                 ALTER TABLE apple_ads_tokens ADD COLUMN install_id text
                 """#
+            ]
+        ),
+        // Costs and exchange rates (issue 37); see the SQLite migration v19.
+        Migration(
+            version: 15,
+            name: "costs and exchange rates",
+            statements: [
+                #"""
+                CREATE TABLE costs (
+                    date date NOT NULL,
+                    ad_network_id text NOT NULL,
+                    app_id bigint NOT NULL,
+                    campaign text NOT NULL,
+                    country_code text NOT NULL,
+                    currency text NOT NULL,
+                    spend_micros bigint NOT NULL,
+                    source text NOT NULL,
+                    line integer NOT NULL,
+                    added_at timestamptz NOT NULL,
+                    PRIMARY KEY (date, ad_network_id, app_id, campaign, country_code)
+                )
+                """#,
+                #"""
+                CREATE TABLE exchange_rates (
+                    date date NOT NULL,
+                    base text NOT NULL,
+                    quote text NOT NULL,
+                    rate double precision NOT NULL,
+                    source text NOT NULL,
+                    line integer NOT NULL,
+                    added_at timestamptz NOT NULL,
+                    PRIMARY KEY (base, quote, date)
+                )
+                """#,
             ]
         ),
     ]

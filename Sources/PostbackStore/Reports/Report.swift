@@ -136,6 +136,12 @@ package struct ReportRow: Sendable {
     package var reengagementModeledRevenue: [String: RevenueTotal] = [:]
     /// Columns from other measurements (``Report/extraColumns``), by name.
     var extras: [String: Int] = [:]
+    /// Spend by currency code (``Report/showsSpend``): the cost rows (`postbackd costs add`)
+    /// of the row's dimensions, finer ones summed.
+    package var spend: [String: Double] = [:]
+    /// `--currency`: a day of the row had no exchange rate for one of its currencies, so its
+    /// converted amounts (revenue, spend and their ratios) are unknown and left empty.
+    package var unconverted = false
     /// With `crowd_anonymity_tier` among the dimensions: this row's share of the production
     /// postbacks that have a tier (postback 0 of a winning 4.0 or AdAttributionKit
     /// attribution) among the rows with the same other dimensions; nil for the rows without a
@@ -169,6 +175,26 @@ package struct ReportRow: Sendable {
     }
 }
 
+extension ReportRow {
+    /// Sets each row's ``tierShare``: `tier` is the position of `crowd_anonymity_tier` among
+    /// the dimensions.
+    static func setTierShares(_ rows: inout [ReportRow], tier: Int) {
+        func others(_ row: ReportRow) -> [DimensionValue] {
+            var values = row.dimensions
+            values.remove(at: tier)
+            return values
+        }
+        var totals: [[DimensionValue]: Int] = [:]
+        for row in rows where row.dimensions[tier] != .null {
+            totals[others(row), default: 0] += row.productionPostbacks
+        }
+        for index in rows.indices where rows[index].dimensions[tier] != .null {
+            let total = totals[others(rows[index])] ?? 0
+            rows[index].tierShare = total > 0 ? Double(rows[index].productionPostbacks) / Double(total) : nil
+        }
+    }
+}
+
 /// A dimension value as stored: text, integer, or NULL.
 package enum DimensionValue: Sendable, Hashable, Comparable {
     case null
@@ -191,6 +217,13 @@ package struct Report: Sendable {
     package var showsModeled = false
     /// Every currency with re-engagement revenue, sorted.
     package var reengagementCurrencies: [String] = []
+    /// Whether the period has cost rows that join the report's rows: the spend, CPI and ROAS
+    /// columns are shown.
+    package var showsSpend = false
+    /// Every currency with spend, sorted.
+    package var spendCurrencies: [String] = []
+    /// `--currency`: the currency every amount was converted into.
+    package var currency: String?
 
     package init(
         dimensions: [AggregateDimension],
@@ -636,19 +669,7 @@ struct ReportAssembler {
     func report(policy: String?) -> Report {
         var ordered = rows
         if !query.events, !query.countsOnly, let tier = query.dimensions.firstIndex(of: .crowdAnonymityTier) {
-            func others(_ row: ReportRow) -> [DimensionValue] {
-                var values = row.dimensions
-                values.remove(at: tier)
-                return values
-            }
-            var totals: [[DimensionValue]: Int] = [:]
-            for row in ordered where row.dimensions[tier] != .null {
-                totals[others(row), default: 0] += row.productionPostbacks
-            }
-            for index in ordered.indices where ordered[index].dimensions[tier] != .null {
-                let total = totals[others(ordered[index])] ?? 0
-                ordered[index].tierShare = total > 0 ? Double(ordered[index].productionPostbacks) / Double(total) : nil
-            }
+            ReportRow.setTierShares(&ordered, tier: tier)
         }
         var report = Report(
             dimensions: query.dimensions,

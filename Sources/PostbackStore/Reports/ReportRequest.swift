@@ -9,6 +9,8 @@ package struct ReportRequest: Sendable, Hashable {
     package var withAppleAds: Bool
     /// `--modeled`: the modeled revenue in the table and CSV formats (JSON always has it).
     package var modeled = false
+    /// `--currency`: every amount converted into this currency by its day's exchange rate.
+    package var currency: String? { query.currency }
 
     /// The options as given, text as typed (nil or empty: not given).
     package struct Options: Sendable, Hashable {
@@ -22,6 +24,7 @@ package struct ReportRequest: Sendable, Hashable {
         package var adNetworkIDs: [String] = []
         package var withAppleAds = false
         package var modeled = false
+        package var currency: String?
 
         package init() {}
     }
@@ -123,27 +126,62 @@ package struct ReportRequest: Sendable, Hashable {
                 reason: "models revenue, not events: not with --events"
             )
         }
-        return ReportRequest(
-            query: ReportQuery(
-                from: from,
-                to: to,
-                by: dimensions,
-                events: options.events,
-                dateBasis: basis,
-                appIDs: appIDs,
-                adNetworkIDs: networks
-            ),
-            withAppleAds: options.withAppleAds,
-            modeled: options.modeled
+        var currency: String?
+        if let text = options.currency, !text.isEmpty {
+            guard isCurrencyCode(text) else {
+                throw ReportRequestError(
+                    .invalidValue,
+                    option: "currency",
+                    reason: "\"\(text.prefix(64))\" is not a three-letter ISO 4217 code such as USD"
+                )
+            }
+            currency = text
+        }
+        var query = ReportQuery(
+            from: from,
+            to: to,
+            by: dimensions,
+            events: options.events,
+            dateBasis: basis,
+            appIDs: appIDs,
+            adNetworkIDs: networks
         )
+        query.currency = currency
+        return ReportRequest(query: query, withAppleAds: options.withAppleAds, modeled: options.modeled)
     }
 
     /// Reads the report from an open store: the report and, when the aggregates may be out of
     /// date, a warning.
+    ///
+    /// With costs stored for the period, the rows carry their spend (``Report/addSpend(_:_:)``;
+    /// the warning says why when the dimensions cannot carry it). With ``currency``, the report
+    /// is read by day too (when it is not already), each day's amounts converted by that day's
+    /// rate, then summed back to the dimensions asked for.
     package func read(_ store: any PostbackStorage) async throws -> (report: Report, warning: String?) {
-        var report = withAppleAds ? try await Report.sideBySide(store, query) : try await store.report(query)
+        let (report, notes) = try await readWithNotes(store)
+        let warning = ([try await store.stalenessWarning()] + notes).compactMap { $0 }.joined(separator: "\n")
+        return (report, warning.isEmpty ? nil : warning)
+    }
+
+    /// The report, and the notes about it: why spend is not shown, days without a rate.
+    func readWithNotes(_ store: any PostbackStorage) async throws -> (report: Report, notes: [String]) {
+        var working = query
+        let day: AggregateDimension = query.dateBasis == .install ? .installDate : .date
+        if currency != nil, !working.dimensions.contains(day) { working.dimensions.append(day) }
+        var report = withAppleAds ? try await Report.sideBySide(store, working) : try await store.report(working)
         report.showsModeled = modeled
-        return (report, try await store.stalenessWarning())
+        var warnings = [try await report.addSpend(store, working)]
+        if let currency, let dayPosition = working.dimensions.firstIndex(of: day) {
+            let earliest = working.from.map {
+                UTCDay(daysSinceEpoch: $0.daysSinceEpoch - Int64(ExchangeRates.maximumAge))
+            }
+            let rates = ExchangeRates(try await store.exchangeRates(from: earliest, to: working.to).map(\.rate))
+            warnings.append(report.convert(to: currency, dayPosition: dayPosition, rates: rates))
+            if working.dimensions.count > query.dimensions.count {
+                report = report.folded(keeping: Array(query.dimensions.indices))
+            }
+        }
+        return (report, warnings.compactMap { $0 })
     }
 }
 

@@ -802,5 +802,36 @@ package enum PostbackSchema {
                 ALTER TABLE apple_ads_tokens ADD COLUMN install_id TEXT;
                 """#
         ),
+        // Spend and exchange rates (issue 37): a cost row is keyed by its day and dimensions, an
+        // absent app as 0 and an absent campaign or country as '' (a key of NULLs would not be
+        // unique); spend in micros, so that sums are exact.
+        Migration(
+            "v19: costs and exchange rates",
+            sql: #"""
+                CREATE TABLE costs (
+                    date TEXT NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    campaign TEXT NOT NULL,
+                    country_code TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    spend_micros INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    line INTEGER NOT NULL,
+                    added_at TEXT NOT NULL,
+                    PRIMARY KEY (date, ad_network_id, app_id, campaign, country_code)
+                ) WITHOUT ROWID;
+                CREATE TABLE exchange_rates (
+                    date TEXT NOT NULL,
+                    base TEXT NOT NULL,
+                    quote TEXT NOT NULL,
+                    rate REAL NOT NULL,
+                    source TEXT NOT NULL,
+                    line INTEGER NOT NULL,
+                    added_at TEXT NOT NULL,
+                    PRIMARY KEY (base, quote, date)
+                ) WITHOUT ROWID;
+                """#
+        ),
     ]
 }

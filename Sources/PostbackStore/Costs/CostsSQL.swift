@@ -1,0 +1,229 @@
+import PostbackKit
+
+/// A stored cost row and when it was added.
+package struct StoredCost: Sendable, Hashable {
+    package var row: CostRow
+    /// ISO 8601.
+    package var addedAt: String
+}
+
+/// A stored exchange rate and when it was added.
+package struct StoredRate: Sendable, Hashable {
+    package var rate: ExchangeRate
+    /// ISO 8601.
+    package var addedAt: String
+}
+
+/// What adding one spend or rates file changed.
+package struct CostChange: Sendable, Hashable {
+    /// The file as messages name it.
+    package var file: String
+    /// Rows whose key was not stored.
+    package var added = 0
+    /// Rows whose key was stored with another amount (or currency, or rate).
+    package var changed = 0
+    /// Rows stored as they were.
+    package var unchanged = 0
+    /// The first and last day of the file's rows.
+    package var from: UTCDay?
+    package var to: UTCDay?
+
+    package init(file: String) { self.file = file }
+
+    /// For people: one line.
+    package var text: String {
+        let total = added + changed + unchanged
+        var parts = ["\(formatCount(added)) new"]
+        parts.append("\(formatCount(changed)) replacing a stored row with another value")
+        parts.append("\(formatCount(unchanged)) as stored")
+        let period = from.map { from in to.map { $0 == from ? " (\(from))" : " (\(from) to \($0))" } ?? "" } ?? ""
+        return "\(file): \(formatCount(total)) row\(total == 1 ? "" : "s")\(period): " + parts.joined(separator: ", ")
+    }
+
+    package var json: String {
+        var object = JSONObjectWriter()
+        object.add("file", file)
+        object.add("added", added)
+        object.add("changed", changed)
+        object.add("unchanged", unchanged)
+        object.add("from", from?.description)
+        object.add("to", to?.description)
+        return object.text
+    }
+}
+
+/// Costs and exchange rates in the store, written once for both engines.
+enum CostsSQL {
+    /// The columns of a cost row as `costs list` reads them: an absent app, campaign or country
+    /// as NULL.
+    static let select: SQLQuery = """
+        SELECT \(SQLQuery.dayText("date")), ad_network_id, NULLIF(app_id, 0)\(sqlite: "", postgres: "::bigint"),
+            NULLIF(campaign, ''), NULLIF(country_code, ''), currency, spend_micros\(sqlite: "", postgres: "::bigint"),
+            source, line, \(SQLQuery.instantText("added_at"))
+        FROM costs
+        """
+
+    static func stored(_ row: SQLRow) throws -> StoredCost {
+        StoredCost(
+            row: CostRow(
+                date: try row.day(0),
+                adNetworkID: try row.string(1),
+                appID: try row.optionalInt64(2),
+                campaign: try row.optionalString(3),
+                countryCode: try row.optionalString(4),
+                currency: try row.string(5),
+                spendMicros: try row.int64(6),
+                source: try row.string(7),
+                line: try row.int(8)
+            ),
+            addedAt: try row.string(9)
+        )
+    }
+
+    /// Bounds on `date`.
+    static func period(from: UTCDay?, to: UTCDay?) -> [SQLQuery] {
+        var conditions: [SQLQuery] = []
+        if let from { conditions.append("date >= \(from)") }
+        if let to { conditions.append("date <= \(to)") }
+        return conditions
+    }
+
+    static func whereClause(_ conditions: [SQLQuery]) -> SQLQuery {
+        conditions.isEmpty ? "" : "WHERE \(list: conditions, separator: " AND ")"
+    }
+}
+
+extension PostbackStorage {
+    /// Stores one file's cost rows in one transaction: a row whose key (day and dimensions) is
+    /// stored replaces it. Serialized with other `costs add` runs (on PostgreSQL by an advisory
+    /// lock), so that what it counts as changed is what it replaced.
+    package func addCosts(_ rows: [CostRow], file: String) async throws -> CostChange {
+        try await withSQL("add costs", .write) { sql in
+            try await sql.lock(PostgresSchema.costsLock)
+            var change = CostChange(file: file)
+            guard let first = rows.map(\.date).min(), let last = rows.map(\.date).max() else { return change }
+            change.from = first
+            change.to = last
+            var stored: [[String]: (currency: String, micros: Int64)] = [:]
+            let networks = Set(rows.map(\.adNetworkID)).sorted()
+            try await sql.forEachRow(
+                """
+                \(CostsSQL.select) WHERE date >= \(first) AND date <= \(last)
+                    AND ad_network_id IN (\(list: networks.map { "\($0)" }))
+                """
+            ) { row in
+                let cost = try CostsSQL.stored(row).row
+                stored[cost.key] = (cost.currency, cost.spendMicros)
+            }
+            for row in rows {
+                switch stored[row.key] {
+                case nil: change.added += 1
+                case let old? where old.currency == row.currency && old.micros == row.spendMicros: change.unchanged += 1
+                default: change.changed += 1
+                }
+            }
+            let addedAt = UTCInstant.now()
+            // 10 values a row, 1,000 rows a statement: within both engines' limits.
+            for start in stride(from: 0, to: rows.count, by: 1_000) {
+                let values = rows[start..<min(start + 1_000, rows.count)].map { row -> SQLQuery in
+                    """
+                    (\(row.date), \(row.adNetworkID), \(row.appID ?? 0), \(row.campaign ?? ""), \(row.countryCode ?? ""),
+                        \(row.currency), \(row.spendMicros), \(row.source), \(row.line), \(addedAt))
+                    """
+                }
+                try await sql.execute(
+                    """
+                    INSERT INTO costs (date, ad_network_id, app_id, campaign, country_code, currency, spend_micros,
+                        source, line, added_at)
+                    VALUES \(list: values)
+                    ON CONFLICT (date, ad_network_id, app_id, campaign, country_code) DO UPDATE SET
+                        currency = excluded.currency, spend_micros = excluded.spend_micros, source = excluded.source,
+                        line = excluded.line, added_at = excluded.added_at
+                    """
+                )
+            }
+            return change
+        }
+    }
+
+    /// Stores one file's exchange rates in one transaction: a rate of a stored day and pair
+    /// replaces it.
+    package func addRates(_ rates: [ExchangeRate], file: String) async throws -> CostChange {
+        try await withSQL("add exchange rates", .write) { sql in
+            try await sql.lock(PostgresSchema.costsLock)
+            var change = CostChange(file: file)
+            guard let first = rates.map(\.date).min(), let last = rates.map(\.date).max() else { return change }
+            change.from = first
+            change.to = last
+            var stored: [[String]: Double] = [:]
+            try await sql.forEachRow(
+                """
+                SELECT \(SQLQuery.dayText("date")), base, quote, rate FROM exchange_rates
+                WHERE date >= \(first) AND date <= \(last)
+                """
+            ) { row in
+                stored[[try row.string(0), try row.string(1), try row.string(2)]] = try row.double(3)
+            }
+            for rate in rates {
+                switch stored[[rate.date.description, rate.base, rate.quote]] {
+                case nil: change.added += 1
+                case let old? where old == rate.rate: change.unchanged += 1
+                default: change.changed += 1
+                }
+            }
+            let addedAt = UTCInstant.now()
+            for start in stride(from: 0, to: rates.count, by: 1_000) {
+                let values = rates[start..<min(start + 1_000, rates.count)].map { rate -> SQLQuery in
+                    "(\(rate.date), \(rate.base), \(rate.quote), \(rate.rate), \(rate.source), \(rate.line), \(addedAt))"
+                }
+                try await sql.execute(
+                    """
+                    INSERT INTO exchange_rates (date, base, quote, rate, source, line, added_at)
+                    VALUES \(list: values)
+                    ON CONFLICT (base, quote, date) DO UPDATE SET
+                        rate = excluded.rate, source = excluded.source, line = excluded.line, added_at = excluded.added_at
+                    """
+                )
+            }
+            return change
+        }
+    }
+
+    /// The stored cost rows of the period, by day, network, app, campaign and country.
+    package func costs(from: UTCDay?, to: UTCDay?) async throws -> [StoredCost] {
+        try await withSQL("read costs", .read) { sql in
+            try await sql.rows(
+                """
+                \(CostsSQL.select) \(CostsSQL.whereClause(CostsSQL.period(from: from, to: to)))
+                ORDER BY date, \(SQLQuery.bytewise("ad_network_id")), app_id, \(SQLQuery.bytewise("campaign")),
+                    country_code
+                """
+            ).map(CostsSQL.stored)
+        }
+    }
+
+    /// The stored exchange rates of the period, by pair and day.
+    package func exchangeRates(from: UTCDay?, to: UTCDay?) async throws -> [StoredRate] {
+        try await withSQL("read exchange rates", .read) { sql in
+            try await sql.rows(
+                """
+                SELECT \(SQLQuery.dayText("date")), base, quote, rate, source, line, \(SQLQuery.instantText("added_at"))
+                FROM exchange_rates \(CostsSQL.whereClause(CostsSQL.period(from: from, to: to)))
+                ORDER BY base, quote, date
+                """
+            ).map { row in
+                StoredRate(
+                    rate: ExchangeRate(
+                        date: try row.day(0),
+                        base: try row.string(1),
+                        quote: try row.string(2),
+                        rate: try row.double(3),
+                        source: try row.string(4),
+                        line: try row.int(5)
+                    ),
+                    addedAt: try row.string(6)
+                )
+            }
+        }
+    }
+}

@@ -145,7 +145,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '${dir//\'/\'\'}/sock'
 fsync = $fsync
-max_connections = 100
+max_connections = 300
 EOF
         if server_start; then
             return 0

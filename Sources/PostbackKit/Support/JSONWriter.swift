@@ -67,12 +67,20 @@ package struct JSONObjectWriter {
     }
 
     private mutating func appendString(_ string: String) {
-        bytes.append(contentsOf: jsonQuoted(string, asciiOnly: asciiOnly).utf8)
+        if jsonNeedsNoEscape(string, asciiOnly: asciiOnly) {
+            // Most keys and values (names, codes, dates): their bytes between quotes.
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: string.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        } else {
+            bytes.append(contentsOf: jsonQuoted(string, asciiOnly: asciiOnly).utf8)
+        }
     }
 }
 
 /// `string` as a JSON string literal.
 package func jsonQuoted(_ string: String, asciiOnly: Bool = false) -> String {
+    if jsonNeedsNoEscape(string, asciiOnly: asciiOnly) { return "\"" + string + "\"" }
     var out = "\""
     out.reserveCapacity(string.utf8.count + 2)
     for scalar in string.unicodeScalars {
@@ -100,15 +108,28 @@ package func jsonQuoted(_ string: String, asciiOnly: Bool = false) -> String {
     return out
 }
 
+/// Whether `string` is its own JSON string literal between quotes: no quote, backslash or
+/// control character (nor, `asciiOnly`, anything outside printable ASCII). One pass over its
+/// UTF-8 bytes, where ``jsonQuoted(_:asciiOnly:)`` walks Unicode scalars.
+func jsonNeedsNoEscape(_ string: String, asciiOnly: Bool) -> Bool {
+    let limit: UInt8 = asciiOnly ? 0x7E : 0xFF
+    for byte in string.utf8
+    where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F || byte > limit {
+        return false
+    }
+    return true
+}
+
 /// A number as JSON: integers without a fraction, others with up to 6 decimals, trimmed.
 package func formatJSONNumber(_ value: Double) -> String {
     guard value.isFinite else { return "null" }
     if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
     var text = String(value)
-    if text.contains("e") { return text }
-    if let dot = text.firstIndex(of: ".") {
-        let decimals = text.distance(from: dot, to: text.endIndex) - 1
-        if decimals > 6 {
+    // On the UTF-8 view: `String(Double)` is ASCII, and Characters cost more to walk.
+    let utf8 = text.utf8
+    if utf8.contains(UInt8(ascii: "e")) { return text }
+    if let dot = utf8.firstIndex(of: UInt8(ascii: ".")) {
+        if utf8.distance(from: dot, to: utf8.endIndex) - 1 > 6 {
             let scaled = (value * 1_000_000).rounded() / 1_000_000
             text = String(scaled)
         }

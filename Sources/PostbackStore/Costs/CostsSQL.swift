@@ -52,8 +52,62 @@ package struct CostChange: Sendable, Hashable {
     }
 }
 
+/// A table of rows keyed by some of their columns, added to a file at a time: a row whose key
+/// is stored replaces it (`costs`, `exchange_rates`).
+struct KeyedTable: Sendable {
+    var name: String
+    /// Every column, in the order of a row's values.
+    var columns: [String]
+    /// The columns of the key (the table's primary key).
+    var key: [String]
+
+    /// Stores `rows` (each the parenthesized values of ``columns``), a row of a stored key
+    /// replacing every other column: `INSERT … ON CONFLICT (key) DO UPDATE`, the same statement
+    /// on both engines, 1,000 rows a statement (within both engines' limits on bound values
+    /// for a table of up to 32 columns).
+    func replace(_ rows: [SQLQuery], _ sql: any SQLDatabase) async throws {
+        let updates = columns.filter { !key.contains($0) }.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        for start in stride(from: 0, to: rows.count, by: 1_000) {
+            try await sql.execute(
+                """
+                INSERT INTO \(raw: name) (\(raw: columns.joined(separator: ", ")))
+                VALUES \(list: Array(rows[start..<min(start + 1_000, rows.count)]))
+                ON CONFLICT (\(raw: key.joined(separator: ", "))) DO UPDATE SET \(raw: updates)
+                """
+            )
+        }
+    }
+}
+
+extension CostChange {
+    /// Counts a row of the file by what was stored under its key: nothing (new), the same
+    /// value (as stored), or another (replacing).
+    mutating func count<Value: Equatable>(stored: Value?, _ value: Value) {
+        switch stored {
+        case nil: added += 1
+        case let old? where old == value: unchanged += 1
+        default: changed += 1
+        }
+    }
+}
+
 /// Costs and exchange rates in the store, written once for both engines.
 enum CostsSQL {
+    static let costs = KeyedTable(
+        name: "costs",
+        columns: [
+            "date", "ad_network_id", "app_id", "campaign", "country_code", "currency", "spend_micros", "source", "line",
+            "added_at",
+        ],
+        key: ["date", "ad_network_id", "app_id", "campaign", "country_code"]
+    )
+
+    static let exchangeRates = KeyedTable(
+        name: "exchange_rates",
+        columns: ["date", "base", "quote", "rate", "source", "line", "added_at"],
+        key: ["base", "quote", "date"]
+    )
+
     /// The columns of a cost row as `costs list` reads them: an absent app, campaign or country
     /// as NULL.
     static let select: SQLQuery = """
@@ -116,32 +170,21 @@ extension PostbackStorage {
                 stored[cost.key] = (cost.currency, cost.spendMicros)
             }
             for row in rows {
-                switch stored[row.key] {
-                case nil: change.added += 1
-                case let old? where old.currency == row.currency && old.micros == row.spendMicros: change.unchanged += 1
-                default: change.changed += 1
-                }
+                change.count(
+                    stored: stored[row.key].map { [$0.currency, String($0.micros)] },
+                    [row.currency, String(row.spendMicros)]
+                )
             }
             let addedAt = UTCInstant.now()
-            // 10 values a row, 1,000 rows a statement: within both engines' limits.
-            for start in stride(from: 0, to: rows.count, by: 1_000) {
-                let values = rows[start..<min(start + 1_000, rows.count)].map { row -> SQLQuery in
+            try await CostsSQL.costs.replace(
+                rows.map { row in
                     """
                     (\(row.date), \(row.adNetworkID), \(row.appID ?? 0), \(row.campaign ?? ""), \(row.countryCode ?? ""),
                         \(row.currency), \(row.spendMicros), \(row.source), \(row.line), \(addedAt))
                     """
-                }
-                try await sql.execute(
-                    """
-                    INSERT INTO costs (date, ad_network_id, app_id, campaign, country_code, currency, spend_micros,
-                        source, line, added_at)
-                    VALUES \(list: values)
-                    ON CONFLICT (date, ad_network_id, app_id, campaign, country_code) DO UPDATE SET
-                        currency = excluded.currency, spend_micros = excluded.spend_micros, source = excluded.source,
-                        line = excluded.line, added_at = excluded.added_at
-                    """
-                )
-            }
+                },
+                sql
+            )
             return change
         }
     }
@@ -165,26 +208,15 @@ extension PostbackStorage {
                 stored[[try row.string(0), try row.string(1), try row.string(2)]] = try row.double(3)
             }
             for rate in rates {
-                switch stored[[rate.date.description, rate.base, rate.quote]] {
-                case nil: change.added += 1
-                case let old? where old == rate.rate: change.unchanged += 1
-                default: change.changed += 1
-                }
+                change.count(stored: stored[[rate.date.description, rate.base, rate.quote]], rate.rate)
             }
             let addedAt = UTCInstant.now()
-            for start in stride(from: 0, to: rates.count, by: 1_000) {
-                let values = rates[start..<min(start + 1_000, rates.count)].map { rate -> SQLQuery in
+            try await CostsSQL.exchangeRates.replace(
+                rates.map { rate in
                     "(\(rate.date), \(rate.base), \(rate.quote), \(rate.rate), \(rate.source), \(rate.line), \(addedAt))"
-                }
-                try await sql.execute(
-                    """
-                    INSERT INTO exchange_rates (date, base, quote, rate, source, line, added_at)
-                    VALUES \(list: values)
-                    ON CONFLICT (base, quote, date) DO UPDATE SET
-                        rate = excluded.rate, source = excluded.source, line = excluded.line, added_at = excluded.added_at
-                    """
-                )
-            }
+                },
+                sql
+            )
             return change
         }
     }

@@ -67,10 +67,14 @@ package struct Dashboard: Sendable {
         grouped.countsOnly = !summaryOnly
         let detailed = try await store.report(grouped)
         let empty = Report(dimensions: [], events: false, rows: [], currencies: [], policy: detailed.policy)
+        // With cost rows in the period, the spend panel wants revenue by network and day: read
+        // by both once, the days summed from it (exactly, as the SQL sums).
+        let withSpend = summaryOnly ? false : try await store.hasCosts(query)
         var daily = grouped
-        daily.dimensions = [dayDimension]
+        daily.dimensions = withSpend ? [dayDimension, .adNetworkID] : [dayDimension]
         daily.countsOnly = false
-        let byDay = summaryOnly ? empty : try await store.report(daily)
+        let read = summaryOnly ? empty : try await store.report(daily)
+        let byDay = withSpend ? read.folded(keeping: [0]) : read
         var appleAds: [UTCDay: (installs: Int, redownloads: Int)]?
         if query.dateBasis == .received,
             query.adNetworkIDs.isEmpty || query.adNetworkIDs.contains(ApplePlacement.adNetworkID)
@@ -90,13 +94,13 @@ package struct Dashboard: Sendable {
             }
             appleAds = days
         }
-        let spend = summaryOnly ? nil : try await DashboardSpend.read(store, query, byDay: byDay)
+        let spend = withSpend ? try await DashboardSpend.read(store, query, byDayAndNetwork: read) : nil
         return Dashboard(
             query: query,
-            byDayAndNetwork: summaryOnly ? empty : detailed.summed(keeping: [0, 1]),
+            byDayAndNetwork: summaryOnly ? empty : detailed.folded(keeping: [0, 1]),
             byDay: byDay,
-            byTier: summaryOnly ? empty : detailed.summed(keeping: [2]),
-            totals: summaryOnly ? detailed : byDay.summed(keeping: []),
+            byTier: summaryOnly ? empty : detailed.folded(keeping: [2]),
+            totals: summaryOnly ? detailed : byDay.folded(keeping: []),
             series: try await store.dashboardSeries(query, fineValues: !summaryOnly),
             appleAds: appleAds,
             spend: spend,
@@ -162,104 +166,38 @@ struct DashboardSpend: Sendable {
     /// Days without an exchange rate (`currency`), as ``ReportRequest/read(_:)`` names them.
     var warning: String?
 
-    /// Nil when the period has no cost rows for the filters.
-    static func read(_ store: any PostbackStorage, _ query: ReportQuery, byDay: Report) async throws -> DashboardSpend?
-    {
-        // Through the report's own reading: spend added, and amounts converted by day with a
-        // currency.
-        var notes: [String] = []
-        func read(_ dimensions: [AggregateDimension]) async throws -> Report {
-            var request = ReportRequest(query: query, withAppleAds: false)
-            request.query.dimensions = dimensions
-            request.query.events = false
-            request.query.countsOnly = false
-            let (report, more) = try await request.readWithNotes(store)
+    /// The panel from the revenue by day and network (`byDayAndNetwork`, in that order): spend
+    /// added and, with a currency, the amounts converted day by day, as ``ReportRequest/read(_:)``
+    /// does; then summed by network and by day. Nil when the period has no cost rows for the
+    /// filters.
+    static func read(
+        _ store: any PostbackStorage,
+        _ query: ReportQuery,
+        byDayAndNetwork: Report
+    ) async throws -> DashboardSpend? {
+        let request = ReportRequest(query: query, withAppleAds: false)
+        var working = query
+        working.dimensions = byDayAndNetwork.dimensions
+        working.events = false
+        working.countsOnly = false
+        var report = byDayAndNetwork
+        var notes = try await request.addSpend(to: &report, read: working, store)
+        guard report.showsSpend else { return nil }
+        var byCampaign: Report?
+        if try await !store.campaignMappings().isEmpty {
+            var campaigns = request
+            campaigns.query.dimensions = [.adNetworkID, .campaign]
+            campaigns.query.events = false
+            let (read, more) = try await campaigns.readWithNotes(store)
+            byCampaign = read
             notes += more.filter { !notes.contains($0) }
-            return report
         }
-        let day: AggregateDimension = query.dateBasis == .install ? .installDate : .date
-        let byNetwork: Report
-        var spendByDay = byDay
-        if query.currency == nil {
-            byNetwork = try await read([.adNetworkID])
-            guard byNetwork.showsSpend else { return nil }
-            var days = query
-            days.dimensions = [day]
-            days.events = false
-            _ = try await spendByDay.addSpend(store, days)
-        } else {
-            // Converted by day anyway: one read by network and day, summed both ways.
-            let byNetworkAndDay = try await read([.adNetworkID, day])
-            guard byNetworkAndDay.showsSpend else { return nil }
-            byNetwork = byNetworkAndDay.folded(keeping: [0])
-            spendByDay = byNetworkAndDay.folded(keeping: [1])
-        }
-        let byCampaign = try await store.campaignMappings().isEmpty ? nil : try await read([.adNetworkID, .campaign])
         return DashboardSpend(
-            byNetwork: byNetwork,
+            byNetwork: report.folded(keeping: [1]),
             byCampaign: byCampaign,
-            byDay: spendByDay,
+            byDay: report.folded(keeping: [0]),
             warning: notes.isEmpty ? nil : notes.joined(separator: "\n")
         )
-    }
-}
-
-extension Report {
-    /// The report grouped by the dimensions at `kept` (positions, in order) alone: counts
-    /// summed, revenue summed exactly (in micros and half-micros, as the SQL sums), rows
-    /// ordered by their dimensions as the SQL orders them. Tier shares are not computed.
-    func summed(keeping kept: [Int]) -> Report {
-        // Sums in arrays (metrics in ``ReportMetric/allCases`` order), one lookup per row.
-        typealias Money = [String: (min: Int64, max: Int64, estimate: Int64)]
-        var counts: [[DimensionValue]: [Int]] = [:]
-        // Per kind: revenue, re-engagement revenue, and the two with the modeled revenue.
-        var revenue: [[DimensionValue]: [Money]] = [:]
-        let metrics = ReportMetric.allCases
-        let kinds: [WritableKeyPath<ReportRow, [String: RevenueTotal]>] = [
-            \.revenue, \.reengagementRevenue, \.modeledRevenue, \.reengagementModeledRevenue,
-        ]
-        for row in self.rows {
-            let key = kept.map { row.dimensions[$0] }
-            let values = row.counts.values
-            counts[key, default: Array(repeating: 0, count: metrics.count)].withUnsafeMutableBufferPointer { sums in
-                for index in values.indices { sums[index] += values[index] }
-            }
-            if row.revenue.isEmpty && row.reengagementRevenue.isEmpty { continue }
-            var money = revenue[key] ?? Array(repeating: [:], count: kinds.count)
-            for (kind, path) in kinds.enumerated() {
-                for (currency, total) in row[keyPath: path] {
-                    var sum = money[kind][currency] ?? (0, 0, 0)
-                    sum.min += Int64((total.min * 1_000_000).rounded())
-                    sum.max += Int64((total.max * 1_000_000).rounded())
-                    sum.estimate += Int64((total.estimate * 2_000_000).rounded())
-                    money[kind][currency] = sum
-                }
-            }
-            revenue[key] = money
-        }
-        let ordered = counts.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { key, sums in
-            var row = ReportRow(dimensions: key)
-            row.counts = ReportCounts(sums)
-            for (kind, money) in (revenue[key] ?? []).enumerated() {
-                for (currency, sum) in money {
-                    row[keyPath: kinds[kind]][currency] = RevenueTotal(
-                        min: Double(sum.min) / 1_000_000,
-                        max: Double(sum.max) / 1_000_000,
-                        estimate: Double(sum.estimate) / 2_000_000
-                    )
-                }
-            }
-            return row
-        }
-        var report = Report(
-            dimensions: kept.map { dimensions[$0] },
-            events: false,
-            rows: ordered,
-            currencies: currencies,
-            policy: policy
-        )
-        report.reengagementCurrencies = reengagementCurrencies
-        return report
     }
 }
 

@@ -518,14 +518,17 @@ func wrap(_ text: String, width: Int) -> [String] {
 
 /// Revenue per currency as `{"USD": {"min": …, "max": …, "estimate": …}}`.
 func revenueObjectJSON(_ revenue: [String: RevenueTotal]) -> String {
-    let members = revenue.sorted { $0.key < $1.key }.map { currency, total in
-        var money = JSONObjectWriter()
-        money.add("min", roundedMoney(total.min))
-        money.add("max", roundedMoney(total.max))
-        money.add("estimate", roundedMoney(total.estimate))
-        return jsonQuoted(currency) + ":" + money.text
+    // Written as text directly: a report of a year writes four of these per row.
+    guard !revenue.isEmpty else { return "{}" }
+    var text = "{"
+    for (currency, total) in revenue.count == 1 ? Array(revenue) : revenue.sorted(by: { $0.key < $1.key }) {
+        if text.utf8.count > 1 { text += "," }
+        text += jsonQuoted(currency)
+        text += ":{\"min\":" + formatJSONNumber(roundedMoney(total.min))
+        text += ",\"max\":" + formatJSONNumber(roundedMoney(total.max))
+        text += ",\"estimate\":" + formatJSONNumber(roundedMoney(total.estimate)) + "}"
     }
-    return "{" + members.joined(separator: ",") + "}"
+    return text + "}"
 }
 
 /// Amounts per currency as `{"USD": 12.5}`.

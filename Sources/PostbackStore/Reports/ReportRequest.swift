@@ -170,18 +170,33 @@ package struct ReportRequest: Sendable, Hashable {
         if currency != nil, !working.dimensions.contains(day) { working.dimensions.append(day) }
         var report = withAppleAds ? try await Report.sideBySide(store, working) : try await store.report(working)
         report.showsModeled = modeled
-        var warnings = [try await report.addSpend(store, working)]
+        let notes = try await addSpend(to: &report, read: working, store)
+        if working.dimensions.count > query.dimensions.count {
+            report = report.folded(keeping: Array(query.dimensions.indices))
+        }
+        return (report, notes)
+    }
+
+    /// Adds the spend to `report`, read by `working` (the query, by day too with a currency), and
+    /// with ``currency`` converts its amounts day by day; returns the notes (why spend is not
+    /// shown, days without a rate).
+    func addSpend(
+        to report: inout Report,
+        read working: ReportQuery,
+        _ store: any PostbackStorage
+    ) async throws
+        -> [String]
+    {
+        var notes = [try await report.addSpend(store, working)]
+        let day: AggregateDimension = query.dateBasis == .install ? .installDate : .date
         if let currency, let dayPosition = working.dimensions.firstIndex(of: day) {
             let earliest = working.from.map {
                 UTCDay(daysSinceEpoch: $0.daysSinceEpoch - Int64(ExchangeRates.maximumAge))
             }
             let rates = ExchangeRates(try await store.exchangeRates(from: earliest, to: working.to).map(\.rate))
-            warnings.append(report.convert(to: currency, dayPosition: dayPosition, rates: rates))
-            if working.dimensions.count > query.dimensions.count {
-                report = report.folded(keeping: Array(query.dimensions.indices))
-            }
+            notes.append(report.convert(to: currency, dayPosition: dayPosition, rates: rates))
         }
-        return (report, warnings.compactMap { $0 })
+        return notes.compactMap { $0 }
     }
 }
 

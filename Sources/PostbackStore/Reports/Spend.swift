@@ -39,6 +39,11 @@ enum SpendSQL {
         return .success(expressions)
     }
 
+    /// One row when the query's period has cost rows of its apps and networks, none otherwise.
+    static func anyRow(_ query: ReportQuery) -> SQLQuery {
+        "SELECT 1 FROM costs \(CostsSQL.whereClause(conditions(query))) LIMIT 1"
+    }
+
     /// The conditions of the query's period, apps and networks on cost rows (a row without an
     /// app is left out of a report of some apps).
     static func conditions(_ query: ReportQuery) -> [SQLQuery] {
@@ -72,8 +77,7 @@ extension PostbackStorage {
         return try await withSQL("read spend", .read) { sql in
             switch SpendSQL.expressions(query) {
             case .failure(let reason):
-                let any = try await sql.row("SELECT 1 FROM costs \(CostsSQL.whereClause(conditions)) LIMIT 1")
-                return any == nil ? nil : .failure(reason)
+                return try await sql.row(SpendSQL.anyRow(query)) == nil ? nil : .failure(reason)
             case .success(let expressions):
                 let groups = expressions.count
                 let positions = (1...groups + 1).map(String.init).joined(separator: ", ")
@@ -95,6 +99,13 @@ extension PostbackStorage {
                 return sums.isEmpty ? nil : .success(sums)
             }
         }
+    }
+}
+
+extension PostbackStorage {
+    /// Whether the query's period has cost rows of its apps and networks.
+    func hasCosts(_ query: ReportQuery) async throws -> Bool {
+        try await withSQL("read spend", .read) { sql in try await sql.row(SpendSQL.anyRow(query)) != nil }
     }
 }
 
@@ -137,9 +148,7 @@ extension Report {
     /// left ``ReportRow/unconverted``; returns a warning naming those days and pairs.
     mutating func convert(to currency: String, dayPosition: Int, rates: ExchangeRates) -> String? {
         var missing: [String: Set<UTCDay>] = [:]
-        let kinds: [WritableKeyPath<ReportRow, [String: RevenueTotal]>] = [
-            \.revenue, \.reengagementRevenue, \.modeledRevenue, \.reengagementModeledRevenue,
-        ]
+        let kinds = ReportRow.revenueKinds
         for index in rows.indices {
             var row = rows[index]
             let day: UTCDay? =
@@ -197,71 +206,6 @@ extension Report {
             return
                 "no \(pair) exchange rate on \(shown)\(more) or in the \(ExchangeRates.maximumAge) days before (postbackd rates add): the converted amounts of rows of those days are empty"
         }.joined(separator: "\n")
-    }
-
-    /// The report grouped by the dimensions at `kept` alone (positions, in order; for events,
-    /// and the event): counts, occurrences, amounts and extra columns summed in row order, a row
-    /// unconverted when any of its parts is, tier shares computed again. Rows keep the order
-    /// of their first part when `kept` is a prefix, and are sorted by their dimensions otherwise.
-    func folded(keeping kept: [Int]) -> Report {
-        var positions: [[DimensionValue]: Int] = [:]
-        var merged: [ReportRow] = []
-        let kinds: [WritableKeyPath<ReportRow, [String: RevenueTotal]>] = [
-            \.revenue, \.reengagementRevenue, \.modeledRevenue, \.reengagementModeledRevenue,
-        ]
-        for row in rows {
-            var key = kept.map { row.dimensions[$0] }
-            if events {
-                key += [row.event.map(DimensionValue.text) ?? .null, row.eventModel.map(DimensionValue.text) ?? .null]
-            }
-            guard let position = positions[key] else {
-                var first = row
-                first.dimensions = kept.map { row.dimensions[$0] }
-                positions[key] = merged.count
-                merged.append(first)
-                continue
-            }
-            var sum = merged[position]
-            if !row.counts.values.isEmpty {
-                sum.counts = ReportCounts(
-                    zip(
-                        sum.counts.values.isEmpty ? row.counts.values.map { _ in 0 } : sum.counts.values,
-                        row.counts.values
-                    )
-                    .map(+)
-                )
-            }
-            sum.occurrencesMin += row.occurrencesMin
-            sum.occurrencesMax += row.occurrencesMax
-            sum.eventPostbacks += row.eventPostbacks
-            for kind in kinds {
-                for (code, amount) in row[keyPath: kind] {
-                    var total = sum[keyPath: kind][code] ?? RevenueTotal(min: 0, max: 0, estimate: 0)
-                    total.min += amount.min
-                    total.max += amount.max
-                    total.estimate += amount.estimate
-                    sum[keyPath: kind][code] = total
-                }
-            }
-            for (code, amount) in row.spend { sum.spend[code, default: 0] += amount }
-            for (name, value) in row.extras { sum.extras[name, default: 0] += value }
-            sum.unconverted = sum.unconverted || row.unconverted
-            merged[position] = sum
-        }
-        for index in merged.indices where merged[index].unconverted {
-            for kind in kinds { merged[index][keyPath: kind] = [:] }
-            merged[index].spend = [:]
-        }
-        if kept != Array(kept.indices) {
-            merged.sort { $0.dimensions.lexicographicallyPrecedes($1.dimensions) }
-        }
-        var report = self
-        report.dimensions = kept.map { dimensions[$0] }
-        if let tier = report.dimensions.firstIndex(of: .crowdAnonymityTier), !events {
-            ReportRow.setTierShares(&merged, tier: tier)
-        }
-        report.rows = merged
-        return report
     }
 }
 

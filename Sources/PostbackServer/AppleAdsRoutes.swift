@@ -11,10 +11,16 @@ extension PostbackResponder {
     /// The largest body accepted: a token is a few hundred characters.
     static let maximumTokenBody = 16_384
 
-    func appleAdsToken(_ request: Request, arrival: UTCInstant) async -> Response {
-        if let refusal = refuseKey([request.formParameters["a"].map(String.init), bearerToken(request)]) {
-            return refusal
-        }
+    func appleAdsToken(_ request: Request, context: ServeRequestContext, arrival: UTCInstant) async -> Response {
+        let admission = admit(
+            request,
+            context,
+            scope: .appleAds,
+            secrets: [request.formParameters["a"].map(String.init), bearerToken(request)],
+            cookie: false,
+            style: .app
+        )
+        if case .refused(let response) = admission { return response }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: Self.maximumTokenBody)
@@ -32,6 +38,7 @@ extension PostbackResponder {
         } catch {
             return Self.json(.badRequest, Self.error(error.message, field: error.field))
         }
+        guard admission.opens(token.appID) else { return refuseApp(token.appID, style: .app, field: "app_id") }
         switch await committer.store(token, receivedAtMs: arrival.milliseconds) {
         case .stored(let outcome):
             var object = JSONObjectWriter()

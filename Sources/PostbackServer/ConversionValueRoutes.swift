@@ -16,10 +16,16 @@ extension PostbackResponder {
 
     // MARK: POST /v1/conversion-value
 
-    func conversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
-        if let refusal = refuseKey([request.formParameters["a"].map(String.init), bearerToken(request)]) {
-            return refusal
-        }
+    func conversionValue(_ request: Request, context: ServeRequestContext, arrival: UTCInstant) async -> Response {
+        let admission = admit(
+            request,
+            context,
+            scope: .conversionValue,
+            secrets: [request.formParameters["a"].map(String.init), bearerToken(request)],
+            cookie: false,
+            style: .app
+        )
+        if case .refused(let response) = admission { return response }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: Self.maximumStateBody)
@@ -68,6 +74,7 @@ extension PostbackResponder {
             guard let id = Int64(text) else {
                 return Self.json(.badRequest, Self.error("expected an App Store id, found \(text)", field: "app_id"))
             }
+            guard admission.opens(id) else { return refuseApp(id, style: .app, field: "app_id") }
             entry = models.model(appID: id, type)
         case (.some(let other), _) where other != .null:
             return Self.json(.badRequest, Self.error("expected a number, found \(other.kindName)", field: "app_id"))
@@ -89,6 +96,7 @@ extension PostbackResponder {
                 )
             )
         }
+        guard admission.opens(entry.appID) else { return refuseApp(entry.appID, style: .app, field: "bundle_id") }
         let state: UserState
         do {
             state = try UserStateParser.parse(value)
@@ -101,18 +109,23 @@ extension PostbackResponder {
 
     // MARK: GET /api/v2/conversion_value
 
-    func snippetConversionValue(_ request: Request, arrival: UTCInstant) async -> Response {
+    func snippetConversionValue(_ request: Request, context: ServeRequestContext, arrival: UTCInstant) async -> Response
+    {
         let parameters = request.formParameters
         // The key first: a caller without one learns nothing more.
-        if !apiKeys.isEmpty {
-            let given = parameters.getAll("a")
-            guard let key = given.first, !key.isEmpty else {
-                return Self.json(.unauthorized, Self.problem(status: "error", reason: "a: missing API key"))
-            }
-            guard given.count == 1, apiKeys.contains(where: { constantTimeEqual($0, String(key)) }) else {
-                return Self.json(.unauthorized, Self.problem(status: "error", reason: "a: unknown API key"))
-            }
+        let given = parameters.getAll("a")
+        guard given.count <= 1 else {
+            return Self.json(.badRequest, Self.problem(status: "error", reason: "a: given more than once"))
         }
+        let admission = admit(
+            request,
+            context,
+            scope: .conversionValue,
+            secrets: [given.first.map { String($0) }],
+            cookie: false,
+            style: .snippet
+        )
+        if case .refused(let response) = admission { return response }
         let query: SnippetQuery
         do {
             query = try SnippetQuery(parameters, now: arrival)
@@ -129,6 +142,7 @@ extension PostbackResponder {
                 )
             )
         }
+        guard admission.opens(entry.appID) else { return refuseApp(entry.appID, style: .snippet, field: nil) }
         let call = DeviceCall(
             appID: entry.appID,
             device: SHA256Digest(hashing: Array(query.idfv.utf8)).bytes,
@@ -185,36 +199,6 @@ extension PostbackResponder {
         return object.text
     }
 
-    // MARK: API keys
-
-    /// 401 when keys are configured and none of `given` is one of them; nil when it may go on.
-    func refuseKey(_ given: [String?]) -> Response? {
-        guard !apiKeys.isEmpty else { return nil }
-        let keys = given.compactMap { $0 }
-        guard !keys.isEmpty else {
-            return Self.json(.unauthorized, Self.error("missing API key: send Authorization: Bearer KEY", field: nil))
-        }
-        guard keys.contains(where: { key in apiKeys.contains(where: { constantTimeEqual($0, key) }) }) else {
-            return Self.json(.unauthorized, Self.error("unknown API key", field: nil))
-        }
-        return nil
-    }
-
-    func bearerToken(_ request: Request) -> String? {
-        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
-        return value.dropFirst(7).withoutSurroundingSpaces
-    }
-}
-
-/// Compares in time that depends only on the lengths, so that a key cannot be guessed byte by
-/// byte from answer times.
-func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-    let x = Array(a.utf8)
-    let y = Array(b.utf8)
-    guard x.count == y.count else { return false }
-    var difference: UInt8 = 0
-    for index in x.indices { difference |= x[index] ^ y[index] }
-    return difference == 0
 }
 
 extension CoarseConversionValue {

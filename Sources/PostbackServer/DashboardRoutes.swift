@@ -7,7 +7,7 @@ import PostbackStore
 
 /// The reading routes: `GET /api/v1/report` (what `postbackd report --format json` prints),
 /// `GET /api/v1/summary` (the headline numbers), `GET /dashboard` (the page), and the login
-/// that guards them when `serve --dashboard-token` is given.
+/// that guards them once a key opens them (``KeyDirectory``), each narrowed to the key's apps.
 extension PostbackResponder {
     /// The parameters of `GET /api/v1/report`, each the report option of the same name.
     static let reportParameters: [String] = [
@@ -24,16 +24,26 @@ extension PostbackResponder {
 
     // MARK: GET /api/v1/report
 
-    func report(_ request: Request) async -> Response {
-        if let refusal = refuseReader(request, page: false) { return refusal }
-        let options: ReportRequest.Options
+    func report(_ request: Request, context: ServeRequestContext) async -> Response {
+        let admission = admit(
+            request,
+            context,
+            scope: .report,
+            secrets: [bearerToken(request)],
+            cookie: true,
+            style: .api
+        )
+        if case .refused(let response) = admission { return response }
+        var options: ReportRequest.Options
         let parsed: ReportRequest
         do throws(ReportRequestError) {
             options = try Self.reportOptions(request.formParameters, allowed: Self.reportParameters)
+            if let refusal = scope(&options, to: admission, style: .api) { return refusal }
             parsed = try ReportRequest.parse(options)
         } catch {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
         }
+        if let refusal = refuseUnscoped(parsed.query, admission) { return refusal }
         do {
             let (report, warning) = try await reader.read { store in try await parsed.read(store) }
             var response = Response(
@@ -50,16 +60,25 @@ extension PostbackResponder {
 
     // MARK: GET /api/v1/summary
 
-    func summary(_ request: Request) async -> Response {
-        if let refusal = refuseReader(request, page: false) { return refusal }
+    func summary(_ request: Request, context: ServeRequestContext) async -> Response {
+        let admission = admit(
+            request,
+            context,
+            scope: .report,
+            secrets: [bearerToken(request)],
+            cookie: true,
+            style: .api
+        )
+        if case .refused(let response) = admission { return response }
         let query: ReportQuery
         do throws(ReportRequestError) {
-            query = try Dashboard.query(
-                Self.reportOptions(request.formParameters, allowed: Self.summaryParameters)
-            )
+            var options = try Self.reportOptions(request.formParameters, allowed: Self.summaryParameters)
+            if let refusal = scope(&options, to: admission, style: .api) { return refusal }
+            query = try Dashboard.query(options)
         } catch {
             return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
         }
+        if let refusal = refuseUnscoped(query, admission) { return refusal }
         do {
             let dashboard = try await reader.read { store in try await Dashboard.read(store, query, summaryOnly: true) }
             return Response(
@@ -74,13 +93,21 @@ extension PostbackResponder {
 
     // MARK: GET /dashboard
 
-    func dashboard(_ request: Request) async -> Response {
-        if let refusal = refuseReader(request, page: true) { return refusal }
+    func dashboard(_ request: Request, context: ServeRequestContext) async -> Response {
+        let admission = admit(
+            request,
+            context,
+            scope: .dashboard,
+            secrets: [bearerToken(request)],
+            cookie: true,
+            style: .page
+        )
+        if case .refused(let response) = admission { return response }
         let query: ReportQuery
         do throws(ReportRequestError) {
-            query = try Dashboard.query(
-                Self.reportOptions(request.formParameters, allowed: Self.dashboardParameters)
-            )
+            var options = try Self.reportOptions(request.formParameters, allowed: Self.dashboardParameters)
+            if let refusal = scope(&options, to: admission, style: .page) { return refusal }
+            query = try Dashboard.query(options)
         } catch {
             return Self.page(
                 .badRequest,
@@ -89,6 +116,7 @@ extension PostbackResponder {
                     "<p>\(escapeHTML(error.option.replacingDashes)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
             )
         }
+        if let refusal = refuseUnscoped(query, admission) { return refusal }
         do {
             let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
             return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: Route.dashboard.rawValue)).html)
@@ -106,62 +134,93 @@ extension PostbackResponder {
 
     // MARK: Login
 
-    /// `GET /login`: the form; `POST /login`: checks the token and sets the session cookie.
-    func login(_ request: Request) async -> Response {
-        guard let token = dashboardToken else {
+    /// `GET /login`: the form; `POST /login`: checks the key (or `--dashboard-token`) and sets
+    /// the session cookie. Wrong keys count against the client's address (``FailureLimiter``).
+    func login(_ request: Request, context: ServeRequestContext) async -> Response {
+        guard keys.guards(.dashboard) else {
             return Self.redirect(to: Route.dashboard.rawValue)
         }
         if request.method != .post { return Self.loginPage(.ok, message: nil) }
+        let address = FailureLimiter.bucket(clientAddress(request, context))
+        if let seconds = limiter.retryAfter(address) {
+            var response = Self.loginPage(
+                .tooManyRequests,
+                message: "Too many wrong keys from this address. Try again in \(seconds) seconds."
+            )
+            response.headers[.retryAfter] = String(seconds)
+            return response
+        }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: Self.maximumLoginBody)
         } catch {
             return Self.loginPage(.contentTooLarge, message: "The form was too large.")
         }
-        let given = Self.formValue("token", in: String(buffer: body))
-        guard let given, constantTimeEqual(given, token) else {
+        guard let given = Self.formValue("token", in: String(buffer: body)), !given.isEmpty,
+            let key = keys.key(secret: given)
+        else {
+            limiter.fail(address)
             logger.warning("dashboard login refused")
-            return Self.loginPage(.unauthorized, message: "That is not the dashboard token.")
+            return Self.loginPage(.unauthorized, message: "That is not a dashboard key.")
         }
+        guard key.scopes.contains(.dashboard) else {
+            return Self.loginPage(.forbidden, message: "That key does not open the dashboard.")
+        }
+        keys.used(key)
         var response = Self.redirect(to: Route.dashboard.rawValue)
         response.headers[.setCookie] =
-            "\(Self.sessionCookie)=\(Self.session(token)); Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000"
+            "\(Self.sessionCookie)=\(AccessKeySecret.session(given)); Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000"
             + (secureCookie ? "; Secure" : "")
         return response
     }
 
-    /// The session cookie's value for `token`: a MAC of a fixed text under the token, so the
-    /// cookie never holds the token and changing the token ends every session.
-    static func session(_ token: String) -> String {
-        HMACSHA256.hex(key: Array(token.utf8), message: Array("postbackd dashboard session".utf8))
-    }
-
-    /// Nil when the request may read: no token configured, or the bearer token or the session
-    /// cookie matches. Else 401 (the API) or a redirect to the login form (the page).
-    private func refuseReader(_ request: Request, page: Bool) -> Response? {
-        guard let token = dashboardToken else { return nil }
-        if let bearer = bearerToken(request), constantTimeEqual(bearer, token) { return nil }
-        let expected = Self.session(token)
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].withoutSurroundingSpaces == Self.sessionCookie,
-                    constantTimeEqual(parts[1].withoutSurroundingSpaces, expected)
-                {
-                    return nil
-                }
+    /// Narrows `options` to the key's apps: no `app_id` means its apps; an `app_id` it does not
+    /// open is 403, as is asking Apple Ads side by side (which is not per app). Nil when the
+    /// request may go on.
+    func scope(_ options: inout ReportRequest.Options, to admission: Admission, style: RefusalStyle) -> Response? {
+        guard let apps = admission.apps else { return nil }
+        if options.withAppleAds {
+            return Self.json(
+                .forbidden,
+                Self.error("with_apple_ads is open only to a key of every app", field: "with_apple_ads")
+            )
+        }
+        // Blank entries (`app_id=,`) filter nothing: they must not read as "no filter" of every app.
+        let requested = options.appIDs.flatMap { $0.split(separator: ",") }.map(\.withoutSurroundingSpaces)
+            .filter { !$0.isEmpty }
+        if requested.isEmpty {
+            options.appIDs = apps.sorted().map(String.init)
+            return nil
+        }
+        options.appIDs = requested
+        for text in requested {
+            // What is not an app id is the report's to refuse (400).
+            if let id = Int64(text), id > 0, !apps.contains(id) {
+                return style == .page
+                    ? Self.page(
+                        .forbidden,
+                        title: "Not open to this key",
+                        body:
+                            "<p>This key does not open app \(id).</p><p><a href=\"/dashboard\">The dashboard of its apps</a></p>"
+                    )
+                    : refuseApp(id, style: style, field: "app_id")
             }
         }
-        if page { return Self.redirect(to: Route.login.rawValue) }
-        var response = Self.json(
-            .unauthorized,
-            Self.error("send Authorization: Bearer TOKEN (serve --dashboard-token)", field: nil)
-        )
-        response.headers[.wwwAuthenticate] = "Bearer"
-        return response
+        return nil
     }
 
-    private func unreadable(_ error: any Error) -> Response {
+    /// The last word on a key's apps, once the query is parsed: it filters by the key's apps
+    /// and by nothing else. Nil when it may be read.
+    func refuseUnscoped(_ query: ReportQuery, _ admission: Admission) -> Response? {
+        guard let apps = admission.apps else { return nil }
+        guard !apps.isEmpty, !query.appIDs.isEmpty, Set(query.appIDs).isSubset(of: apps) else {
+            logger.error("a query of a key of some apps was not narrowed to them; refused")
+            return Self.json(.forbidden, Self.error("this key does not open these apps", field: "app_id"))
+        }
+        return nil
+    }
+
+    func unreadable(_ error: any Error) -> Response {
         logger.error("cannot read the report", metadata: ["serve.error": "\(error)"])
         let reason = (error as? StoreFault)?.publicReason ?? "the store could not be read now; retry later"
         var response = Self.json(.serviceUnavailable, Self.problem(status: "unavailable", reason: reason))
@@ -270,7 +329,7 @@ extension PostbackResponder {
             body: (message.map { "<p class=\"warning\" role=\"alert\">\(escapeHTML($0))</p>" } ?? "")
                 + """
                 <form method="post" action="/login" class="filters">
-                <label>Dashboard token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
+                <label>Key <input type="password" name="token" autocomplete="current-password" required autofocus></label>
                 <button type="submit">Sign in</button></form>
                 """
         )
@@ -282,14 +341,17 @@ extension PostbackResponder {
 /// stall the cooperative pool. On SQLite reads take turns on that thread; PostgreSQL's run side
 /// by side on its pool.
 final class ReportReader: Sendable {
-    private let store: any PostbackStorage
+    private let store: any StoreEngine
     private let executor = DedicatedThreadExecutor(label: "postbackd.serve.reader")
 
-    init(_ store: any PostbackStorage) {
+    init(_ store: any StoreEngine) {
         self.store = store
     }
 
-    func read<Result: Sendable>(_ body: @Sendable (any PostbackStorage) async throws -> Result) async throws -> Result {
+    /// Where the store is (its engine decides the pull API's cursors).
+    var location: StoreLocation { store.location }
+
+    func read<Result: Sendable>(_ body: @Sendable (any StoreEngine) async throws -> Result) async throws -> Result {
         let store = self.store
         return try await withTaskExecutorPreference(executor) {
             do {

@@ -32,17 +32,18 @@ struct PostbackResponder: HTTPResponder {
     let metrics: ServerMetrics
     /// The conversion value endpoints' models (the committer's).
     var models: ModelDirectory { committer.models }
-    /// `--api-key`: when any, the conversion value endpoints take only these.
-    let apiKeys: [String]
+    /// The keys the routes take (``KeyDirectory``), and the limit on wrong ones.
+    let keys: KeyDirectory
+    let limiter: FailureLimiter
     let maximumBody: Int
     /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`): its last
     /// entry is stored instead of the peer's address.
     let clientAddressHeader: HTTPField.Name?
+    /// What is stored and logged of the client's address (`--client-address`).
+    let clientAddressPolicy: ClientAddressPolicy
     let accessLog: Bool
     /// The store the report, summary and dashboard routes read.
     let reader: ReportReader
-    /// `--dashboard-token`: when set, the reading routes take only it (bearer or login cookie).
-    let dashboardToken: String?
     /// Whether the login cookie is marked `Secure` (served over TLS).
     let secureCookie: Bool
     let logger: Logger
@@ -59,6 +60,7 @@ struct PostbackResponder: HTTPResponder {
         case metrics = "/metrics"
         case report = "/api/v1/report"
         case summary = "/api/v1/summary"
+        case postbacks = "/api/v1/postbacks"
         case root = "/"
         case dashboard = "/dashboard"
         case login = "/login"
@@ -73,7 +75,7 @@ struct PostbackResponder: HTTPResponder {
         var methods: [HTTPRequest.Method] {
             switch self {
             case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
-            case .health, .ready, .metrics, .snippet, .report, .summary, .root, .dashboard: [.get]
+            case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard: [.get]
             case .login: [.get, .post]
             }
         }
@@ -101,11 +103,11 @@ struct PostbackResponder: HTTPResponder {
                         requestID: requestID
                     )
                 case .conversionValue:
-                    response = await conversionValue(request, arrival: arrival)
+                    response = await conversionValue(request, context: context, arrival: arrival)
                 case .snippet:
-                    response = await snippetConversionValue(request, arrival: arrival)
+                    response = await snippetConversionValue(request, context: context, arrival: arrival)
                 case .appleAdsToken:
-                    response = await appleAdsToken(request, arrival: arrival)
+                    response = await appleAdsToken(request, context: context, arrival: arrival)
                 case .health:
                     response = Self.json(.ok, #"{"status":"up"}"#)
                 case .ready:
@@ -126,15 +128,17 @@ struct PostbackResponder: HTTPResponder {
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.text()))
                     )
                 case .report:
-                    response = await report(request)
+                    response = await report(request, context: context)
                 case .summary:
-                    response = await summary(request)
+                    response = await summary(request, context: context)
+                case .postbacks:
+                    response = await pullPostbacks(request, context: context)
                 case .root:
                     response = Self.redirect(to: Route.dashboard.rawValue)
                 case .dashboard:
-                    response = await dashboard(request)
+                    response = await dashboard(request, context: context)
                 case .login:
-                    response = await login(request)
+                    response = await login(request, context: context)
                 }
             } else {
                 let allowed = route.methods.map(\.rawValue).joined(separator: ", ")
@@ -153,7 +157,7 @@ struct PostbackResponder: HTTPResponder {
             logger.info(
                 "\(request.method.rawValue) \(request.uri.path) \(response.status.code)",
                 metadata: [
-                    "http.client": "\(clientAddress(request, context) ?? "-")",
+                    "http.client": "\(clientAddressPolicy.stored(clientAddress(request, context)) ?? "-")",
                     "http.request_id": "\(requestID)",
                     "http.duration_ms": "\((ContinuousClock.now - started).milliseconds)",
                 ]
@@ -198,7 +202,7 @@ struct PostbackResponder: HTTPResponder {
             digest: digest,
             request: ReceivedRequest(
                 receivedAt: arrival,
-                clientAddress: clientAddress(request, context),
+                clientAddress: clientAddressPolicy.stored(clientAddress(request, context)),
                 requestID: requestID
             )
         )
@@ -262,7 +266,7 @@ struct PostbackResponder: HTTPResponder {
 
     /// The client's address: the last entry of the trusted proxy's header when configured,
     /// else the peer's IP address.
-    private func clientAddress(_ request: Request, _ context: ServeRequestContext) -> String? {
+    func clientAddress(_ request: Request, _ context: ServeRequestContext) -> String? {
         if let name = clientAddressHeader, let value = request.headers[name] {
             let last = (value.split(separator: ",").last ?? "").drop { $0 == " " }.reversed().drop { $0 == " " }
             if !last.isEmpty && last.count <= 64 { return String(last.reversed()) }

@@ -35,9 +35,12 @@ package struct ServeJob: Sendable {
     package var quarantineRowsPerHour: Int
     /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`).
     package var clientAddressHeader: String?
+    /// `--client-address`: what is stored and logged of the client's address.
+    package var clientAddressPolicy: ClientAddressPolicy
     /// Postbacks written per transaction, at most.
     var maximumGroup: Int
-    /// `--api-key`: when any, the conversion value endpoints take only these (never logged).
+    /// `--api-key`: keys of every app for the conversion value and Apple Ads token routes
+    /// (never logged), beside the store's (``KeyDirectory``).
     package var apiKeys: [String]
     /// `--forward`: delivers as `forward --follow` does, beside serving, on a store
     /// connection of its own; its status is in `/metrics`.
@@ -45,8 +48,8 @@ package struct ServeJob: Sendable {
     /// `--apple-ads`: exchanges the tokens received at `POST /v1/apple-ads/token` (and any
     /// other pending ones) as `apple-ads fetch --follow` does, on a store connection of its own.
     package var appleAds: AppleAdsFetchJob?
-    /// `--dashboard-token`: when set, the report API and the dashboard take only it, as a
-    /// bearer token or through the login form's cookie (never logged).
+    /// `--dashboard-token`: a key of every app for the report API and the dashboard, as a
+    /// bearer token or through the login form's cookie (never logged), beside the store's.
     package var dashboardToken: String?
     package var logger: Logger
 
@@ -66,6 +69,7 @@ package struct ServeJob: Sendable {
         maximumConnections: Int = ServeJob.defaultMaximumConnections,
         quarantineRowsPerHour: Int = ServeJob.defaultQuarantineRowsPerHour,
         clientAddressHeader: String? = nil,
+        clientAddressPolicy: ClientAddressPolicy = .keep,
         maximumGroup: Int = 1_024,
         apiKeys: [String] = [],
         forward: ForwardJob? = nil,
@@ -88,6 +92,7 @@ package struct ServeJob: Sendable {
         self.maximumConnections = maximumConnections
         self.quarantineRowsPerHour = quarantineRowsPerHour
         self.clientAddressHeader = clientAddressHeader
+        self.clientAddressPolicy = clientAddressPolicy
         self.maximumGroup = maximumGroup
         self.logger = logger
     }
@@ -150,6 +155,8 @@ package struct ServeJob: Sendable {
         let metrics = ServerMetrics()
         let models = ModelDirectory()
         models.replace(with: try await store.models(), at: .now())
+        let keys = KeyDirectory(dashboardToken: dashboardToken, apiKeys: apiKeys)
+        keys.replace(with: try await store.accessKeys())
         let committer = GroupCommitter(
             maximumGroup: maximumGroup,
             quarantineRowsPerHour: quarantineRowsPerHour,
@@ -167,12 +174,13 @@ package struct ServeJob: Sendable {
             verifiers: VerifierPool(keyRing: keyRing),
             committer: committer,
             metrics: metrics,
-            apiKeys: apiKeys,
+            keys: keys,
+            limiter: FailureLimiter(),
             maximumBody: maximumBody,
             clientAddressHeader: clientAddressHeader.flatMap { HTTPField.Name($0) },
+            clientAddressPolicy: clientAddressPolicy,
             accessLog: accessLog,
             reader: reader,
-            dashboardToken: dashboardToken,
             secureCookie: tls != nil,
             logger: logger
         )
@@ -204,7 +212,9 @@ package struct ServeJob: Sendable {
             },
             logger: logger
         )
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: writer)]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: writer), .init(service: KeyReloadService(keys: keys, reader: reader, logger: logger)),
+        ]
         if let forward, let forwardStore {
             services.append(
                 .init(service: ForwarderService(job: forward, store: forwardStore, mode: .follow, metrics: metrics))

@@ -33,7 +33,13 @@ extension ResultFormat: ExpressibleByArgument {}
 /// Reports a run that could not read its inputs, and exits with status 2.
 func failInput(_ message: String) -> ExitCode {
     let errors = TextOutput.standardError()
-    errors.line("postbackd: \(message)")
+    // Messages quote input (names, cells, reasons): a terminal shows it, it does not act on it.
+    errors.line(
+        "postbackd: "
+            + message.split(separator: "\n", omittingEmptySubsequences: false).map(\.escapedForTerminal).joined(
+                separator: "\n"
+            )
+    )
     errors.flush()
     return .usageOrInputError
 }

@@ -117,6 +117,26 @@ extension Postbackd {
         )
         var clientAddressHeader: String?
 
+        enum ClientAddressOption: String, ExpressibleByArgument, CaseIterable {
+            case keep, truncate, hash, drop
+        }
+
+        @Option(
+            help: ArgumentHelp(
+                "What is stored and logged of each client's address: keep; truncate (its IPv4 /24 or IPv6 /48); hash (HMAC-SHA256 under the secret of --client-address-key-file); drop (nothing). postbackd prune-addresses clears older rows'.",
+                valueName: "policy"
+            )
+        )
+        var clientAddress: ClientAddressOption = .keep
+
+        @Option(
+            help: ArgumentHelp(
+                "With --client-address hash: a file whose first line is the secret (16 to 256 characters). Keep it: a new secret hashes the same address differently.",
+                valueName: "file"
+            )
+        )
+        var clientAddressKeyFile: String?
+
         @Option(
             name: .customLong("api-key"),
             help: ArgumentHelp(
@@ -185,6 +205,11 @@ extension Postbackd {
             guard quarantineRowsPerHour >= 0 else {
                 throw ValidationError("--quarantine-rows-per-hour must be 0 or more")
             }
+            if (clientAddress == .hash) != (clientAddressKeyFile != nil) {
+                throw ValidationError(
+                    "--client-address hash and --client-address-key-file go together: give both, or neither"
+                )
+            }
             if let clientAddressHeader, HTTPHeaderName.isValid(clientAddressHeader) == false {
                 throw ValidationError("--client-address-header \(clientAddressHeader) is not a header name")
             }
@@ -231,6 +256,31 @@ extension Postbackd {
             return token
         }
 
+        /// The policy of --client-address, its secret read and checked.
+        func clientAddressPolicy() throws -> ClientAddressPolicy {
+            switch clientAddress {
+            case .keep: return .keep
+            case .truncate: return .truncate
+            case .drop: return .drop
+            case .hash:
+                guard let clientAddressKeyFile else { return .drop }
+                let bytes = try readOptionFile(
+                    clientAddressKeyFile,
+                    option: "--client-address-key-file",
+                    what: "a secret file"
+                )
+                let secret =
+                    String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first
+                    .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                guard (16...256).contains(secret.utf8.count) else {
+                    throw failInput(
+                        "--client-address-key-file \(clientAddressKeyFile): the secret (its first line) has 16 to 256 characters"
+                    )
+                }
+                return .hash(key: Array(secret.utf8))
+            }
+        }
+
         /// The `--forward` job, its config read and checked.
         func forwardJob() throws -> ForwardJob? {
             guard let forward else { return nil }
@@ -260,6 +310,7 @@ extension Postbackd {
                 maximumConnections: maxConnections,
                 quarantineRowsPerHour: quarantineRowsPerHour,
                 clientAddressHeader: clientAddressHeader,
+                clientAddressPolicy: try clientAddressPolicy(),
                 apiKeys: try allAPIKeys(),
                 forward: try forwardJob(),
                 appleAds: appleAds

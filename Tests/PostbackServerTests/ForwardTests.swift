@@ -388,6 +388,32 @@ struct ForwardTests {
         #expect(receiver.mostAtOnce == 1)
     }
 
+    @Test(
+        "under apps policy registered, only registered apps' postbacks are forwarded",
+        arguments: TestEngine.available
+    )
+    func registeredOnly(_ engine: TestEngine) async throws {
+        let store = try await store(engine)
+        let everyApp = try await exported(store, destination: "network").filter {
+            $0.value["key_space"] as? String == "production"
+        }
+        let apps = Set(everyApp.values.compactMap { $0["app_id"] as? Int })
+        #expect(apps.count > 1 && apps.contains(Int(Self.modelApp)), "\(apps)")
+        for arguments in [["apps", "add", String(Self.modelApp)], ["apps", "policy", "registered"]] {
+            #expect(try await Self.forward(arguments + ["--db", store.argument]).status == 0)
+        }
+        let receiver = try await Receiver { _, _ in (200, .zero) }
+        let run = try await Self.forward(
+            ["forward", "--db", store.argument, "--config", try config(receiver.port), "--drain"],
+            environment: environment
+        )
+        await receiver.stop()
+        #expect(run.status == 0, "\(run.standardError)")
+        let registered = everyApp.filter { ($0.value["app_id"] as? Int).map(Int64.init) == Self.modelApp }
+        #expect(!registered.isEmpty && registered.count < everyApp.count)
+        #expect(Set(receiver.delivered("network").keys) == Set(registered.keys))
+    }
+
     @Test("serve --forward delivers what it stores, and shows the deliveries in /metrics")
     func serveForward() async throws {
         let store = try await TestStore.make(.sqlite, in: directory)

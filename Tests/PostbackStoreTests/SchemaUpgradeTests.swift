@@ -32,8 +32,8 @@ struct SchemaUpgradeTests {
         let store = try await TestStore.make(engine, in: directory)
         try await PostbackStores.with(store.location) { _ in }
         // The state as the release before wrote it, and its migration log without v17 / 13
-        // (PostgreSQL applies those after the highest recorded: 14, the install ids, and 15, the
-        // costs, undone too).
+        // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
+        // costs, and 16, the access keys and apps, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -46,7 +46,7 @@ struct SchemaUpgradeTests {
         case .postgres:
             try await store.execute(
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
-                "DROP TABLE costs, exchange_rates",
+                "DROP TABLE costs, exchange_rates, access_keys, apps, settings",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -107,6 +107,7 @@ struct SchemaUpgradeTests {
         ("v17: Apple Ads not_attributed", "f1ce5bef38387e528b4f351b18f5cd65a3946e5aa1925a445c8ed44c77a5aca2"),
         ("v18: Apple Ads install ids", "f46900236326bc9f098a55b8d1daf9209749fd4f48deb8b3724dde5cd31dfb26"),
         ("v19: costs and exchange rates", "3c36efc2128c2fa57db85253f8a59aa80e4fecd71d4e4fd6860ae86dc2578616"),
+        ("v20: access keys, apps", "96baca216031c8c4103649029eff538a89180b680276d39748de6daec82ef3e5"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -126,6 +127,7 @@ struct SchemaUpgradeTests {
         (13, "a0647a454b5182a5e671b343280bd2259bbbf1b765c1a96b8f83f4cf2e10e857"),
         (14, "43798e29525a2e57314155cd19ada2448fd5c304223729f56d31a628faba826c"),
         (15, "198f2d6a073fa232924f48069787de5ee69afa5208263423ac57034d3aed2508"),
+        (16, "1bbbf99ef51a153ed169c252404066538ff756effb3c661a2f9b16d2975dce9d"),
     ]
 
     private static func sha256(_ text: String) -> String {

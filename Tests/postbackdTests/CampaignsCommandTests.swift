@@ -64,6 +64,31 @@ struct CampaignsCommandTests {
         #expect(days == ["2026-11-10", "2026-11-11", "2026-11-12"])
     }
 
+    @Test(
+        "names from outside print to a terminal with control characters and bidi overrides escaped, and as given in JSON"
+    )
+    func controlCharacters() throws {
+        let hostile = "Evil\u{1B}]0;pwned\u{07}\u{1B}[2J\u{9B}1A"
+        let mapping = try directory.write(
+            "hostile.csv",
+            CampaignMapping.header + "\nx.skadnetwork,12,,,\(hostile),g\u{202E}x,\n"
+        )
+        #expect(try run(["campaigns", "add", mapping]).status == 0)
+        let table = try run(["campaigns", "list"]).standardOutput
+        #expect(table.contains(#"Evil\x1b]0;pwned\x07\x1b[2J\u{9b}1A"#), "\(table)")
+        #expect(table.contains(#"g\u{202e}x"#))
+        #expect(
+            !table.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" },
+            "no control character reaches the terminal"
+        )
+        // JSON keeps the name as it is, escaped as JSON.
+        let json = try run(["campaigns", "list", "--format", "json"]).standardOutput
+        #expect(json.contains(#"Evil\u001b]0;pwned\u0007\u001b[2J"#), "\(json)")
+        // An error quoting input does the same.
+        let refused = try run(["keys", "add", "bad\u{1B}[2Jname", "--all-apps"])
+        #expect(refused.status == 2 && refused.standardError.contains(#"bad\x1b[2Jname"#), "\(refused.standardError)")
+    }
+
     @Test("verify --format json and --explain show the estimated install time, tier and digits")
     func verifyShowsInferences() throws {
         let file = try directory.write("four.json", try SamplePostback.signedJSON(.v4_0, conversionValue: .fine(20)))

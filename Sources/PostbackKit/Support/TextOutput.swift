@@ -114,3 +114,36 @@ extension StringProtocol {
         String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
 }
+
+extension StringProtocol {
+    /// The text with what a terminal would act on escaped, for printing text that came from
+    /// outside (campaign and app names, reasons quoting input): C0 and C1 control characters
+    /// and DEL as `\x1b`, `\u{9b}`, and the bidirectional overrides and isolates (which reorder
+    /// what is shown) as `\u{202e}`. A name cannot move the cursor, clear or retitle the
+    /// screen, or hide text. Everything else is kept, so ordinary text prints as it is.
+    package var escapedForTerminal: String {
+        guard unicodeScalars.contains(where: \.needsTerminalEscape) else { return String(self) }
+        var out = ""
+        out.reserveCapacity(utf8.count + 8)
+        for scalar in unicodeScalars {
+            if scalar.needsTerminalEscape {
+                let digits = String(scalar.value, radix: 16)
+                out +=
+                    scalar.value < 0x80
+                    ? "\\x" + String(repeating: "0", count: 2 - digits.count) + digits : "\\u{\(digits)}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+extension Unicode.Scalar {
+    fileprivate var needsTerminalEscape: Bool {
+        switch value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+}

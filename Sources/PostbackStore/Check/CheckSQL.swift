@@ -105,7 +105,7 @@ enum CheckSQL {
         return """
             WITH a AS (SELECT date AS day, CAST(SUM(postbacks) AS BIGINT) AS n FROM aggregate_daily GROUP BY date),
             \(raw: sums.joined(separator: ",\n")),
-            p AS (SELECT \(SQLQuery.receivedDay) AS day, COUNT(*) AS n FROM postbacks GROUP BY 1)
+            p AS (SELECT \(SQLQuery.receivedDay) AS day, COUNT(*) AS n FROM postbacks WHERE \(raw: AppsSQL.claimed) GROUP BY 1)
             SELECT \(SQLQuery.dayText("a.day")), a.n, \(raw: columns.joined(separator: ", ")), COALESCE(p.n, 0)
             FROM a \(raw: joins.joined(separator: " ")) LEFT JOIN p ON p.day = a.day
             ORDER BY a.day

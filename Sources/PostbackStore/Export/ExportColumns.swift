@@ -94,11 +94,34 @@ package struct ExportSelection: Sendable {
     package var days: ClosedRange<UTCDay>?
     /// Rows stored after this cursor only; nil for all.
     package var after: ExportCursor?
+    /// Only these apps' rows (postbacks); nil for every app.
+    package var appIDs: Set<Int64>?
+    /// At most this many rows (the pull API's page); the cursor returned is then the last
+    /// row's when the page is full, so that the next page goes on from it.
+    package var limit: Int?
 
-    package init(table: ExportTable, days: ClosedRange<UTCDay>? = nil, after: ExportCursor? = nil) {
+    package init(
+        table: ExportTable,
+        days: ClosedRange<UTCDay>? = nil,
+        after: ExportCursor? = nil,
+        appIDs: Set<Int64>? = nil,
+        limit: Int? = nil
+    ) {
         self.table = table
         self.days = days
         self.after = after
+        self.appIDs = appIDs
+        self.limit = limit
+    }
+
+    /// ` AND app_id IN (…)` for ``appIDs`` (numbers, so written into the statement), or nothing.
+    /// and, of postbacks, only those that count (``AppsPolicy``).
+    var appCondition: String {
+        let claimed = table == .postbacks ? " AND " + AppsSQL.claimed : ""
+        guard let appIDs else { return claimed }
+        return claimed + " AND app_id IN ("
+            + (appIDs.isEmpty ? "NULL" : appIDs.sorted().map(String.init).joined(separator: ","))
+            + ")"
     }
 }
 

@@ -477,6 +477,15 @@ struct TableColumn {
 
     /// The header, a rule, `rows` rows, and (when a column has one) a rule and the totals.
     static func lines(_ columns: [TableColumn], rows: Int) -> [String] {
+        // Cells may hold text from outside (campaign and app names): a terminal shows it, it
+        // does not act on it.
+        let columns = columns.map { column in
+            var column = column
+            column.header = column.header.escapedForTerminal
+            column.cells = column.cells.map(\.escapedForTerminal)
+            column.total = column.total?.escapedForTerminal
+            return column
+        }
         let rule = columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  ")
         var lines = [line(columns.map { ($0.header, $0) }), rule]
         for index in 0..<rows { lines.append(line(columns.map { ($0.cells[index], $0) })) }

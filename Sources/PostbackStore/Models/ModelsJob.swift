@@ -68,12 +68,18 @@ package enum ModelsJob {
         }
         if !problems.isEmpty { throw ModelFilesError(.invalid, problems: problems) }
         let outcomes = try await PostbackStores.with(location) { store in
-            try await store.addModels(
+            let outcomes = try await store.addModels(
                 read,
                 bundleIDs: bundleIDs,
                 effectiveFrom: effectiveFrom,
                 conversionType: conversionType
             )
+            // The app the encode routes know by its bundle identifier is one of the network's:
+            // registered (``AppsPolicy``), unless it is. Run again, `models add` registers it.
+            for (appID, bundleID) in bundleIDs.sorted(by: { $0.key < $1.key }) {
+                try await store.registerApp(appID, bundleID: bundleID)
+            }
+            return outcomes
         }
         return zip(read, outcomes).map { Added(file: $0.source, model: $0.model, result: $1) }
     }

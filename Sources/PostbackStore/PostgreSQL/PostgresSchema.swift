@@ -928,6 +928,38 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        Migration(
+            version: 16,
+            name: "access keys, apps",
+            statements: [
+                #"""
+                CREATE TABLE access_keys (
+                    name text PRIMARY KEY,
+                    secret_sha256 text NOT NULL UNIQUE,
+                    session_sha256 text NOT NULL,
+                    apps text,
+                    scopes text NOT NULL,
+                    created_at timestamptz NOT NULL,
+                    last_used_at timestamptz,
+                    revoked_at timestamptz
+                )
+                """#,
+                #"""
+                CREATE TABLE apps (
+                    app_id bigint PRIMARY KEY,
+                    name text,
+                    bundle_id text,
+                    added_at timestamptz NOT NULL
+                )
+                """#,
+                #"""
+                CREATE TABLE settings (
+                    name text PRIMARY KEY,
+                    value text NOT NULL
+                )
+                """#,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

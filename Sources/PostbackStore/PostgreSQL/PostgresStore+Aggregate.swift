@@ -203,7 +203,7 @@ extension PostgresStore {
             CASE WHEN app_id = ANY($2::bigint[])
                 THEN width_bucket(floor(extract(epoch FROM received_at) * 1000)::bigint, $3::bigint[]) END,
             COUNT(*)::bigint
-        FROM postbacks WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date
+        FROM postbacks WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date AND \(AppsSQL.claimed)
         GROUP BY app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
             coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits,

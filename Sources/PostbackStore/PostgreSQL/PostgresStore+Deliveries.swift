@@ -37,6 +37,7 @@ extension PostgresStore {
                         AND (\(route.adNetworkIDs)::text[] IS NULL OR ad_network_id = ANY(\(route.adNetworkIDs)::text[]))
                         AND (\(route.kinds)::text[] IS NULL OR kind = ANY(\(route.kinds)::text[]))
                         AND key_space = ANY(\(route.keySpaces)::text[])
+                        AND \(unescaped: AppsSQL.claimed)
                     ON CONFLICT DO NOTHING
                     RETURNING 1)
                 SELECT count(*) FROM added

@@ -11,7 +11,7 @@ import PostgresNIO
 /// still running then are read by the next export.
 extension PostgresStore {
     package func export(_ selection: ExportSelection, _ row: (ExportRow) throws -> Void) async throws -> ExportCursor {
-        let after = try Self.exportPosition(selection.after)
+        let (after, afterID) = try Self.exportPagePosition(selection.after)
         let table = selection.table
         let columns = table.columns
         let logger = self.logger
@@ -29,9 +29,11 @@ extension PostgresStore {
             retryingFor: 0
         ) { connection in
             let bound = try await Self.snapshotBound(connection, after: after, excluding: foreign, logger: logger)
+            // After (XID, ID): a page's cursor is its last row's; an export's, (bound, 0).
             var sql = """
-                SELECT \(select) FROM \(table.rawValue)
+                SELECT stored_xid::text, \(select) FROM \(table.rawValue)
                 WHERE stored_xid >= '\(after)'::xid8 AND stored_xid < '\(bound)'::xid8
+                    AND (stored_xid > '\(after)'::xid8 OR id > \(afterID))
                 """
             if let days = selection.days {
                 sql += """
@@ -39,11 +41,20 @@ extension PostgresStore {
                      AND received_at < '\(days.upperBound.next.start.iso8601)'::timestamptz
                     """
             }
-            sql += " ORDER BY stored_xid, id"
+            sql += selection.appCondition + " ORDER BY stored_xid, id"
+            if let limit = selection.limit { sql += " LIMIT \(limit)" }
             let rows = try await connection.send(PostgresQuery(unsafeSQL: sql), logger: logger)
+            var count = 0
+            var last = (xid: after, id: afterID)
             for try await stored in rows {
-                try row(try Self.exportRow(stored, columns))
+                let exported = try Self.exportRow(stored, columns, from: 1)
+                if case .integer(let id) = exported.values.first {
+                    last = (try stored.makeRandomAccess()[0].decode(String.self), id)
+                }
+                count += 1
+                try row(exported)
             }
+            if let limit = selection.limit, count == limit { return ExportCursor("postgres:\(last.xid):\(last.id)") }
             return ExportCursor("postgres:\(bound)")
         }
     }
@@ -134,6 +145,17 @@ extension PostgresStore {
             }
         }
         return ExportRow(values: values, raw: raw)
+    }
+
+    /// The transaction id and row id in `cursor` (`postgres:XID`, or a page's `postgres:XID:ID`),
+    /// or (0, 0).
+    static func exportPagePosition(_ cursor: ExportCursor?) throws -> (xid: String, id: Int64) {
+        guard let cursor else { return ("0", 0) }
+        let parts = cursor.position.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count == 3, parts[0] == "postgres", let id = Int64(parts[2]), id >= 0 {
+            return (try exportPosition(ExportCursor("postgres:" + parts[1])), id)
+        }
+        return (try exportPosition(cursor), 0)
     }
 
     /// The transaction id in `cursor` (digits only), or 0.

@@ -833,5 +833,33 @@ package enum PostbackSchema {
                 ) WITHOUT ROWID;
                 """#
         ),
+        // Many advertisers (issue 38): access keys, each opening a set of apps (NULL: every app)
+        // to a set of scopes, only the SHA-256 of its secret stored (a revoked key stays, named,
+        // for the record); the registered apps; settings kept in the store (the apps policy).
+        Migration(
+            "v20: access keys, apps",
+            sql: #"""
+                CREATE TABLE access_keys (
+                    name TEXT PRIMARY KEY,
+                    secret_sha256 TEXT NOT NULL UNIQUE,
+                    session_sha256 TEXT NOT NULL,
+                    apps TEXT,
+                    scopes TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    last_used_at TEXT,
+                    revoked_at TEXT
+                );
+                CREATE TABLE apps (
+                    app_id INTEGER PRIMARY KEY,
+                    name TEXT,
+                    bundle_id TEXT,
+                    added_at TEXT NOT NULL
+                );
+                CREATE TABLE settings (
+                    name TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                );
+                """#
+        ),
     ]
 }

@@ -100,7 +100,7 @@ extension SQLiteStore {
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
             coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits,
             received_at
-        FROM postbacks WHERE substr(received_at, 1, 10) = ?
+        FROM postbacks WHERE substr(received_at, 1, 10) = ? AND \(AppsSQL.claimed)
         """
 
     private static func days(_ selection: DaySelection, _ db: Database) throws -> [UTCDay] {

@@ -36,7 +36,7 @@ extension SQLiteStore {
             restrict("ad_network_id", route.adNetworkIDs)
             restrict("kind", route.kinds)
             restrict("key_space", route.keySpaces)
-            sql += " ON CONFLICT DO NOTHING"
+            sql += " AND " + AppsSQL.claimed + " ON CONFLICT DO NOTHING"
             try db.execute(sql: sql, arguments: arguments)
             let added = db.changesCount
             try SQLiteSQL.execute(

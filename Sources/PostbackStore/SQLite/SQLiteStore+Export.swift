@@ -22,11 +22,19 @@ extension SQLiteStore {
                 sql += " AND received_at >= ? AND received_at < ?"
                 arguments += [days.lowerBound.start.iso8601, days.upperBound.next.start.iso8601]
             }
-            sql += " ORDER BY id"
+            sql += selection.appCondition + " ORDER BY id"
+            if let limit = selection.limit { sql += " LIMIT \(limit)" }
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            var count = 0
+            var last = after
             while let stored = try rows.next() {
-                try row(Self.exportRow(stored, columns))
+                let exported = Self.exportRow(stored, columns)
+                if case .integer(let id) = exported.values.first { last = id }
+                count += 1
+                try row(exported)
             }
+            // A full page ends at its last row; otherwise everything up to the bound was read.
+            if let limit = selection.limit, count == limit { return ExportCursor("sqlite:\(last)") }
             return ExportCursor("sqlite:\(max(after, bound))")
         }
     }

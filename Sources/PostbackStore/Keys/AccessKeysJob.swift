@@ -1,0 +1,62 @@
+import PostbackKit
+
+/// `postbackd keys`: access keys for `serve`'s routes, each opening a set of apps to a set of
+/// scopes. The secret is printed once by `add` and never stored: only its SHA-256 is.
+package enum AccessKeysJob {
+    package static func add(
+        _ location: StoreLocation,
+        name: String,
+        apps: [Int64]?,
+        scopes: [AccessScope]
+    ) async throws -> (key: StoredAccessKey, secret: String) {
+        try await PostbackStores.with(location) { store in
+            try await store.addAccessKey(name: name, apps: apps, scopes: scopes)
+        }
+    }
+
+    package static func list(_ location: StoreLocation) async throws -> [StoredAccessKey] {
+        try await PostbackStores.with(location, access: .readOnly) { store in try await store.accessKeys() }
+    }
+
+    package static func revoke(_ location: StoreLocation, name: String) async throws -> Bool {
+        try await PostbackStores.with(location) { store in try await store.revokeAccessKey(name: name) }
+    }
+
+    /// `123,456`, or `all`.
+    package static func appsText(_ apps: [Int64]?) -> String {
+        apps.map { $0.map(String.init).joined(separator: ",") } ?? "all"
+    }
+
+    /// An aligned table for people: never the secret, nor its hash.
+    package static func table(_ keys: [StoredAccessKey]) -> String {
+        guard !keys.isEmpty else { return "no access keys (postbackd keys add NAME --apps ID,…)\n" }
+        func column(_ header: String, _ cell: (StoredAccessKey) -> String) -> TableColumn {
+            TableColumn(header: header, rightAligned: false, cells: keys.map(cell), priority: 90)
+        }
+        let columns = [
+            column("name") { $0.name }, column("apps") { appsText($0.apps) },
+            column("scopes") { $0.scopes.map(\.rawValue).joined(separator: ",") },
+            column("created") { $0.createdAt }, column("last used") { $0.lastUsedAt ?? "never" },
+            column("revoked") { $0.revokedAt ?? "–" },
+        ]
+        return TableColumn.lines(columns, rows: keys.count).map(\.trailingSpacesRemoved).joined(separator: "\n") + "\n"
+    }
+
+    /// JSON Lines: `name`, `apps` (null: every app), `scopes`, `created_at`, `last_used_at`,
+    /// `revoked_at`.
+    package static func json(_ keys: [StoredAccessKey]) -> String {
+        keys.map { key in
+            var object = JSONObjectWriter()
+            object.add("name", key.name)
+            object.addRaw(
+                "apps",
+                json: key.apps.map { "[" + $0.map(String.init).joined(separator: ",") + "]" } ?? "null"
+            )
+            object.add("scopes", strings: key.scopes.map(\.rawValue))
+            object.add("created_at", key.createdAt)
+            object.add("last_used_at", key.lastUsedAt)
+            object.add("revoked_at", key.revokedAt)
+            return object.text + "\n"
+        }.joined()
+    }
+}

@@ -46,23 +46,9 @@ struct ServeKey: Sendable {
             stored: false
         )
     }
+}
 
-    init(
-        name: String,
-        secretSHA256: [UInt8],
-        sessionSHA256: [UInt8],
-        apps: Set<Int64>?,
-        scopes: Set<AccessScope>,
-        stored: Bool
-    ) {
-        self.name = name
-        self.secretSHA256 = secretSHA256
-        self.sessionSHA256 = sessionSHA256
-        self.apps = apps
-        self.scopes = scopes
-        self.stored = stored
-    }
-
+extension ServeKey {
     /// A stored key that is not revoked; nil too for one whose apps are an empty list (as a
     /// damaged row would read), which must never mean every app.
     init?(_ key: StoredAccessKey) {

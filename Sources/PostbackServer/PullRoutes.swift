@@ -9,8 +9,10 @@ import PostbackStore
 /// postbacks, each the line `postbackd export --format jsonl` writes for it (decoded by the
 /// model in force when its value was set), in storing order, with the cursor to pass as the
 /// next request's `after` in `X-Postbackd-Cursor`. The cursor follows `export`'s rules
-/// (``ExportSource``): however transactions interleave, reading from no cursor until a page
-/// comes back short returns every stored postback once. A page is read in one short read
+/// (``ExportSource``): however transactions interleave, following the cursors returns every
+/// stored postback once; a short page means nothing more is final now (on PostgreSQL a
+/// transaction still running holds the bound back), not that nothing more was stored. A page
+/// is read in one short read
 /// transaction and then sent, so a slow client holds nothing in the store.
 extension PostbackResponder {
     static let pullParameters = ["after", "limit"]

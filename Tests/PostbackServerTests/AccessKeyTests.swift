@@ -328,10 +328,18 @@ struct AccessKeyTests {
         let client = try HTTPClient.forTests()
         let url = server.base + "/api/v1/postbacks"
 
-        /// Pages of `limit` from no cursor until one is short; returns the lines, in order.
-        @Sendable func pull(_ secret: String, limit: Int, until done: @Sendable () -> Bool) async throws -> [String] {
+        /// Pages of `limit` from no cursor, in order. Once the posting is done, a short page means
+        /// nothing more is final now (on PostgreSQL another transaction running holds the bound
+        /// back), so it goes on from the cursor until it holds `expected` lines, for at most 60 s.
+        @Sendable func pull(
+            _ secret: String,
+            limit: Int,
+            until done: @Sendable () -> Bool,
+            expected: @Sendable () async throws -> Int
+        ) async throws -> [String] {
             var lines: [String] = []
             var cursor = ""
+            var deadline: Date?
             while true {
                 let finished = done()
                 let page = try await client.send(
@@ -345,8 +353,12 @@ struct AccessKeyTests {
                 #expect(page.header("X-Postbackd-Rows") == String(rows.count))
                 lines += rows
                 cursor = try #require(page.header("X-Postbackd-Cursor"))
-                // Short once the posting had finished before the page was asked for: all read.
-                if finished && rows.count < limit { return lines }
+                if finished && rows.count < limit {
+                    let end = deadline ?? Date().addingTimeInterval(60)
+                    deadline = end
+                    if try await lines.count >= expected() || Date() > end { return lines }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
             }
         }
 
@@ -354,9 +366,30 @@ struct AccessKeyTests {
         let postbacks = try Postbackd.generated(count: 400, seed: 3_838, duplicates: 0.05, invalid: 0.02)
             .split(separator: "\n").map { Array($0.utf8) }
         let posted = Flag()
-        let gameTask = Task { try await pull(game, limit: 7, until: { posted.value.load(ordering: .relaxed) }) }
-        let allTask = Task { try await pull(everything, limit: 13, until: { posted.value.load(ordering: .relaxed) }) }
-        let marketTask = Task { try await pull(market, limit: 11, until: { posted.value.load(ordering: .relaxed) }) }
+        let gameTask = Task {
+            try await pull(
+                game,
+                limit: 7,
+                until: { posted.value.load(ordering: .relaxed) },
+                expected: { try await store.count("postbacks", where: "app_id = \(Self.game)") }
+            )
+        }
+        let allTask = Task {
+            try await pull(
+                everything,
+                limit: 13,
+                until: { posted.value.load(ordering: .relaxed) },
+                expected: { try await store.count("postbacks") }
+            )
+        }
+        let marketTask = Task {
+            try await pull(
+                market,
+                limit: 11,
+                until: { posted.value.load(ordering: .relaxed) },
+                expected: { try await store.count("postbacks", where: "app_id = \(Self.marketplace)") }
+            )
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for part in 0..<4 {
                 group.addTask {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The scale benchmark (issue 39, BENCHMARKS.md): what it costs to keep going as the store grows.
-# For each SIZE, a store holding SIZE postbacks spread over a year, aggregated; then, in that
-# store: `ingest` of PROBE new postbacks of the same year (its rate, beside the same PROBE
-# ingested into an empty store in the same run), `aggregate --date` of a day in the middle of
-# the year, the dashboard's year (`report --format html` over the year: the dashboard page,
-# read as `serve` reads it, by day received and by install date), `check --quick`, and the
-# store's size on disk with its largest tables and indexes. SQLite, then PostgreSQL in a
-# throwaway cluster (scripts/postgres-dev.sh).
+# For each SIZE, a store holding SIZE postbacks at a million a year (a million over the last
+# 365 days, five million over five years ending on the same day: a store grows in time, a day
+# holds as many postbacks at every size), aggregated; then, in that store: `ingest` of PROBE new
+# postbacks of the last year (its rate, beside the same PROBE ingested into an empty store in
+# the same run), `aggregate --date` of a day in the middle of the last year, the dashboard's
+# last year (`report --format html` over it: the dashboard page, read as `serve` reads it, by
+# day received and by install date), `check --quick`, and the store's size on disk with its
+# largest tables and indexes. A day's work and the year's should not grow with SIZE. SQLite,
+# then PostgreSQL in a throwaway cluster (scripts/postgres-dev.sh).
 #
 #   scripts/scale-bench.sh [SIZE...]     default: 1000000 5000000 20000000
 #
@@ -30,14 +32,17 @@ trap bench_postgres_stop EXIT
 swift build -c release --product postbackd >&2
 bin=$PWD/.build/release/postbackd
 
-# corpus NAME COUNT SEED: COUNT postbacks over the same 365 days (20 apps, 8 networks, 2% exact
-# duplicates, 1% broken signatures), generated once.
+# corpus NAME COUNT SEED: COUNT postbacks over COUNT / 1,000,000 years (at least one) ending on
+# generate's last day (20 apps, 8 networks, 2% exact duplicates, 1% broken signatures),
+# generated once (the name says the days).
 corpus() {
-    local file="$out/$1.jsonl"
+    local days=$(($2 * 365 / 1000000))
+    [ "$days" -lt 365 ] && days=365
+    local file="$out/$1-${days}d.jsonl"
     if [ ! -s "$file" ]; then
-        echo "generating $2 postbacks into $file" >&2
+        echo "generating $2 postbacks over $days days into $file" >&2
         "$bin" generate --key Keys/test/p256-private.pem --versions 2.1,2.2,3.0,4.0 --count "$2" --seed "$3" \
-            --days 365 --apps 20 --networks 8 --duplicates 0.02 --invalid 0.01 --output "$file.partial"
+            --days "$days" --apps 20 --networks 8 --duplicates 0.02 --invalid 0.01 --output "$file.partial"
         mv "$file.partial" "$file"
     fi
     echo "$file"
@@ -86,12 +91,11 @@ measure_store() {
     ratio=$(python3 -c "print(f'{$empty / $ingest:.2f}')")
     [ "$size" = 0 ] && ratio="1.00"
     echo "  aggregated every day in $(seconds "$bin" aggregate --db "$db") s" >&2
-    # The middle of the year and the year itself, as the corpus spans it.
-    local first last middle days
-    days=$("$bin" report --db "$db" --by date --format csv | cut -d, -f1 | grep -E '^[0-9]{4}-' | sort)
-    first=$(head -1 <<<"$days")
-    last=$(tail -1 <<<"$days")
-    middle=$(python3 -c "import datetime as d; a=d.date.fromisoformat('$first'); b=d.date.fromisoformat('$last'); print(a + (b - a) / 2)")
+    # The last year (the probe's, and every store's last 365 days) and its middle day.
+    local first last middle
+    last=$("$bin" report --db "$db" --by date --format csv | cut -d, -f1 | grep -E '^[0-9]{4}-' | sort | tail -1)
+    first=$(python3 -c "import datetime as d; print(d.date.fromisoformat('$last') - d.timedelta(days=364))")
+    middle=$(python3 -c "import datetime as d; print(d.date.fromisoformat('$last') - d.timedelta(days=182))")
     day=$(seconds "$bin" aggregate --db "$db" --date "$middle")
     received=$(seconds "$bin" report --db "$db" --format html --from "$first" --to "$last")
     install=$(seconds "$bin" report --db "$db" --format html --from "$first" --to "$last" --date-basis install)

@@ -111,6 +111,11 @@ extension Postbackd {
                     + (output.map { " to \($0)" } ?? "")
                     + (consumer.map { "; the next export for \($0) starts after them" } ?? "")
             )
+            if summary.rawPruned > 0 {
+                errors.line(
+                    "\(formatCount(summary.rawPruned)) of them without their raw bytes, pruned by the retention (raw): \"raw\" is null and \"raw_pruned\" true (an empty raw in CSV); their digests and decoded columns are whole"
+                )
+            }
             errors.flush()
         }
     }

@@ -29,7 +29,8 @@ struct Postbackd: AsyncParsableCommand {
             Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Costs.self, Rates.self, Encode.self,
             Aggregate.self,
             Report.self,
-            Export.self, Forward.self, AppleAds.self, Apps.self, Keys.self, PruneAddresses.self, Check.self,
+            Export.self, Forward.self, AppleAds.self, Apps.self, Keys.self, Retention.self, Prune.self,
+            PruneAddresses.self, Check.self,
             Generate.self,
         ]
     )

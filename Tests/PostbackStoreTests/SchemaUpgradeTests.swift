@@ -33,7 +33,7 @@ struct SchemaUpgradeTests {
         try await PostbackStores.with(store.location) { _ in }
         // The state as the release before wrote it, and its migration log without v17 / 13
         // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
-        // costs, and 16, the access keys and apps, undone too).
+        // costs, 16, the access keys and apps, and 17, the retention, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -46,7 +46,8 @@ struct SchemaUpgradeTests {
         case .postgres:
             try await store.execute(
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
-                "DROP TABLE costs, exchange_rates, access_keys, apps, settings",
+                "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs",
+                "DROP INDEX quarantine_received_day",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -108,6 +109,7 @@ struct SchemaUpgradeTests {
         ("v18: Apple Ads install ids", "f46900236326bc9f098a55b8d1daf9209749fd4f48deb8b3724dde5cd31dfb26"),
         ("v19: costs and exchange rates", "3c36efc2128c2fa57db85253f8a59aa80e4fecd71d4e4fd6860ae86dc2578616"),
         ("v20: access keys, apps", "96baca216031c8c4103649029eff538a89180b680276d39748de6daec82ef3e5"),
+        ("v21: retention, pruned keys", "6d1ceb414df1f748dda6fe84fcf73b49ce955390cf51ca6e4ff14709d03221d8"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -128,6 +130,7 @@ struct SchemaUpgradeTests {
         (14, "43798e29525a2e57314155cd19ada2448fd5c304223729f56d31a628faba826c"),
         (15, "198f2d6a073fa232924f48069787de5ee69afa5208263423ac57034d3aed2508"),
         (16, "1bbbf99ef51a153ed169c252404066538ff756effb3c661a2f9b16d2975dce9d"),
+        (17, "a21207aaa88233f9073ca8f2c63898692c02547a4dc14fe63f8ef9af64dd49a7"),
     ]
 
     private static func sha256(_ text: String) -> String {

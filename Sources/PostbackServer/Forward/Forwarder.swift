@@ -292,6 +292,11 @@ final class Forwarder: Sendable {
             return outcome
         }
         let config = destination.config
+        if config.payload == .raw && row.raw.isEmpty {
+            outcome.state = .rejected
+            outcome.answer = "postbackd: the postback's raw bytes were pruned (retention raw) before it was delivered"
+            return outcome
+        }
         let body: [UInt8] =
             switch config.payload {
             case .raw: row.raw

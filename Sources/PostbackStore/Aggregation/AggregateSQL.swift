@@ -145,7 +145,8 @@ enum AggregateSQL {
     /// Fills `aggregate_daily_intake` for the days received within `bounds`.
     ///
     /// `quarantined` sums `received_count` (a body `serve` refused again and again is one row);
-    /// a count is on the day its row was first received.
+    /// a count is on the day its row was first received. What `prune` removed is counted in
+    /// `pruned_intake` (and a copy of a pruned postback there too), so a day's intake stays.
     static func intakeStatement(_ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
         """
         INSERT INTO aggregate_daily_intake (date, quarantined, duplicates, conflicts)
@@ -154,6 +155,8 @@ enum AggregateSQL {
             FROM quarantine
             UNION ALL
             SELECT \(SQLQuery.receivedDay), 0, 1, CASE WHEN conflict THEN 1 ELSE 0 END FROM sightings
+            UNION ALL
+            SELECT date, quarantined, duplicates, conflicts FROM pruned_intake
         ) AS intake
         WHERE \(within("day", bounds))
         GROUP BY day

@@ -59,6 +59,7 @@ package enum CheckJob {
 
         // For progress only: a damaged table's count is found missing when its rows are read.
         let totals = (try? await store.checkRowCounts()) ?? [:]
+        var rawPruned: [CheckedTable: Int] = [:]
         for table in CheckedTable.allCases {
             var after: Int64 = 0
             var checked = 0
@@ -81,6 +82,7 @@ package enum CheckJob {
                     break
                 }
                 for row in rows {
+                    if row.rawPruned(table) { rawPruned[table, default: 0] += 1 }
                     for problem in row.problems(table) {
                         record(CheckFinding(table: table.rawValue, rowID: row.id, problem: problem))
                     }
@@ -91,6 +93,11 @@ package enum CheckJob {
                 if rows.count < options.pageSize { break }
             }
             report.checked[table] = checked
+            if let pruned = rawPruned[table] {
+                report.notices.append(
+                    "\(pruned) \(table.rawValue) rows had their raw bytes pruned (retention raw): their digests and decoded columns are kept, the bytes are not checked"
+                )
+            }
         }
 
         do {
@@ -211,6 +218,12 @@ package struct CheckedRow: Sendable {
         self.rawSHA256 = rawSHA256
     }
 
+    /// Its raw bytes were cleared by `prune` (retention `raw`): no stored postback or copy is
+    /// empty, so empty bytes are pruned ones.
+    func rawPruned(_ table: CheckedTable) -> Bool {
+        table != .quarantine && raw?.isEmpty == true
+    }
+
     /// What is wrong with the row, in words (none when it is sound).
     func problems(_ table: CheckedTable) -> [String] {
         var problems: [String] = []
@@ -230,7 +243,7 @@ package struct CheckedRow: Sendable {
                 }
             }
         }
-        if let raw {
+        if let raw, !rawPruned(table) {
             let digest = SHA256Digest.hash(raw)
             if digest != rawSHA256 {
                 problems.append(

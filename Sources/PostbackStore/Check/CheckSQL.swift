@@ -95,7 +95,8 @@ enum CheckSQL {
         ["aggregate_daily_totals"] + DashboardTable.all.filter { $0.basis == .received }.map(\.name)
 
     /// Rows `(day, aggregate_daily's sum, each summing table's sum…, stored)`, one per day with
-    /// `aggregate_daily` rows.
+    /// `aggregate_daily` rows. Stored counts the test and development postbacks `prune` removed
+    /// (their keys kept), which the day's aggregate counted.
     static var aggregatedDays: SQLQuery {
         let sums = summingTables.enumerated().map { index, table in
             "s\(index) AS (SELECT date AS day, CAST(SUM(postbacks) AS BIGINT) AS n FROM \(table) GROUP BY date)"
@@ -105,7 +106,14 @@ enum CheckSQL {
         return """
             WITH a AS (SELECT date AS day, CAST(SUM(postbacks) AS BIGINT) AS n FROM aggregate_daily GROUP BY date),
             \(raw: sums.joined(separator: ",\n")),
-            p AS (SELECT \(SQLQuery.receivedDay) AS day, COUNT(*) AS n FROM postbacks WHERE \(raw: AppsSQL.claimed) GROUP BY 1)
+            p AS (
+                SELECT day, SUM(n) AS n FROM (
+                    SELECT \(SQLQuery.receivedDay) AS day, COUNT(*) AS n FROM postbacks WHERE \(raw: AppsSQL.claimed) GROUP BY 1
+                    UNION ALL
+                    SELECT \(sqlite: "substr(first_seen, 1, 10)", postgres: "((first_seen AT TIME ZONE 'UTC')::date)"), COUNT(*)
+                    FROM pruned_keys WHERE kind IN ('test', 'development') GROUP BY 1
+                ) AS held GROUP BY day
+            )
             SELECT \(SQLQuery.dayText("a.day")), a.n, \(raw: columns.joined(separator: ", ")), COALESCE(p.n, 0)
             FROM a \(raw: joins.joined(separator: " ")) LEFT JOIN p ON p.day = a.day
             ORDER BY a.day

@@ -43,6 +43,9 @@ package enum ExportJob {
 
     package struct Summary: Sendable {
         package var rows: Int
+        /// Postbacks written without their raw bytes, which `prune` cleared (retention `raw`):
+        /// `"raw": null, "raw_pruned": true` in JSON lines, an empty `raw` in CSV.
+        package var rawPruned = 0
         /// Where the consumer's next export starts (saved only with a consumer).
         package var cursor: ExportCursor
     }
@@ -62,6 +65,7 @@ package enum ExportJob {
             let sink = try ExportSink(path: options.output)
             var writer = ExportWriter(options: options, models: models)
             var rows = 0
+            var rawPruned = 0
             let cursor: ExportCursor
             do {
                 try sink.write(writer.header())
@@ -69,6 +73,7 @@ package enum ExportJob {
                     ExportSelection(table: options.table, days: options.days, after: after)
                 ) { row in
                     rows += 1
+                    if options.table == .postbacks && row.raw.isEmpty { rawPruned += 1 }
                     try sink.write(writer.lines(row))
                 }
                 try sink.finish()
@@ -79,7 +84,7 @@ package enum ExportJob {
             if let consumer = options.consumer {
                 try await store.saveExportCursor(cursor, consumer: consumer, table: options.table)
             }
-            return Summary(rows: rows, cursor: cursor)
+            return Summary(rows: rows, rawPruned: rawPruned, cursor: cursor)
         }
     }
 }
@@ -295,7 +300,13 @@ package struct ExportWriter: Sendable {
     /// The row as one JSON object (an export line without its newline).
     package func jsonLine(_ row: ExportRow) -> String {
         var object = JSONObjectWriter()
+        let rawPruned = options.table == .postbacks && row.raw.isEmpty
         for (column, value) in zip(columns, row.values) {
+            if rawPruned && column.name == "raw" {
+                object.addRaw("raw", json: "null")
+                object.add("raw_pruned", true)
+                continue
+            }
             switch value {
             case .null: object.addRaw(column.name, json: "null")
             case .integer(let number): object.add(column.name, number)

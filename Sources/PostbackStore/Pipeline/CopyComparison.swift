@@ -20,6 +20,15 @@ struct CopyComparison: Hashable {
         signedDiffers = stored.signed != copy.signed
     }
 
+    /// A copy of a postback `prune` removed, its dedup key kept: nothing left to compare with,
+    /// so the same postback again.
+    static let ofPruned = CopyComparison(unsignedDiffers: false, signedDiffers: false)
+
+    private init(unsignedDiffers: Bool, signedDiffers: Bool) {
+        self.unsignedDiffers = unsignedDiffers
+        self.signedDiffers = signedDiffers
+    }
+
     /// Whether the copy is recorded as a conflict.
     var isConflict: Bool { unsignedDiffers || signedDiffers }
 
@@ -35,5 +44,10 @@ extension IngestSummary {
         duplicates += 1
         if comparison.isConflict { conflicts += 1 }
         if comparison.signedDiffers { signedConflicts += 1 }
+    }
+
+    /// Counts a valid copy of a postback `prune` removed (its dedup key kept).
+    mutating func countCopyOfPruned() {
+        countCopy(.ofPruned)
     }
 }

@@ -155,9 +155,49 @@ extension PostgresStore {
             }
         }
 
+        // 1b. A key `prune` kept (its postback removed) is taken: a row just inserted under it is
+        // removed again, and every copy with it is a duplicate. Checked by a statement after the
+        // insert, so with a snapshot that sees a prune that committed while the insert waited on
+        // its row: one statement more a transaction (a read of `pruned_keys` by its key; the delete
+        // only when it found one).
+        var pruned = Set<[UInt8]>()
+        if !inserted.isEmpty {
+            var keys = PostgresArrayColumn(.bytea, capacity: inserted.count)
+            for key in inserted { keys.append(bytes: key) }
+            var binds = PostgresBindings()
+            binds.append(keys)
+            let rows = try await connection.send(
+                PostgresQuery(unsafeSQL: "SELECT dedup_key FROM pruned_keys WHERE dedup_key = ANY($1)", binds: binds),
+                logger: logger
+            )
+            for try await key in rows.decode(ByteBuffer.self) {
+                pruned.insert(Array(key.readableBytesView))
+            }
+            if !pruned.isEmpty {
+                var taken = PostgresArrayColumn(.bytea, capacity: pruned.count)
+                for key in pruned { taken.append(bytes: key) }
+                var keyBinds = PostgresBindings()
+                keyBinds.append(taken)
+                try await connection.send(
+                    PostgresQuery(unsafeSQL: "DELETE FROM postbacks WHERE dedup_key = ANY($1)", binds: keyBinds),
+                    logger: logger
+                )
+            }
+            inserted.subtract(pruned)
+        }
+
         // 2. Every other copy is a duplicate of the stored postback with its key.
         var copies: [Int] = []
         for (index, candidate) in writes.candidates.enumerated() {
+            if pruned.contains(candidate.dedupKey) {
+                counts.countCopyOfPruned()
+                if candidate.request != nil { outcomes[candidate.entry] = CopyComparison.ofPruned.outcome }
+                try await connection.send(
+                    PostgresSQL.query(RetentionSQL.countCopyOfPruned(receivedAt: candidate.receivedAt)),
+                    logger: logger
+                )
+                continue
+            }
             if firstOfKey[candidate.dedupKey] == index && inserted.contains(candidate.dedupKey) {
                 counts.countAccepted(candidate.result)
                 if candidate.request != nil { outcomes[candidate.entry] = .stored }

@@ -861,5 +861,42 @@ package enum PostbackSchema {
                 );
                 """#
         ),
+        // Retention (issue 39): the policy per kind of data, each kind's progress (the first
+        // received day not yet examined); the dedup keys of pruned postbacks with when each was
+        // first seen, so that a replay stays a duplicate; the intake counts of pruned quarantine
+        // and sightings, which `aggregate` adds back; a record of each prune; the quarantine by
+        // day received, and the postbacks that are not production by time received.
+        Migration(
+            "v21: retention, pruned keys",
+            sql: #"""
+                CREATE TABLE retention (
+                    kind TEXT PRIMARY KEY,
+                    days INTEGER,
+                    set_at TEXT,
+                    examined_before TEXT
+                );
+                CREATE TABLE pruned_keys (
+                    dedup_key BLOB PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    first_seen TEXT NOT NULL,
+                    pruned_at TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE pruned_intake (
+                    date TEXT PRIMARY KEY,
+                    quarantined INTEGER NOT NULL DEFAULT 0,
+                    duplicates INTEGER NOT NULL DEFAULT 0,
+                    conflicts INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE prune_runs (
+                    id INTEGER PRIMARY KEY,
+                    started_at TEXT NOT NULL,
+                    finished_at TEXT,
+                    status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+                    dry_run INTEGER NOT NULL,
+                    removed TEXT NOT NULL DEFAULT '{}'
+                );
+                CREATE INDEX quarantine_received_day ON quarantine (substr(received_at, 1, 10));
+                """#
+        ),
     ]
 }

@@ -81,6 +81,7 @@ package final class SQLiteStore: StoreEngine {
         // One transaction for the whole group, committed with `synchronous = FULL` (the store
         // was opened for `.receive`): durable when `write` returns.
         return try queue.write { db in
+            let prunedKeys = try Self.prunedKeyGuard(db)
             var outcomes: [ReceiptOutcome] = []
             outcomes.reserveCapacity(entries.count)
             var counts = IngestSummary()
@@ -125,6 +126,7 @@ package final class SQLiteStore: StoreEngine {
                     receivedSource: .http,
                     runID: runID,
                     request: request,
+                    prunedKeys: prunedKeys,
                     counts: &counts
                 )
                 switch outcome {
@@ -159,12 +161,15 @@ package final class SQLiteStore: StoreEngine {
         receivedSource: ReceivedTimeSource,
         runID: Int64,
         request: ReceivedRequest? = nil,
+        prunedKeys: PrunedKeyGuard,
         counts: inout IngestSummary
     ) throws -> StoreOutcome {
         let columns = StoredColumns(postback)
         let keySpace = KeySpace(result)
         var insert = SQLiteBinder(
-            try db.cachedStatement(sql: request == nil ? Self.insertPostback : Self.insertReceivedPostback)
+            try db.cachedStatement(
+                sql: Self.insertPostbacks[request == nil ? 0 : 1][prunedKeys.covers(keySpace) ? 1 : 0]
+            )
         )
         insert.bind(postback.kind.rawValue)
         insert.bind(keySpace.rawValue)
@@ -229,7 +234,10 @@ package final class SQLiteStore: StoreEngine {
         }
         guard try lookup.next(db) else {
             lookup.reset()
-            return .stored  // unreachable: the insert conflicted on this key inside this transaction
+            // No row holds the key: `prune` removed its postback and kept the key.
+            counts.countCopyOfPruned()
+            try SQLiteSQL.execute(db, RetentionSQL.countCopyOfPruned(receivedAt: receivedAt))
+            return .duplicate(.ofPruned)
         }
         let stored = StoredPostback(lookup, dedupKey: dedupKey)
         lookup.reset()
@@ -301,23 +309,38 @@ package final class SQLiteStore: StoreEngine {
 
     // MARK: - SQL
 
-    static let insertPostback = """
-        INSERT INTO postbacks (
-            kind, key_space, ad_network_id, transaction_id, postback_sequence_index, version, app_id, campaign_id,
-            source_identifier, source_app_id, source_domain, fidelity_type, did_win, redownload, conversion_type,
-            marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
-            development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
-            source_line, run_id, estimated_install_at, install_date, crowd_anonymity_tier, source_identifier_digits,
-            dedup_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (dedup_key) DO NOTHING
-        """
+    /// `INSERT INTO postbacks`, each value bound in column order (the dedup key 37th), the
+    /// HTTP request's client address and id after it when `received`. `unlessPruned`: nothing
+    /// either when `pruned_keys` holds the key (a postback `prune` removed): for the rows
+    /// ``PrunedKeyGuard`` covers.
+    static func insertPostback(received: Bool, unlessPruned: Bool) -> String {
+        let parameters = Array(repeating: "?", count: received ? 39 : 37).joined(separator: ", ")
+        return """
+            INSERT INTO postbacks (
+                kind, key_space, ad_network_id, transaction_id, postback_sequence_index, version, app_id, campaign_id,
+                source_identifier, source_app_id, source_domain, fidelity_type, did_win, redownload, conversion_type,
+                marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
+                development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
+                source_line, run_id, estimated_install_at, install_date, crowd_anonymity_tier, source_identifier_digits,
+                dedup_key\(received ? ", client_address, request_id" : ""))
+            \(unlessPruned
+                ? "SELECT \(parameters) WHERE NOT EXISTS (SELECT 1 FROM pruned_keys WHERE dedup_key = ?37)"
+                : "VALUES (\(parameters))")
+            ON CONFLICT (dedup_key) DO NOTHING
+            """
+    }
 
-    /// ``insertPostback`` with the HTTP request's client address and id.
-    static let insertReceivedPostback = insertPostback.replacingOccurrences(
-        of: "dedup_key)\nVALUES (?,",
-        with: "dedup_key, client_address, request_id)\nVALUES (?, ?, ?,"
-    )
+    /// ``insertPostback(received:unlessPruned:)`` of each kind, indexed by `received` then
+    /// `unlessPruned`.
+    static let insertPostbacks = [false, true].map { received in
+        [false, true].map { unlessPruned in insertPostback(received: received, unlessPruned: unlessPruned) }
+    }
+
+    /// Which inserts check `pruned_keys`: read once per write transaction (one writer: no
+    /// prune commits inside it).
+    static func prunedKeyGuard(_ db: Database) throws -> PrunedKeyGuard {
+        try SQLiteSQL.rows(db, PrunedKeyGuard.read).first.map(PrunedKeyGuard.init) ?? PrunedKeyGuard()
+    }
 
     static let selectStored = """
         SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
@@ -407,6 +430,8 @@ final class SQLiteIngestSession: IngestSession {
     private let queue: DatabaseQueue
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
+    /// Which inserts check `pruned_keys`, read when the open write transaction began.
+    private var prunedKeys = PrunedKeyGuard()
 
     init(queue: DatabaseQueue) {
         self.queue = queue
@@ -427,6 +452,7 @@ final class SQLiteIngestSession: IngestSession {
             if !db.isInsideTransaction {
                 try db.beginTransaction(.immediate)
                 uncommitted = IngestSummary()
+                prunedKeys = try SQLiteStore.prunedKeyGuard(db)
             }
             // Indexed arrays rather than `verified.items`: the `Zip2Sequence` PostbackKit makes,
             // iterated in this module, copied every result through its value witness (a
@@ -473,6 +499,7 @@ final class SQLiteIngestSession: IngestSession {
                     receivedAt: receivedAt,
                     receivedSource: receivedSource,
                     runID: context.runID,
+                    prunedKeys: prunedKeys,
                     counts: &uncommitted
                 )
                 if case .digestCollision(let storedID) = outcome {

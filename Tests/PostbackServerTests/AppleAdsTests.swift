@@ -161,9 +161,11 @@ struct AppleAdsTests {
     /// Runs `postbackd arguments…` on a thread of its own (the stand-in answers in this process).
     private static func postbackd(_ arguments: [String], input: [UInt8]? = nil) async throws -> Postbackd.Run {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            // A thread of its own, not Dispatch's global queue, whose few threads other tests'
+            // waits can all hold.
+            Thread {
                 continuation.resume(with: Result { try Postbackd.run(arguments, input: input) })
-            }
+            }.start()
         }
     }
 

@@ -175,9 +175,11 @@ struct ForwardTests {
         environment: [String: String] = [:]
     ) async throws -> Postbackd.Run {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            // A thread of its own, not Dispatch's global queue, whose few threads other tests'
+            // waits can all hold.
+            Thread {
                 continuation.resume(with: Result { try Postbackd.run(arguments, environment: environment) })
-            }
+            }.start()
         }
     }
 

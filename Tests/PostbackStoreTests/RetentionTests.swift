@@ -108,13 +108,12 @@ struct RetentionTests {
     func prune(
         _ store: TestStore,
         _ settings: [(RetentionKind, Int?)],
-        now: UTCInstant = now
-    ) async throws
-        -> PruneReport
-    {
+        now: UTCInstant = now,
+        full: Bool = false
+    ) async throws -> PruneReport {
         try await PostbackStores.with(store.location) { storage in
             try await storage.setRetention(RetentionKind.allCases.map { ($0, nil) } + settings)
-            return try await storage.prune(dryRun: false, now: now)
+            return try await storage.prune(dryRun: false, full: full, now: now)
         }
     }
 
@@ -243,6 +242,16 @@ struct RetentionTests {
             ExportJob.Options(table: .postbacks, format: .jsonl, output: output),
             location: store.location
         )
+        // A copy with other bytes, received after its postback's bytes were cleared: its day
+        // was examined, so only `--full` clears them.
+        var copy = AggregateFixture.postback(.v3_0, id: 1, value: .fine(20))
+        copy.countryCode = "NL"
+        let late = try directory.write("late-\(engine).jsonl", try TestKeys.signer.signed(copy).jsonText())
+        try await ingest([late], into: store.location, receivedAt: UTCInstant(iso8601: "2026-11-21T12:00:00Z"))
+        #expect(try await store.count("sightings", where: "length(raw) > 0") == 1)
+        #expect(try await prune(store, [(.raw, 1)]).kinds.map(\.sightings) == [0])
+        #expect(try await prune(store, [(.raw, 1)], full: true).kinds.map(\.sightings) == [1])
+        #expect(try await store.count("sightings", where: "length(raw) > 0") == 0)
         // Every pruned one but app 222's P13, which the registered policy leaves out.
         #expect(summary.rawPruned == dayOne - 1)
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")

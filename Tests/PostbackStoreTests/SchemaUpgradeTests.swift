@@ -109,7 +109,7 @@ struct SchemaUpgradeTests {
         ("v18: Apple Ads install ids", "f46900236326bc9f098a55b8d1daf9209749fd4f48deb8b3724dde5cd31dfb26"),
         ("v19: costs and exchange rates", "3c36efc2128c2fa57db85253f8a59aa80e4fecd71d4e4fd6860ae86dc2578616"),
         ("v20: access keys, apps", "96baca216031c8c4103649029eff538a89180b680276d39748de6daec82ef3e5"),
-        ("v21: retention, pruned keys", "6d1ceb414df1f748dda6fe84fcf73b49ce955390cf51ca6e4ff14709d03221d8"),
+        ("v21: retention, pruned keys", "074caa6d7eef543a1ef57440259bb802998aa2076e40ef16ac56307ad52c777c"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -130,7 +130,7 @@ struct SchemaUpgradeTests {
         (14, "43798e29525a2e57314155cd19ada2448fd5c304223729f56d31a628faba826c"),
         (15, "198f2d6a073fa232924f48069787de5ee69afa5208263423ac57034d3aed2508"),
         (16, "1bbbf99ef51a153ed169c252404066538ff756effb3c661a2f9b16d2975dce9d"),
-        (17, "a21207aaa88233f9073ca8f2c63898692c02547a4dc14fe63f8ef9af64dd49a7"),
+        (17, "aa0bbc38432441b9d0be94d32169b628962e5410ac843497a12fdfc0e1413d65"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -63,20 +63,23 @@ package enum Postbackd {
         process.standardError = errPipe
         process.standardInput = inPipe
         try process.run()
-        // Read both pipes while the process runs, so a large output cannot block it.
+        // Read both pipes while the process runs, so a large output cannot block it: on threads
+        // of their own, not Dispatch's global queue, whose few threads (as many as cores) other
+        // tests' blocking waits can all hold: a child writing more than a pipe holds then never
+        // exits (seen: an ingest logging at trace level, blocked on its standard error).
         let group = DispatchGroup()
         nonisolated(unsafe) var out = Data()
         nonisolated(unsafe) var err = Data()
         group.enter()
-        DispatchQueue.global().async {
+        Thread {
             out = outPipe.fileHandleForReading.readDataToEndOfFile()
             group.leave()
-        }
+        }.start()
         group.enter()
-        DispatchQueue.global().async {
+        Thread {
             err = errPipe.fileHandleForReading.readDataToEndOfFile()
             group.leave()
-        }
+        }.start()
         if let input { inPipe.fileHandleForWriting.write(Data(input)) }
         try inPipe.fileHandleForWriting.close()
         process.waitUntilExit()

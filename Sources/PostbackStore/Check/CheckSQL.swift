@@ -111,7 +111,7 @@ enum CheckSQL {
                     SELECT \(SQLQuery.receivedDay) AS day, COUNT(*) AS n FROM postbacks WHERE \(raw: AppsSQL.claimed) GROUP BY 1
                     UNION ALL
                     SELECT \(sqlite: "substr(first_seen, 1, 10)", postgres: "((first_seen AT TIME ZONE 'UTC')::date)"), COUNT(*)
-                    FROM pruned_keys WHERE kind IN ('test', 'development') GROUP BY 1
+                    FROM pruned_keys WHERE kind IN ('test', 'development') AND \(raw: AppsSQL.claimed) GROUP BY 1
                 ) AS held GROUP BY day
             )
             SELECT \(SQLQuery.dayText("a.day")), a.n, \(raw: columns.joined(separator: ", ")), COALESCE(p.n, 0)

@@ -977,6 +977,7 @@ enum PostgresSchema {
                     dedup_key bytea PRIMARY KEY,
                     kind text NOT NULL,
                     first_seen timestamptz NOT NULL,
+                    app_id bigint NOT NULL,
                     pruned_at timestamptz NOT NULL
                 )
                 """#,

@@ -138,6 +138,15 @@ extension PostgresStore {
     ) async throws -> IngestSummary {
         var counts = IngestSummary()
         counts.read = writes.read
+        /// A valid copy of a postback `prune` removed: a duplicate, on its day's intake.
+        func countCopyOfPruned(_ copy: PendingWrites.Candidate) async throws {
+            counts.countCopyOfPruned()
+            if copy.request != nil { outcomes[copy.entry] = CopyComparison.ofPruned.outcome }
+            try await connection.send(
+                PostgresSQL.query(RetentionSQL.countCopyOfPruned(receivedAt: copy.receivedAt)),
+                logger: logger
+            )
+        }
 
         // 1. The first copy of each key in input order claims it.
         var firstOfKey: [[UInt8]: Int] = [:]
@@ -160,29 +169,16 @@ extension PostgresStore {
         // insert, so with a snapshot that sees a prune that committed while the insert waited on
         // its row: one statement more a transaction (a read of `pruned_keys` by its key; the delete
         // only when it found one).
-        var pruned = Set<[UInt8]>()
-        if !inserted.isEmpty {
-            var keys = PostgresArrayColumn(.bytea, capacity: inserted.count)
-            for key in inserted { keys.append(bytes: key) }
+        let pruned = try await prunedKeys(among: inserted, connection, logger: logger)
+        if !pruned.isEmpty {
+            var taken = PostgresArrayColumn(.bytea, capacity: pruned.count)
+            for key in pruned { taken.append(bytes: key) }
             var binds = PostgresBindings()
-            binds.append(keys)
-            let rows = try await connection.send(
-                PostgresQuery(unsafeSQL: "SELECT dedup_key FROM pruned_keys WHERE dedup_key = ANY($1)", binds: binds),
+            binds.append(taken)
+            try await connection.send(
+                PostgresQuery(unsafeSQL: "DELETE FROM postbacks WHERE dedup_key = ANY($1)", binds: binds),
                 logger: logger
             )
-            for try await key in rows.decode(ByteBuffer.self) {
-                pruned.insert(Array(key.readableBytesView))
-            }
-            if !pruned.isEmpty {
-                var taken = PostgresArrayColumn(.bytea, capacity: pruned.count)
-                for key in pruned { taken.append(bytes: key) }
-                var keyBinds = PostgresBindings()
-                keyBinds.append(taken)
-                try await connection.send(
-                    PostgresQuery(unsafeSQL: "DELETE FROM postbacks WHERE dedup_key = ANY($1)", binds: keyBinds),
-                    logger: logger
-                )
-            }
             inserted.subtract(pruned)
         }
 
@@ -190,12 +186,7 @@ extension PostgresStore {
         var copies: [Int] = []
         for (index, candidate) in writes.candidates.enumerated() {
             if pruned.contains(candidate.dedupKey) {
-                counts.countCopyOfPruned()
-                if candidate.request != nil { outcomes[candidate.entry] = CopyComparison.ofPruned.outcome }
-                try await connection.send(
-                    PostgresSQL.query(RetentionSQL.countCopyOfPruned(receivedAt: candidate.receivedAt)),
-                    logger: logger
-                )
+                try await countCopyOfPruned(candidate)
                 continue
             }
             if firstOfKey[candidate.dedupKey] == index && inserted.contains(candidate.dedupKey) {
@@ -220,13 +211,24 @@ extension PostgresStore {
                 stored[postback.dedupKey] = postback
             }
         }
+        // A copy whose stored postback `prune` removed since the insert conflicted with it: its
+        // key is in `pruned_keys` now (read by a statement of its own, so with a later snapshot).
+        let prunedMeanwhile = try await prunedKeys(
+            among: Set(copies.map { writes.candidates[$0].dedupKey }.filter { stored[$0] == nil }),
+            connection,
+            logger: logger
+        )
         var refused = writes.refused
         var sightings = SightingColumns()
         for index in copies {
             let copy = writes.candidates[index]
+            if prunedMeanwhile.contains(copy.dedupKey) {
+                try await countCopyOfPruned(copy)
+                continue
+            }
             guard let original = stored[copy.dedupKey] else {
                 // Unreachable: our insert of this key conflicted with a committed row, or waited
-                // for the transaction holding it, which committed.
+                // for the transaction holding it, which committed; and no prune removed it.
                 throw PostgresStoreError(
                     store: "",
                     action: "store postbacks",
@@ -333,6 +335,26 @@ extension PostgresStore {
             let entry = refused[group.first]
             outcomes[entry.entry] = .quarantined(newRow: newRows.contains(entry.digest))
         }
+    }
+
+    /// Which of `keys` `pruned_keys` holds (none read when `keys` is empty).
+    private static func prunedKeys(
+        among keys: Set<[UInt8]>,
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> Set<[UInt8]> {
+        guard !keys.isEmpty else { return [] }
+        var column = PostgresArrayColumn(.bytea, capacity: keys.count)
+        for key in keys { column.append(bytes: key) }
+        var binds = PostgresBindings()
+        binds.append(column)
+        let rows = try await connection.send(
+            PostgresQuery(unsafeSQL: "SELECT dedup_key FROM pruned_keys WHERE dedup_key = ANY($1)", binds: binds),
+            logger: logger
+        )
+        var held = Set<[UInt8]>()
+        for try await key in rows.decode(ByteBuffer.self) { held.insert(Array(key.readableBytesView)) }
+        return held
     }
 
     private static func insertPostbacks(_ rows: [PendingWrites.Candidate]) -> PostgresQuery {

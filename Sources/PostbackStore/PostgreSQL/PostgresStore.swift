@@ -401,13 +401,16 @@ func connectionFailure(_ error: any Error) -> String? {
 }
 
 /// Whether a retry of the whole transaction can succeed: a deadlock or serialization failure,
-/// a server shutting down, restarting or starting, or a lost connection.
+/// a server shutting down, restarting or starting, or a lost connection; or a foreign key
+/// violation, which postbackd's own statements meet only when `prune` removed a postback
+/// between a transaction's read of it and its record of a copy of it (the retry finds its key
+/// in `pruned_keys`; a violation for any other reason fails again, until the retry's bound).
 func isRetryable(_ error: any Error) -> Bool {
     if let error = error as? PostgresStoreError { return error.code == .connectionLost }
     guard let error = error as? PSQLError else { return false }
     if let state = error.serverInfo?[.sqlState] {
         return state == "40P01" || state == "40001" || state.hasPrefix("57P") || state.hasPrefix("08")
-            || state == "53300"
+            || state == "53300" || state == "23503"
     }
     switch error.code {
     case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection: return true

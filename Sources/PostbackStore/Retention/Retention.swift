@@ -157,6 +157,11 @@ enum RetentionSQL {
         }
     }
 
+    /// A `postbacks` row with raw bytes to clear: its own, or a copy's that differ.
+    static let holdsRaw: SQLQuery = """
+        (length(raw) > 0 OR EXISTS (SELECT 1 FROM sightings s WHERE s.postback_id = postbacks.id AND length(s.raw) > 0))
+        """
+
     /// The quarantine's UTC day received (indexed on both engines, as `postbacks`'s).
     static let receivedDay = SQLQuery.receivedDay
 
@@ -440,9 +445,11 @@ extension PostbackStorage {
     }
 
     /// Walks a day's `postbacks` rows that match `condition` in id order, at most `batch` a
-    /// transaction: each batch's rows are selected (and, on PostgreSQL, locked: a copy arriving
-    /// meanwhile waits, then finds its key in `pruned_keys`), and `body` gets, in the same
-    /// transaction, the condition that selects exactly them, and returns what it removed.
+    /// transaction: each batch's rows are selected (and, on PostgreSQL, locked: a new copy
+    /// arriving meanwhile waits, then finds its key in `pruned_keys`), and `body` gets, in the
+    /// same transaction, the condition `id IN (…)` of exactly those rows (never the condition
+    /// again: under PostgreSQL's READ COMMITTED a later statement would see rows committed
+    /// since, or an app registered since), and returns what it removed.
     private func eachBatch(
         of day: UTCDay,
         where condition: SQLQuery,
@@ -464,10 +471,8 @@ extension PostbackStorage {
                     """
                 )
                 guard let high = try ids.last?.int64(0) else { return (0, 0, nil) }
-                let removed = try await body(
-                    sql,
-                    "\(RetentionSQL.receivedDay) = \(day) AND \(condition) AND id > \(after) AND id <= \(high)"
-                )
+                let list: [SQLQuery] = try ids.map { "\(try $0.int64(0))" }
+                let removed = try await body(sql, "id IN (\(list: list))")
                 return (removed.rows, removed.sightings, high)
             }
             pruned.rows += step.rows
@@ -516,15 +521,17 @@ extension PostbackStorage {
                 )
             }
             try await sql.execute("DELETE FROM deliveries WHERE postback_id IN (\(rows))")
-            let gone = try await sql.rows("DELETE FROM postbacks WHERE \(selected) RETURNING dedup_key, received_at")
+            let gone = try await sql.rows(
+                "DELETE FROM postbacks WHERE \(selected) RETURNING dedup_key, received_at, app_id"
+            )
             let prunedAt = UTCInstant.now()
             for chunk in stride(from: 0, to: gone.count, by: 200) {
                 let values: [SQLQuery] = try gone[chunk..<min(chunk + 200, gone.count)].map { row in
-                    "(\(try row.bytes(0)), \(kind.rawValue), \(try row.instant(1)), \(prunedAt))"
+                    "(\(try row.bytes(0)), \(kind.rawValue), \(try row.instant(1)), \(try row.int64(2)), \(prunedAt))"
                 }
                 try await sql.execute(
                     """
-                    INSERT INTO pruned_keys (dedup_key, kind, first_seen, pruned_at) VALUES \(list: values)
+                    INSERT INTO pruned_keys (dedup_key, kind, first_seen, app_id, pruned_at) VALUES \(list: values)
                     ON CONFLICT (dedup_key) DO NOTHING
                     """
                 )
@@ -541,7 +548,13 @@ extension PostbackStorage {
         into pruned: inout PrunedKind
     ) async throws {
         let empty: [UInt8] = []
-        try await eachBatch(of: day, where: "length(raw) > 0", batch: batch, afterBatch: afterBatch, into: &pruned) {
+        try await eachBatch(
+            of: day,
+            where: RetentionSQL.holdsRaw,
+            batch: batch,
+            afterBatch: afterBatch,
+            into: &pruned
+        ) {
             sql,
             selected in
             let sightings = try await sql.rows(
@@ -551,7 +564,9 @@ extension PostbackStorage {
                 RETURNING 1
                 """
             )
-            let rows = try await sql.rows("UPDATE postbacks SET raw = \(empty) WHERE \(selected) RETURNING 1")
+            let rows = try await sql.rows(
+                "UPDATE postbacks SET raw = \(empty) WHERE \(selected) AND length(raw) > 0 RETURNING 1"
+            )
             return (rows.count, sightings.count)
         }
     }
@@ -590,7 +605,15 @@ extension PostbackStorage {
             let current = currentRun ?? 0
             selections = [
                 ("ingest_runs", "id", "id", "status <> 'running' AND finished_at < \(cutoff)", nil),
-                ("prune_runs", "id", "id", "status <> 'running' AND finished_at < \(cutoff) AND id <> \(current)", nil),
+                // A prune killed part way left its run `running`: removed once it started
+                // before the cutoff (no prune runs for days).
+                (
+                    "prune_runs", "id", "id",
+                    """
+                    ((status <> 'running' AND finished_at < \(cutoff)) OR (status = 'running' AND started_at < \(cutoff)))
+                        AND id <> \(current)
+                    """, nil
+                ),
             ]
         default:
             return

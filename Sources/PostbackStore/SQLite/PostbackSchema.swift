@@ -865,7 +865,7 @@ package enum PostbackSchema {
         // received day not yet examined); the dedup keys of pruned postbacks with when each was
         // first seen, so that a replay stays a duplicate; the intake counts of pruned quarantine
         // and sightings, which `aggregate` adds back; a record of each prune; the quarantine by
-        // day received, and the postbacks that are not production by time received.
+        // day received.
         Migration(
             "v21: retention, pruned keys",
             sql: #"""
@@ -879,6 +879,7 @@ package enum PostbackSchema {
                     dedup_key BLOB PRIMARY KEY,
                     kind TEXT NOT NULL,
                     first_seen TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
                     pruned_at TEXT NOT NULL
                 ) WITHOUT ROWID;
                 CREATE TABLE pruned_intake (

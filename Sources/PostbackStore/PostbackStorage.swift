@@ -145,9 +145,9 @@ package protocol ExportSource: PostbackStorage {
 /// A store that `postbackd check` can check (see ``CheckJob``). Its row reads are written
 /// once.
 package protocol CheckableStore: PostbackStorage {
-    /// The engine's own check of pages and indexes: SQLite's `integrity_check` (or
-    /// `quick_check`), PostgreSQL's `amcheck` where installed and permitted (else skipped).
-    func checkEngine(quick: Bool) async throws -> EngineCheck
+    /// The engine's own check of pages and indexes: SQLite's `integrity_check`, PostgreSQL's
+    /// `amcheck` where installed and permitted (else skipped).
+    func checkEngine() async throws -> EngineCheck
 }
 
 /// A store with every capability: what ``PostbackStores/with(_:access:logger:_:)`` lends, and

@@ -310,9 +310,10 @@ struct DashboardStoreTests {
                 "ALTER TABLE ingest_runs DROP COLUMN signed_conflicts",
                 // 14: Apple Ads install ids (13, renaming a token state, runs again as it is).
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
-                // 15: costs and exchange rates; 16: access keys and apps; 17: retention.
+                // 15: costs and exchange rates; 16: access keys and apps; 17: retention; 18: the
+                // sightings by day received.
                 "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs",
-                "DROP INDEX quarantine_received_day",
+                "DROP INDEX quarantine_received_day, sightings_received_day",
                 "DELETE FROM postbackd_migrations WHERE version >= 8"
             )
             for statement in laterMigration { try await store.execute(statement) }

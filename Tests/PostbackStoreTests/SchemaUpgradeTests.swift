@@ -33,7 +33,8 @@ struct SchemaUpgradeTests {
         try await PostbackStores.with(store.location) { _ in }
         // The state as the release before wrote it, and its migration log without v17 / 13
         // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
-        // costs, 16, the access keys and apps, and 17, the retention, undone too).
+        // costs, 16, the access keys and apps, 17, the retention, and 18, the sightings' index
+        // by day, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -47,7 +48,7 @@ struct SchemaUpgradeTests {
             try await store.execute(
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
                 "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs",
-                "DROP INDEX quarantine_received_day",
+                "DROP INDEX quarantine_received_day, sightings_received_day",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -110,6 +111,7 @@ struct SchemaUpgradeTests {
         ("v19: costs and exchange rates", "3c36efc2128c2fa57db85253f8a59aa80e4fecd71d4e4fd6860ae86dc2578616"),
         ("v20: access keys, apps", "96baca216031c8c4103649029eff538a89180b680276d39748de6daec82ef3e5"),
         ("v21: retention, pruned keys", "074caa6d7eef543a1ef57440259bb802998aa2076e40ef16ac56307ad52c777c"),
+        ("v22: sightings by day received", "6c0fad9983d47eccfb6da761041e88e6a6ed7d5d780840a74e7d7785e9e77ed8"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -131,6 +133,7 @@ struct SchemaUpgradeTests {
         (15, "198f2d6a073fa232924f48069787de5ee69afa5208263423ac57034d3aed2508"),
         (16, "1bbbf99ef51a153ed169c252404066538ff756effb3c661a2f9b16d2975dce9d"),
         (17, "aa0bbc38432441b9d0be94d32169b628962e5410ac843497a12fdfc0e1413d65"),
+        (18, "642efeb82da2b5b27c6bd683e55eab4b033f59ddb6ace7ad6b8c6247b009a4c0"),
     ]
 
     private static func sha256(_ text: String) -> String {

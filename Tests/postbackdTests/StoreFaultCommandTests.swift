@@ -359,7 +359,12 @@ struct StoreFaultCommandTests {
         #expect(sound.standardOutput.contains("integrity_check: ok"))
         #expect(sound.standardOutput.contains("sound: no finding"))
         let quick = try run(["check", "--db", path, "--quick"])
-        #expect(quick.status == 0 && quick.standardOutput.contains("quick_check: ok"))
+        #expect(quick.status == 0 && quick.standardOutput.contains("engine check: skipped (--quick"))
+        #expect(quick.standardOutput.contains("sound: no finding"))
+        let misused = try run(["check", "--db", path, "--since", "2026-11-20"])
+        #expect(misused.status == 2 && misused.standardError.contains("--since needs --quick"))
+        let notADay = try run(["check", "--db", path, "--quick", "--since", "yesterday"])
+        #expect(notADay.status == 2 && notADay.standardError.contains("--since yesterday: not a day"))
 
         let (postback, quarantined, sighting, sightingPostback, day) = try DatabaseQueue(path: path)
             .writeWithoutTransaction { db in

@@ -118,11 +118,16 @@ enum AggregateSQL {
 
     /// `column` within the days `from...to` (either nil: unbounded on that side).
     static func within(_ column: String, _ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
+        within("\(raw: column)" as SQLQuery, bounds)
+    }
+
+    /// An expression (`SQLQuery.receivedDay`) within the days `from...to`.
+    static func within(_ column: SQLQuery, _ bounds: (from: UTCDay?, to: UTCDay?)) -> SQLQuery {
         switch (bounds.from, bounds.to) {
         case (nil, nil): "TRUE"
-        case (let from?, nil): "\(raw: column) >= \(from)"
-        case (nil, let to?): "\(raw: column) <= \(to)"
-        case (let from?, let to?): "\(raw: column) >= \(from) AND \(raw: column) <= \(to)"
+        case (let from?, nil): "\(column) >= \(from)"
+        case (nil, let to?): "\(column) <= \(to)"
+        case (let from?, let to?): "\(column) >= \(from) AND \(column) <= \(to)"
         }
     }
 

@@ -14,18 +14,24 @@ import PostbackKit
 ///   after the last `aggregate`, which is a notice).
 ///
 /// Ingest runs left `running` (killed runs; a re-run finishes their work) are notices too.
+///
+/// `--quick` checks the recent rows alone (``CheckWindow``): the nightly check, whose cost is
+/// a day's rows however large the store; the whole check reads every page and row.
 package enum CheckJob {
     /// What to check, and how to tell of progress.
     package struct Options: Sendable {
-        /// SQLite's `quick_check` instead of `integrity_check` (no index is compared with its table).
+        /// The recent rows only (``CheckWindow``), and not the engine's check of every page.
         package var quick = false
+        /// With `quick`: the first day received of the window (nil: the day before the newest).
+        package var since: UTCDay?
         /// Rows read at a time.
         package var pageSize = 2_000
         /// At most this many findings are kept (the count goes on).
         var maximumFindings = 1_000
 
-        package init(quick: Bool = false) {
+        package init(quick: Bool = false, since: UTCDay? = nil) {
             self.quick = quick
+            self.since = since
         }
     }
 
@@ -50,7 +56,17 @@ package enum CheckJob {
     ) async throws -> CheckReport {
         let started = ContinuousClock.now
         var report = CheckReport(store: store.location.description)
-        report.engine = try await engineCheck(store, quick: options.quick)
+        let window = options.quick ? try await store.checkWindow(since: options.since) : nil
+        report.window = window
+        if options.quick {
+            report.engine = EngineCheck(
+                name: "engine check",
+                outcome: .skipped,
+                messages: ["--quick reads the recent rows only; run check without it for every page and index"]
+            )
+        } else {
+            report.engine = try await engineCheck(store)
+        }
 
         func record(_ finding: CheckFinding) {
             report.findingCount += 1
@@ -61,36 +77,40 @@ package enum CheckJob {
         let totals = (try? await store.checkRowCounts()) ?? [:]
         var rawPruned: [CheckedTable: Int] = [:]
         for table in CheckedTable.allCases {
-            var after: Int64 = 0
             var checked = 0
-            let total = totals[table] ?? 0
+            // A whole check reads the table in id order; a quick one, its window's days.
+            let days: [UTCDay?] = window.map { $0.days(table) } ?? [nil]
+            let total = window == nil ? totals[table] ?? 0 : 0
             progress?(CheckProgress(table: table, checked: 0, total: total))
-            while true {
-                let rows: [CheckedRow]
-                do {
-                    rows = try await store.checkRows(table, after: after, limit: options.pageSize)
-                } catch {
-                    // Damage stops a table's reading; the other tables and checks go on.
-                    let fault = StoreFault.classify(error, at: store.location)
-                    record(
-                        CheckFinding(
-                            table: table.rawValue,
-                            rowID: nil,
-                            problem: "reading stopped after row \(after): \(fault.code) (\(fault.reason))"
+            for day in days {
+                var after: Int64 = 0
+                while true {
+                    let rows: [CheckedRow]
+                    do {
+                        rows = try await store.checkRows(table, after: after, limit: options.pageSize, day: day)
+                    } catch {
+                        // Damage stops a table's reading; the other tables and checks go on.
+                        let fault = StoreFault.classify(error, at: store.location)
+                        record(
+                            CheckFinding(
+                                table: table.rawValue,
+                                rowID: nil,
+                                problem: "reading stopped after row \(after): \(fault.code) (\(fault.reason))"
+                            )
                         )
-                    )
-                    break
-                }
-                for row in rows {
-                    if row.rawPruned(table) { rawPruned[table, default: 0] += 1 }
-                    for problem in row.problems(table) {
-                        record(CheckFinding(table: table.rawValue, rowID: row.id, problem: problem))
+                        break
                     }
+                    for row in rows {
+                        if row.rawPruned(table) { rawPruned[table, default: 0] += 1 }
+                        for problem in row.problems(table) {
+                            record(CheckFinding(table: table.rawValue, rowID: row.id, problem: problem))
+                        }
+                    }
+                    checked += rows.count
+                    if let last = rows.last { after = last.id }
+                    progress?(CheckProgress(table: table, checked: checked, total: max(total, checked)))
+                    if rows.count < options.pageSize { break }
                 }
-                checked += rows.count
-                if let last = rows.last { after = last.id }
-                progress?(CheckProgress(table: table, checked: checked, total: max(total, checked)))
-                if rows.count < options.pageSize { break }
             }
             report.checked[table] = checked
             if let pruned = rawPruned[table] {
@@ -101,7 +121,9 @@ package enum CheckJob {
         }
 
         do {
-            for finding in try await store.checkReferences(limit: options.maximumFindings) { record(finding) }
+            for finding in try await store.checkReferences(limit: options.maximumFindings, window: window) {
+                record(finding)
+            }
         } catch {
             record(
                 CheckFinding(
@@ -113,7 +135,7 @@ package enum CheckJob {
         }
 
         do {
-            let days = try await store.checkAggregatedDays()
+            let days = try await store.checkAggregatedDays(since: window?.since)
             report.aggregatedDays = days.count
             for day in days {
                 for (table, sum) in day.sums where sum != day.aggregated {
@@ -170,15 +192,15 @@ package enum CheckJob {
         return report
     }
 
-    private static func engineCheck(_ store: any CheckableStore, quick: Bool) async throws -> EngineCheck {
+    private static func engineCheck(_ store: any CheckableStore) async throws -> EngineCheck {
         do {
-            return try await store.checkEngine(quick: quick)
+            return try await store.checkEngine()
         } catch {
             let fault = StoreFault.classify(error, at: store.location)
             switch fault.code {
             case .damaged, .ioError:
                 return EngineCheck(
-                    name: quick ? "quick_check" : "integrity_check",
+                    name: "integrity_check",
                     outcome: .problems,
                     messages: [fault.reason]
                 )
@@ -186,6 +208,31 @@ package enum CheckJob {
                 throw fault
             }
         }
+    }
+}
+
+/// What `check --quick` reads: the rows received from a day on (by default the day before
+/// the newest day any row was received), day by day through each table's index on the day
+/// received; the references of those rows (sightings of those days, conflicts and deliveries
+/// from the window's first sighting and postback on); the aggregated days from that day. What
+/// was checked before is not read again, so its cost is the window's rows, not the store's.
+package struct CheckWindow: Sendable {
+    /// The first day received; nil when the store holds no row.
+    package var since: UTCDay?
+    /// Each table's newest day received (none: an empty table).
+    package var newest: [CheckedTable: UTCDay]
+    /// Each table's least id received from `since` on (none: no such row).
+    package var first: [CheckedTable: Int64] = [:]
+
+    package init(since: UTCDay?, newest: [CheckedTable: UTCDay]) {
+        self.since = since
+        self.newest = newest
+    }
+
+    /// The days of `table` to read: from `since` to its newest.
+    func days(_ table: CheckedTable) -> [UTCDay] {
+        guard let since, let newest = newest[table], first[table] != nil, since <= newest else { return [] }
+        return (since.daysSinceEpoch...newest.daysSinceEpoch).map { UTCDay(daysSinceEpoch: $0) }
     }
 }
 
@@ -279,7 +326,7 @@ package struct EngineCheck: Sendable {
     package enum Outcome: String, Sendable {
         case sound, problems, skipped
     }
-    /// What ran: `integrity_check`, `quick_check`, `amcheck bt_index_check`.
+    /// What ran: `integrity_check`, `amcheck bt_index_check` (`engine check` when skipped by `--quick`).
     package var name: String
     package var outcome: Outcome
     /// The engine's messages (problems), or why it was skipped.
@@ -308,6 +355,8 @@ package struct CheckReport: Sendable {
     package var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
     package var checked: [CheckedTable: Int] = [:]
     var aggregatedDays = 0
+    /// `--quick`'s window; nil for a whole check.
+    package var window: CheckWindow?
     /// The first findings (``CheckJob/Options/maximumFindings``).
     package var findings: [CheckFinding] = []
     var findingCount = 0
@@ -337,6 +386,13 @@ package struct CheckReport: Sendable {
         }
         let counts = CheckedTable.allCases.map { "\(checked[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
         lines.append("checked \(counts), \(aggregatedDays) aggregated days in \(formatSeconds(seconds))")
+        if let window {
+            lines.append(
+                window.since.map {
+                    "quick: the rows received from \($0) on and the aggregated days from \($0); run check without --quick for the whole store"
+                } ?? "quick: the store holds no row"
+            )
+        }
         for finding in findings {
             let row = finding.rowID.map { " row \($0)" } ?? ""
             lines.append("finding: \(finding.table)\(row): \(finding.problem)")
@@ -367,6 +423,8 @@ package struct CheckReport: Sendable {
         for table in CheckedTable.allCases { checkedObject.add(table.rawValue, checked[table] ?? 0) }
         checkedObject.add("aggregated_days", aggregatedDays)
         object.addRaw("checked", json: checkedObject.text)
+        object.add("quick", window != nil)
+        object.add("since", window?.since?.description)
         object.add("finding_count", findingCount)
         let findingsJSON = findings.map { finding in
             var item = JSONObjectWriter()

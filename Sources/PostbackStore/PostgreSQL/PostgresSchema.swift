@@ -1004,6 +1004,17 @@ enum PostgresSchema {
                 """#,
             ]
         ),
+        // A store that grows for years (issue 39): the copies by day received, so that a day's
+        // intake (`aggregate`) and `check --quick` read that day's sightings, not all of them.
+        Migration(
+            version: 18,
+            name: "sightings by day received",
+            statements: [
+                #"""
+                CREATE INDEX sightings_received_day ON sightings (((received_at AT TIME ZONE 'UTC')::date))
+                """#
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -6,7 +6,7 @@ extension PostgresStore {
     /// `amcheck`'s `bt_index_check` on each B-tree index of postbackd's schema, where the
     /// extension is installed and this user may run it; otherwise skipped, saying why.
     /// PostgreSQL has no check of its own a user without superuser rights can run on tables.
-    package func checkEngine(quick: Bool) async throws -> EngineCheck {
+    package func checkEngine() async throws -> EngineCheck {
         let name = "amcheck bt_index_check"
         return try await transaction("check the indexes", isolation: " READ ONLY") { connection in
             let installed = try await connection.value(

@@ -171,6 +171,11 @@ extension SQLQuery {
         "\(sqlite: column, postgres: "to_char(\(column), 'YYYY-MM-DD')")"
     }
 
+    /// The same of an expression of each engine's spelling (``receivedDay``).
+    package static func dayText(_ expression: SQLQuery) -> SQLQuery {
+        "\(sqlite: "", postgres: "to_char(")\(expression)\(sqlite: "", postgres: ", 'YYYY-MM-DD')")"
+    }
+
     /// A `jsonb` (PostgreSQL) or JSON text (SQLite) column as text.
     package static func jsonText(_ column: String) -> SQLQuery {
         "\(sqlite: column, postgres: "\(column)::text")"

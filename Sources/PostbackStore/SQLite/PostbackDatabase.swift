@@ -42,6 +42,7 @@ package enum PostbackDatabase {
             // 64 MiB of page cache holds more of the dedup index, whose pages every insert
             // touches at random; checkpoints every 64 MiB of WAL instead of every 4 MiB.
             try db.execute(sql: "PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 16384")
+            profileIfAsked(db)
             if allowingOpenTransactions {
                 // Ingest: no fsync per commit, only at checkpoints. A process crash loses
                 // nothing committed; a power cut may lose the last commits, which a re-run of
@@ -97,6 +98,19 @@ package enum PostbackDatabase {
         }
     }
 
+    /// With `POSTBACKD_SQLITE_PROFILE` set in the environment, each statement's time and SQL go
+    /// to standard error as it ends: where a command's time goes, statement by statement (the
+    /// bound values are not printed: they may be a key's hash or a client's address).
+    private static func profileIfAsked(_ db: Database) {
+        guard getenv("POSTBACKD_SQLITE_PROFILE") != nil else { return }
+        db.trace(options: .profile) { event in
+            guard case .profile(let statement, let duration) = event else { return }
+            let sql = statement.sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            let line = Array("\(Int((duration * 1_000_000).rounded())) µs \(sql)\n".utf8)
+            _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        }
+    }
+
     /// Opens the database at `path` to read it only: no file is created or written, beside it
     /// or in it, and the schema is not migrated (`report`, `models list|show`, `check`).
     ///
@@ -135,6 +149,7 @@ package enum PostbackDatabase {
         configuration.label = "postbackd"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -65536")
+            profileIfAsked(db)
         }
         let hasLog = access(path + "-wal", F_OK) == 0
         let target = hasLog ? path : "file:" + uriEscaped(path) + "?immutable=1"

@@ -899,5 +899,13 @@ package enum PostbackSchema {
                 CREATE INDEX quarantine_received_day ON quarantine (substr(received_at, 1, 10));
                 """#
         ),
+        // A store that grows for years (issue 39): the copies by day received, so that a day's
+        // intake (`aggregate`) and `check --quick` read that day's sightings, not all of them.
+        Migration(
+            "v22: sightings by day received",
+            sql: #"""
+                CREATE INDEX sightings_received_day ON sightings (substr(received_at, 1, 10));
+                """#
+        ),
     ]
 }

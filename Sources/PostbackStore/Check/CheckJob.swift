@@ -73,14 +73,15 @@ package enum CheckJob {
             if report.findings.count < options.maximumFindings { report.findings.append(finding) }
         }
 
-        // For progress only: a damaged table's count is found missing when its rows are read.
-        let totals = (try? await store.checkRowCounts()) ?? [:]
+        // For progress only (a whole check's: a quick one does not know its rows ahead): a
+        // damaged table's count is found missing when its rows are read.
+        let totals = window == nil ? (try? await store.checkRowCounts()) ?? [:] : [:]
         var rawPruned: [CheckedTable: Int] = [:]
         for table in CheckedTable.allCases {
             var checked = 0
             // A whole check reads the table in id order; a quick one, its window's days.
             let days: [UTCDay?] = window.map { $0.days(table) } ?? [nil]
-            let total = window == nil ? totals[table] ?? 0 : 0
+            let total = totals[table] ?? 0
             progress?(CheckProgress(table: table, checked: 0, total: total))
             for day in days {
                 var after: Int64 = 0

@@ -287,22 +287,35 @@ struct AppleAdsTests {
         let raw = try await store.strings("SELECT raw FROM apple_ads_attributions WHERE conversion_type = 'Download'")
         #expect(raw == [StandIn.record], "unknown fields kept")
 
+        // The forever404 token is due again a minute after its last 404. On a loaded machine
+        // that minute can pass before a later pass starts: then, and only then, it may be sent
+        // again (the stand-in answers 404 again and it stays pending).
+        let lastForever404 = try #require(forever.last).at
+        func dueAgain(_ request: Request) -> Bool {
+            request.token == "forever404-1" && request.at.timeIntervalSince(lastForever404) >= 59
+        }
+
         // The next pass sends only the token due again after its 500.
         let beforeSecond = standIn.requests.count
         let second = try await Self.postbackd(fetch + ["--once"])
         #expect(second.status == 0, "\(second.standardError)")
-        #expect(standIn.requests.dropFirst(beforeSecond).map(\.token) == ["unavailable-1"])
+        #expect(
+            standIn.requests.dropFirst(beforeSecond).filter { !dueAgain($0) }.map(\.token) == ["unavailable-1"]
+        )
         #expect(standIn.requests("unavailable-1").map(\.status) == [500, 200])
         #expect(try await token(store, "unavailable-1") == "attributed|2|0|0")
 
-        // The same tokens again, then another pass: nothing is sent (the forever404 token is
-        // not due for a minute; the others are resolved).
+        // The same tokens again, then another pass: nothing is sent (the others are resolved;
+        // the forever404 token only if its minute has passed).
         let again = try await Self.postbackd(["apple-ads", "add", "--db", store.argument, file])
         #expect(again.standardError.contains("0 added, 9 already stored"), "\(again.standardError)")
         let before = standIn.requests.count
         let third = try await Self.postbackd(fetch + ["--once"])
         #expect(third.status == 0, "\(third.standardError)")
-        #expect(standIn.requests.count == before, "a resolved token is never exchanged again")
+        #expect(
+            standIn.requests.dropFirst(before).allSatisfy(dueAgain),
+            "a resolved token is never exchanged again: \(standIn.requests.dropFirst(before).map(\.token))"
+        )
 
         let json = try await Self.status(store)
         #expect(

@@ -264,6 +264,76 @@ struct AggregateTests {
         #expect(try await store.count("conversion_models", where: "replaced_at IS NULL") == 2)
     }
 
+    @Test(
+        "SQLite: a run committed in parts (a day, a postback, two days a part) writes the rows of one transaction, over every day and a range, and is recorded once"
+    )
+    func committedInParts() async throws {
+        let database = try await AggregateFixture.database(in: directory, engine: .sqlite)
+        guard case .sqlite(let path) = database else { return }
+        // Days 2026-11-20 and 21 (the fixture), nothing on the 22nd, a body that is not a
+        // postback alone on the 23rd, 300 postbacks on the 24th.
+        try await ingest(
+            [try directory.write("junk.jsonl", "{\"not\": \"a postback\"}\n")],
+            into: database,
+            receivedAt: UTCInstant(iso8601: "2026-11-23T08:00:00Z")
+        )
+        try await ingest(
+            [try directory.write("many.jsonl", try PostbackGenerator.lines(count: 300, seed: 7))],
+            into: database,
+            receivedAt: UTCInstant(iso8601: "2026-11-24T12:00:00Z")
+        )
+        let store = TestStore(engine: .sqlite, location: database)
+        let tables = AggregateSQL.tables + AggregateSQL.installTables
+        func dump() async throws -> [String: [String]] {
+            var rows: [String: [String]] = [:]
+            for table in tables { rows[table] = try await store.rows("SELECT * FROM \(table)").sorted() }
+            return rows
+        }
+        func runs() async throws -> Int { try await store.count("aggregate_runs") }
+        let wholeRun = try await AggregateJob.run(database, .all, policy: .midpoint)
+        let whole = try await dump()
+        #expect(whole["aggregate_daily"]?.isEmpty == false)
+        #expect(
+            try await store.rows("SELECT date FROM aggregate_daily_intake ORDER BY date")
+                == ["\"2026-11-21\"", "\"2026-11-23\""],
+            "the quarantine-only day has its intake"
+        )
+        let parts: [SQLiteStore.AggregateCommits] = [
+            .init(days: 1, postbacks: 1_000_000), .init(days: 31, postbacks: 1), .init(days: 2, postbacks: 1_000_000),
+        ]
+        let first = try #require(UTCDay("2026-11-20"))
+        let last = try #require(UTCDay("2026-11-24"))
+        for part in parts {
+            for selection in [DaySelection.all, .range(from: first, to: last)] {
+                // Rows of days without postbacks, which a run over every day removes, and a
+                // day's rows spoiled, which any run over it replaces.
+                try await store.execute(
+                    "INSERT INTO aggregate_daily_intake (date, quarantined, duplicates, conflicts) VALUES ('2026-11-30', 9, 9, 9)"
+                )
+                try await store.execute(
+                    "UPDATE aggregate_daily SET postbacks = postbacks + 100",
+                    "DELETE FROM aggregate_daily_totals WHERE date = '2026-11-24'"
+                )
+                let before = try await runs()
+                let sqlite = try SQLiteStore(path: path, access: .standard)
+                let summary = try sqlite.aggregate(selection, policy: .midpoint, commitEvery: part)
+                sqlite.close()
+                #expect(try await runs() == before + 1, "one record a run, \(part) \(selection)")
+                #expect(summary.postbacks == wholeRun.postbacks, "\(part) \(selection)")
+                #expect(summary.days.count == (selection == .all ? 3 : 5), "\(part) \(selection)")
+                var expected = whole
+                if selection != .all {
+                    expected["aggregate_daily_intake"]?.append("\"2026-11-30\"|9|9|9")
+                    expected["aggregate_daily_intake"]?.sort()
+                }
+                #expect(try await dump() == expected, "\(part) \(selection)")
+                if selection != .all {
+                    try await store.execute("DELETE FROM aggregate_daily_intake WHERE date = '2026-11-30'")
+                }
+            }
+        }
+    }
+
     @Test("a reader never sees half of an aggregate run", arguments: TestEngine.available)
     func atomic(_ engine: TestEngine) async throws {
         let database = try await AggregateFixture.database(in: directory, engine: engine)

@@ -54,8 +54,24 @@ struct DashboardStoreTests {
                 appIDs: [1_254_734_734],
                 adNetworkIDs: ["fzbddbi26k.skadnetwork", "vdsbuozq6b.skadnetwork"]
             ),
-            // The dashboard's reports, by either date.
+            // The dashboard's reports, by either date (by a table's whole key: its rows as
+            // they are, not summed again).
             ReportQuery(from: nil, to: nil, by: [.date, .adNetworkID, .crowdAnonymityTier, .appID], events: false),
+            ReportQuery(
+                from: from,
+                to: to,
+                by: [.crowdAnonymityTier, .date, .adNetworkID],
+                events: false,
+                adNetworkIDs: ["fzbddbi26k.skadnetwork", "vdsbuozq6b.skadnetwork"]
+            ),
+            ReportQuery(
+                from: nil,
+                to: nil,
+                by: [.installDate, .appID, .adNetworkID, .crowdAnonymityTier],
+                events: false,
+                dateBasis: .install,
+                appIDs: [1_254_734_734]
+            ),
             ReportQuery(
                 from: from,
                 to: to,

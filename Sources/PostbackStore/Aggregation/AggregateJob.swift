@@ -74,8 +74,9 @@ package struct AggregateSummary: Sendable, Hashable {
 /// the current models.
 ///
 /// Every metric's meaning (`installs`, `redownloads`, …) is in ``GroupMetrics``. A run replaces
-/// the rows of its days in one transaction, so it is idempotent, a changed model plus a re-run
-/// corrects history, and a reader never sees half a run. The grouping and decoding are the same
+/// the rows of its days in one transaction (on SQLite, one a quarter of days: see
+/// `SQLiteStore.aggregate(_:policy:commitEvery:)`), so it is idempotent, a changed model plus a
+/// re-run corrects history, and a reader never sees half a day. The grouping and decoding are the same
 /// code for every engine (``DayAggregation``); each engine reads postbacks and writes rows its
 /// own fastest way (``PostbackStorage/aggregate(_:policy:)``), and both run the same statements
 /// for the rest (``AggregateSQL``).

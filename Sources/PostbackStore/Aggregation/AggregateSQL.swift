@@ -134,17 +134,28 @@ enum AggregateSQL {
     /// What a run over `selection` deletes before it writes the days' rows: every table's rows
     /// of those days received (``tables``).
     static func deleteStatements(_ selection: DaySelection) -> [SQLQuery] {
+        deleteStatements(selection.bounds)
+    }
+
+    /// Every table's rows of the days received within `bounds` (nil: unbounded).
+    static func deleteStatements(_ bounds: (from: UTCDay?, to: UTCDay?)) -> [SQLQuery] {
         tables.map { table in
-            selection == .all
-                ? "DELETE FROM \(raw: table)" : "DELETE FROM \(raw: table) WHERE \(within("date", selection.bounds))"
+            bounds.from == nil && bounds.to == nil
+                ? "DELETE FROM \(raw: table)" : "DELETE FROM \(raw: table) WHERE \(within("date", bounds))"
         }
     }
 
     /// What a run over `selection` fills from the rows it wrote, in order: the intake, the
     /// fine-value totals and the dashboard's tables (``dashboardStatements(_:)``).
     static func fillStatements(_ selection: DaySelection) -> [SQLQuery] {
-        [intakeStatement(selection.bounds), fineValueTotalsStatement(selection.bounds)]
-            + dashboardStatements(selection)
+        fillStatements(selection.bounds)
+    }
+
+    /// The same for the days received within `bounds` (nil: unbounded): a part of a run that
+    /// commits as it goes (SQLite's runs of more than a month), whose parts' bounds follow one
+    /// another and together are the run's.
+    static func fillStatements(_ bounds: (from: UTCDay?, to: UTCDay?)) -> [SQLQuery] {
+        [intakeStatement(bounds), fineValueTotalsStatement(bounds)] + dashboardStatements(bounds)
     }
 
     /// Fills `aggregate_daily_intake` for the days received within `bounds`.
@@ -203,9 +214,9 @@ enum AggregateSQL {
     /// What a run over `selection` does to the dashboard's tables, after the totals are
     /// written. By day received, the run's days (their old rows are gone with ``tables``); by
     /// install date, the install dates those days can hold, deleted and filled again.
-    static func dashboardStatements(_ selection: DaySelection) -> [SQLQuery] {
-        let install = installBounds(selection)
-        return dashboardFills(.received, selection.bounds)
+    static func dashboardStatements(_ bounds: (from: UTCDay?, to: UTCDay?)) -> [SQLQuery] {
+        let install = installBounds(bounds)
+        return dashboardFills(.received, bounds)
             + installTables.map { table in
                 "DELETE FROM \(raw: table) WHERE install_date IS NULL OR (\(within("install_date", install)))"
             }
@@ -222,13 +233,14 @@ enum AggregateSQL {
 
     /// The install dates a run over the days received `from...to` must recompute in the install
     /// tables: those its postbacks can hold (``PostbackInference/installDays(forReceivedDays:_:)``)
-    /// widened by a day each side. nil bounds for a run over every day.
-    private static func installBounds(_ selection: DaySelection) -> (from: UTCDay?, to: UTCDay?) {
-        guard case .range(let from, let to) = selection else { return (nil, nil) }
-        let days = PostbackInference.installDays(forReceivedDays: from, to)
+    /// widened by a day each side; an unbounded side stays unbounded (a run over every day).
+    private static func installBounds(_ bounds: (from: UTCDay?, to: UTCDay?)) -> (from: UTCDay?, to: UTCDay?) {
+        func install(_ day: UTCDay) -> (from: UTCDay, to: UTCDay) {
+            PostbackInference.installDays(forReceivedDays: day, day)
+        }
         return (
-            UTCDay(daysSinceEpoch: days.from.daysSinceEpoch - 1),
-            UTCDay(daysSinceEpoch: days.to.daysSinceEpoch + 1)
+            bounds.from.map { UTCDay(daysSinceEpoch: install($0).from.daysSinceEpoch - 1) },
+            bounds.to.map { UTCDay(daysSinceEpoch: install($0).to.daysSinceEpoch + 1) }
         )
     }
 

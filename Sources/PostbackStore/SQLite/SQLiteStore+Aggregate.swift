@@ -5,71 +5,150 @@ import PostbackKit
 /// `aggregate` on SQLite, its own: a day's postbacks read and its rows written through SQLite's C
 /// API (prepared statements bound in place); the statements around them are ``AggregateSQL``'s.
 extension SQLiteStore {
-    /// Reads each day's postbacks through SQLite's C API and replaces the days' rows in one
-    /// `BEGIN IMMEDIATE` transaction.
+    /// Reads each day's postbacks through SQLite's C API and replaces the days' rows in
+    /// `BEGIN IMMEDIATE` transactions (``aggregate(_:policy:commitEvery:)``: a quarter's days,
+    /// or two million postbacks, at most, each).
     package func aggregate(_ selection: DaySelection, policy: RevenueEstimatePolicy) throws -> AggregateSummary {
+        try aggregate(selection, policy: policy, commitEvery: .default)
+    }
+
+    /// How much of a run one transaction holds: after a day that brings its transaction to
+    /// `days` days or `postbacks` postbacks, it commits and the next day begins another.
+    package struct AggregateCommits: Sendable {
+        package var days: Int
+        package var postbacks: Int
+
+        package static let `default` = AggregateCommits(days: 92, postbacks: 2_000_000)
+
+        package init(days: Int, postbacks: Int) {
+            self.days = max(1, days)
+            self.postbacks = max(1, postbacks)
+        }
+    }
+
+    /// ``aggregate(_:policy:)``, committing after each part of `commitEvery`'s size.
+    ///
+    /// A run over every day of a store of twenty years, in one transaction, did not finish in
+    /// 25 minutes (BENCHMARKS.md): every page it wrote stayed in the WAL, which no checkpoint
+    /// could copy back while the transaction was open, and every page read searched the WAL's
+    /// index (`sqlite3WalFindFrame` 72% of the time). A part of a quarter keeps the WAL small;
+    /// at a year of 2 M postbacks a run in quarters took as long as one transaction (63.2 s and
+    /// 63.0 s), in months 13% longer (one pair; each part fills again the install dates its days
+    /// can hold, which reach five weeks before them).
+    ///
+    /// The parts cover the run's days one after another, with the days between them that have
+    /// no postbacks (whose old rows go, and whose intake is filled); each part replaces its
+    /// days' rows and fills the intake, the totals and the dashboard's tables of its days (by
+    /// install date: those its days can hold, filled again by the parts after it). The
+    /// week-wide reference groups reach back into the part before from memory, so the rows
+    /// are those of one transaction. The models and campaign mappings are read once, by the
+    /// first part; the run's record is written by the last. A reader sees every day whole, and
+    /// a run of a quarter or less whole; a run killed between two parts leaves the parts before
+    /// it done and the rest as they were, and is recorded only once run again to its end.
+    package func aggregate(
+        _ selection: DaySelection,
+        policy: RevenueEstimatePolicy,
+        commitEvery: AggregateCommits
+    ) throws -> AggregateSummary {
         let started = UTCInstant.now()
         // Reading a day's postbacks jumps around the table (rows are stored in arrival order,
         // days interleave); mapping the file spares a system call and a copy per page.
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA mmap_size = 17179869184") }
         var summary = AggregateSummary()
-        try queue.writeWithoutTransaction { db in
-            try db.inTransaction(.immediate) {
-                summary = AggregateSummary()
-                summary.policy = policy
-                let stored = try SQLiteSQL.rows(db, ModelsSQL.timeline).map(ModelsSQL.stored)
-                let models = stored.timelines
-                let campaigns = CampaignMappings(
-                    try SQLiteSQL.rows(db, CampaignMappingsSQL.select).map(CampaignMappingsSQL.mapping)
-                )
-                let days = try Self.days(selection, db)
-                summary.days = days
-                var unmodelled = Set<Int64>()
-                var unmodelledReengagements = Set<Int64>()
-                var previousGroups = 0
-                for statement in AggregateSQL.deleteStatements(selection) {
-                    try SQLiteSQL.execute(db, statement)
-                }
-                // The week-wide reference groups of a run's first days reach back six days: as
-                // stored, else from their postbacks.
-                var recent = RecentReferences()
-                if case .range(let from, _) = selection {
-                    let stored = try ReferenceRow.days(
-                        SQLiteSQL.rows(db, AggregateSQL.storedReferences(RecentReferences.daysBefore(from)))
-                    )
-                    for day in recent.keepStored(stored, before: from) {
-                        var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
-                        try Self.read(db, into: &aggregation)
-                        aggregation.collectReferences()
-                        recent.keep(day, aggregation.references)
+        summary.policy = policy
+        var run: (stored: [StoredModel], models: ConversionModels, campaigns: CampaignMappings)?
+        var days: [UTCDay] = []
+        var next = 0
+        // The first day of the next part's bounds: the run's first (nil: every day) at first.
+        var partFrom = selection.bounds.from
+        var unmodelled = Set<Int64>()
+        var unmodelledReengagements = Set<Int64>()
+        var previousGroups = 0
+        var recent = RecentReferences()
+        repeat {
+            try queue.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    if run == nil {
+                        let stored = try SQLiteSQL.rows(db, ModelsSQL.timeline).map(ModelsSQL.stored)
+                        let campaigns = CampaignMappings(
+                            try SQLiteSQL.rows(db, CampaignMappingsSQL.select).map(CampaignMappingsSQL.mapping)
+                        )
+                        run = (stored, stored.timelines, campaigns)
+                        days = try Self.days(selection, db)
+                        summary.days = days
+                        // The week-wide reference groups of a run's first days reach back six
+                        // days: as stored, else from their postbacks.
+                        if case .range(let from, _) = selection {
+                            let references = try ReferenceRow.days(
+                                SQLiteSQL.rows(db, AggregateSQL.storedReferences(RecentReferences.daysBefore(from)))
+                            )
+                            for day in recent.keepStored(references, before: from) {
+                                var aggregation = DayAggregation(
+                                    day: day,
+                                    models: stored.timelines,
+                                    campaigns: campaigns
+                                )
+                                try Self.read(db, into: &aggregation)
+                                aggregation.collectReferences()
+                                recent.keep(day, aggregation.references)
+                            }
+                        }
                     }
+                    guard case let (stored, models, campaigns)? = run else { return .rollback }
+                    // This part's days: up to a quarter's, or two million postbacks'.
+                    var partDays = 0
+                    var partPostbacks = 0
+                    while next < days.count && partDays < commitEvery.days && partPostbacks < commitEvery.postbacks {
+                        let day = days[next]
+                        // The day's old rows (the run's first: and those of the days before it
+                        // within the run, which have no postbacks).
+                        for statement in AggregateSQL.deleteStatements((next == 0 ? selection.bounds.from : day, day)) {
+                            try SQLiteSQL.execute(db, statement)
+                        }
+                        var aggregation = DayAggregation(
+                            day: day,
+                            models: models,
+                            campaigns: campaigns,
+                            expectedGroups: previousGroups
+                        )
+                        try Self.read(db, into: &aggregation)
+                        aggregation.finish(earlier: recent.before(day))
+                        recent.keep(day, aggregation.references)
+                        summary.postbacks += aggregation.postbacks
+                        summary.rows += aggregation.groups.count
+                        previousGroups = aggregation.groups.count
+                        unmodelled.formUnion(aggregation.unmodelled)
+                        unmodelledReengagements.formUnion(aggregation.unmodelledReengagements)
+                        try Self.write(db, aggregation, policy: policy)
+                        next += 1
+                        partDays += 1
+                        partPostbacks += aggregation.postbacks
+                    }
+                    // The part ends the day before the next part's first day, or where the run
+                    // does (nil: every day), the days after its last day with postbacks too.
+                    let last = next == days.count
+                    let partTo = last ? selection.bounds.to : UTCDay(daysSinceEpoch: days[next].daysSinceEpoch - 1)
+                    // The old rows of the part's days after its last with postbacks (a run without
+                    // any: all of its days), which have none now.
+                    let gapFrom = next > 0 ? UTCDay(daysSinceEpoch: days[next - 1].daysSinceEpoch + 1) : partFrom
+                    if gapFrom.flatMap({ from in partTo.map { from > $0 } }) != true {
+                        for statement in AggregateSQL.deleteStatements((gapFrom, partTo)) {
+                            try SQLiteSQL.execute(db, statement)
+                        }
+                    }
+                    for statement in AggregateSQL.fillStatements((partFrom, partTo)) {
+                        try SQLiteSQL.execute(db, statement)
+                    }
+                    partFrom = partTo.map { UTCDay(daysSinceEpoch: $0.daysSinceEpoch + 1) }
+                    if last {
+                        summary.unmodelledApps = unmodelled.sorted()
+                        summary.unmodelledReengagementApps = unmodelledReengagements.sorted()
+                        try SQLiteSQL.execute(db, AggregateSQL.runRecord(summary, stored: stored, selection: selection))
+                    }
+                    return .commit
                 }
-                for day in days {
-                    var aggregation = DayAggregation(
-                        day: day,
-                        models: models,
-                        campaigns: campaigns,
-                        expectedGroups: previousGroups
-                    )
-                    try Self.read(db, into: &aggregation)
-                    aggregation.finish(earlier: recent.before(day))
-                    recent.keep(day, aggregation.references)
-                    summary.postbacks += aggregation.postbacks
-                    summary.rows += aggregation.groups.count
-                    previousGroups = aggregation.groups.count
-                    unmodelled.formUnion(aggregation.unmodelled)
-                    unmodelledReengagements.formUnion(aggregation.unmodelledReengagements)
-                    try Self.write(db, aggregation, policy: policy)
-                }
-                summary.unmodelledApps = unmodelled.sorted()
-                summary.unmodelledReengagementApps = unmodelledReengagements.sorted()
-                for statement in AggregateSQL.fillStatements(selection) {
-                    try SQLiteSQL.execute(db, statement)
-                }
-                try SQLiteSQL.execute(db, AggregateSQL.runRecord(summary, stored: stored, selection: selection))
-                return .commit
             }
-        }
+        } while next < days.count
         summary.seconds = Double(UTCInstant.now().milliseconds - started.milliseconds) / 1000
         return summary
     }

@@ -28,10 +28,11 @@ extension SQLiteStore {
 
     /// ``aggregate(_:policy:)``, committing after each part of `commitEvery`'s size.
     ///
-    /// A run over every day of a store of twenty years, in one transaction, did not finish in
+    /// A run over every day of a store of 20 M postbacks, in one transaction, did not finish in
     /// 25 minutes (BENCHMARKS.md): every page it wrote stayed in the WAL, which no checkpoint
     /// could copy back while the transaction was open, and every page read searched the WAL's
-    /// index (`sqlite3WalFindFrame` 72% of the time). A part of a quarter keeps the WAL small;
+    /// index (`sqlite3WalFindFrame` 72% of the time). That store also held 10.8 M postbacks on
+    /// one day, and a day is never split: a part of a quarter bounds the WAL of the other days;
     /// at a year of 2 M postbacks a run in quarters took as long as one transaction (63.2 s and
     /// 63.0 s), in months 13% longer (one pair; each part fills again the install dates its days
     /// can hold, which reach five weeks before them).

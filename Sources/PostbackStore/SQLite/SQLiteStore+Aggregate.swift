@@ -74,7 +74,8 @@ extension SQLiteStore {
                         let campaigns = CampaignMappings(
                             try SQLiteSQL.rows(db, CampaignMappingsSQL.select).map(CampaignMappingsSQL.mapping)
                         )
-                        run = (stored, stored.timelines, campaigns)
+                        let models = stored.timelines
+                        run = (stored, models, campaigns)
                         days = try Self.days(selection, db)
                         summary.days = days
                         // The week-wide reference groups of a run's first days reach back six
@@ -84,11 +85,7 @@ extension SQLiteStore {
                                 SQLiteSQL.rows(db, AggregateSQL.storedReferences(RecentReferences.daysBefore(from)))
                             )
                             for day in recent.keepStored(references, before: from) {
-                                var aggregation = DayAggregation(
-                                    day: day,
-                                    models: stored.timelines,
-                                    campaigns: campaigns
-                                )
+                                var aggregation = DayAggregation(day: day, models: models, campaigns: campaigns)
                                 try Self.read(db, into: &aggregation)
                                 aggregation.collectReferences()
                                 recent.keep(day, aggregation.references)
@@ -132,7 +129,8 @@ extension SQLiteStore {
                     // The old rows of the part's days after its last with postbacks (a run without
                     // any: all of its days), which have none now.
                     let gapFrom = next > 0 ? UTCDay(daysSinceEpoch: days[next - 1].daysSinceEpoch + 1) : partFrom
-                    if gapFrom.flatMap({ from in partTo.map { from > $0 } }) != true {
+                    let noGap = if let from = gapFrom, let to = partTo { from > to } else { false }
+                    if !noGap {
                         for statement in AggregateSQL.deleteStatements((gapFrom, partTo)) {
                             try SQLiteSQL.execute(db, statement)
                         }

@@ -56,6 +56,9 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// Whether the column holds a day (SQLite's text, PostgreSQL's `date`).
+    var isDay: Bool { self == .date || self == .installDate }
+
     /// The dimensions a report groups by when none are given.
     static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
 

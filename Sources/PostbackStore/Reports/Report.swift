@@ -435,8 +435,9 @@ struct ReportSQL {
         }
         // A dashboard table holds one row per key (its fill groups by it, after deleting the
         // days it fills): a report by its whole key reads the rows as they are. Summing them
-        // again, a group per row, cost PostgreSQL 0.45 s of the dashboard's year by install
-        // date (28,803 rows of 16 networks, 14 sums each, spilled to disk past `work_mem`).
+        // again, a group per row, cost PostgreSQL 0.45 s of a year by install date, network and
+        // tier (28,803 rows of 16 networks, 14 sums each, spilled to disk past `work_mem`; the
+        // dashboard read that report until it summed by day and network, and by tier, instead).
         if case .dashboard(let table) = source, Set(query.dimensions) == Set(table.dimensions),
             query.dimensions.count == table.dimensions.count
         {

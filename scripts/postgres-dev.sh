@@ -13,6 +13,14 @@
 #   scripts/postgres-dev.sh restart [SECONDS]
 #                                     stop the running server (fast: sessions are cut), wait
 #                                     SECONDS (default 0), start it again on the same port
+#   scripts/postgres-dev.sh standby PRIMARY_DIR
+#                                     make this folder's cluster a streaming standby of the
+#                                     cluster running in PRIMARY_DIR (pg_basebackup), on a
+#                                     port of its own, and make it the primary's synchronous
+#                                     standby (synchronous_standby_names); print its URL
+#   scripts/postgres-dev.sh promote   promote the standby in this folder to a primary
+#   scripts/postgres-dev.sh kill      SIGKILL the server and all its processes, as a machine
+#                                     that dies (the folder is kept: `start` recovers it)
 #
 #   export POSTBACKD_TEST_POSTGRES_URL=$(scripts/postgres-dev.sh start)
 #
@@ -22,7 +30,9 @@
 # Environment: POSTBACKD_PG_DIR (state folder, default $TMPDIR/postbackd-pg-UID, holding
 # data/, port, log, sock/), POSTBACKD_PG_FSYNC (on or off; default on, for realistic
 # durability in benchmarks), POSTBACKD_PG_BIN (server binaries; default the highest
-# /usr/lib/postgresql/*/bin).
+# /usr/lib/postgresql/*/bin), POSTBACKD_PG_LISTEN (one more address to listen on, which the URL
+# then names: scripts/netem.sh's namespace) and POSTBACKD_PG_CLIENTS (a CIDR trusted beside
+# 127.0.0.1, for clients on that address).
 # Needs: Debian's postgresql package (apt-get install -y postgresql). The server refuses to
 # run as root: as root, the server and its tools run as the postgres system user, which must
 # be able to reach the state folder (its parents need o+x).
@@ -32,6 +42,8 @@ me=postgres-dev.sh
 dir=${POSTBACKD_PG_DIR:-${TMPDIR:-/tmp}/postbackd-pg-$(id -u)}
 dir=${dir%/}
 fsync=${POSTBACKD_PG_FSYNC:-on}
+listen=${POSTBACKD_PG_LISTEN:-}
+clients=${POSTBACKD_PG_CLIENTS:-}
 role=postbackd
 database=postbackd
 password_role=postbackd_password
@@ -40,9 +52,10 @@ marker="$dir/.postbackd-pg"   # marks a folder this script made (stop removes on
 say() { echo "$me: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-usage="usage: $me start|stop|halt|url|status|restart [SECONDS]"
+usage="usage: $me start|stop|halt|url|status|promote|kill|restart [SECONDS]|standby PRIMARY_DIR"
 case "${1:-}" in
-    start|stop|halt|url|status) command=$1; [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; } ;;
+    start|stop|halt|url|status|promote|kill) command=$1; [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; } ;;
+    standby) command=$1; [ $# -eq 2 ] || { echo "$usage" >&2; exit 2; }; primary_dir=${2%/} ;;
     restart) command=$1; pause=${2:-0}; [ $# -le 2 ] || { echo "$usage" >&2; exit 2; } ;;
     *) echo "$usage" >&2; exit 2 ;;
 esac
@@ -80,7 +93,7 @@ running() {
 }
 
 url() {
-    echo "postgres://$role@127.0.0.1:$(cat "$dir/port")/$database"
+    echo "postgres://$role@${listen:-127.0.0.1}:$(cat "$dir/port")/$database"
 }
 
 # A free TCP port on 127.0.0.1: the kernel's pick, or the first port nothing answers on.
@@ -110,8 +123,8 @@ remove_folder() {
     rm -rf "$dir"
 }
 
-# A new cluster in $dir (removed first): initdb, settings, started on a free port.
-create() {
+# An empty state folder (removed first), the postgres user's when root.
+new_folder() {
     remove_folder
     mkdir -p "$dir/sock"
     touch "$marker" "$dir/log"
@@ -121,6 +134,11 @@ create() {
         runuser -u postgres -- test -x "$dir" \
             || die "the postgres user cannot reach $dir (its parents need o+x); set POSTBACKD_PG_DIR"
     fi
+}
+
+# A new cluster in $dir (removed first): initdb, settings, started on a free port.
+create() {
+    new_folder
 
     say "initdb in $dir/data"
     # -N (no sync): the cluster is throwaway; fsync stays on for the running server.
@@ -128,8 +146,11 @@ create() {
         >>"$dir/log" 2>&1 || { tail -n 20 "$dir/log" >&2; die "initdb failed"; }
 
     # The password role first: the first matching line wins, and initdb's lines trust everyone.
-    { echo "host all $password_role 127.0.0.1/32 scram-sha-256"; cat "$dir/data/pg_hba.conf"; } \
-        >"$dir/pg_hba.conf.new"
+    {
+        echo "host all $password_role 127.0.0.1/32 scram-sha-256"
+        cat "$dir/data/pg_hba.conf"
+        [ -z "$clients" ] || echo "host all all $clients trust"
+    } >"$dir/pg_hba.conf.new"
     as_server cp "$dir/pg_hba.conf.new" "$dir/data/pg_hba.conf"
     rm -f "$dir/pg_hba.conf.new"
 
@@ -141,7 +162,7 @@ create() {
         cat >>"$dir/data/postgresql.conf" <<EOF
 
 # scripts/postgres-dev.sh
-listen_addresses = '127.0.0.1'
+listen_addresses = '127.0.0.1${listen:+,$listen}'
 port = $port
 unix_socket_directories = '${dir//\'/\'\'}/sock'
 fsync = $fsync
@@ -180,7 +201,66 @@ create_database() {
     fi
 }
 
+psql_at() {
+    local psql="$bin/psql"
+    [ -x "$psql" ] || psql=psql
+    "$psql" -X -q -At -h 127.0.0.1 -p "$1" -U "$role" -d postgres "${@:2}"
+}
+
+# This folder's cluster as a synchronous streaming standby of the one in $primary_dir.
+make_standby() {
+    [ -f "$primary_dir/port" ] || die "no cluster in $primary_dir"
+    local primary_port port name=postbackd_standby attempt
+    primary_port=$(cat "$primary_dir/port")
+    new_folder
+    say "pg_basebackup of 127.0.0.1:$primary_port into $dir/data"
+    as_server "$bin/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U "$role" -D "$dir/data" \
+        -R -X stream -c fast >>"$dir/log" 2>&1 || { tail -n 20 "$dir/log" >&2; die "pg_basebackup failed"; }
+    for attempt in 1 2 3; do
+        port=$(free_port)
+        echo "$port" >"$dir/port"
+        # cluster_name is the application name the standby streams under.
+        cat >>"$dir/data/postgresql.conf" <<EOF
+
+# scripts/postgres-dev.sh standby
+port = $port
+unix_socket_directories = '${dir//\'/\'\'}/sock'
+cluster_name = '$name'
+EOF
+        server_start && break
+        say "start on port $port failed (attempt $attempt)"
+        [ "$attempt" -lt 3 ] || { tail -n 20 "$dir/log" >&2; die "could not start the standby"; }
+    done
+    psql_at "$primary_port" -c "alter system set synchronous_standby_names = '$name'" -c "select pg_reload_conf()" >/dev/null
+    for attempt in $(seq 1 60); do
+        [ "$(psql_at "$primary_port" -c "select sync_state from pg_stat_replication where application_name = '$name'")" = sync ] \
+            && return 0
+        sleep 0.5
+    done
+    die "the standby in $dir did not become the primary's synchronous standby within 30 s"
+}
+
 case "$command" in
+standby)
+    make_standby
+    say "a synchronous standby of $primary_dir in $dir"
+    url
+    ;;
+promote)
+    running || die "no PostgreSQL running in $dir"
+    as_server "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >&2
+    ;;
+kill)
+    [ -f "$dir/data/postmaster.pid" ] || die "no PostgreSQL running in $dir"
+    pid=$(head -n 1 "$dir/data/postmaster.pid")
+    # The postmaster and its children at once, as a machine that dies.
+    kill -9 "$pid" $(pgrep -P "$pid" || true) 2>/dev/null || true
+    for attempt in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    say "killed the server in $dir"
+    ;;
 start)
     if running; then
         say "already running in $dir"

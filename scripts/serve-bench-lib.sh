@@ -22,6 +22,16 @@ serve_bench_prepare() {
     bin=$PWD/.build/release/postbackd
 }
 
+# make_corpus PATH COUNT SEED DAYS: COUNT generated postbacks (test keys; 2% duplicates, 1%
+# invalid; 20 apps, 8 networks over DAYS days) in PATH, unless it is there already.
+make_corpus() {
+    [ -s "$1" ] && return 0
+    "$bin" generate --key Keys/test/p256-private.pem --count "$2" --seed "$3" \
+        --versions 2.1,2.2,3.0,4.0 --duplicates 0.02 --invalid 0.01 --apps 20 --networks 8 --days "$4" \
+        --output "$1.partial"
+    mv "$1.partial" "$1"
+}
+
 server_pid=""
 stop_server() {
     if [ -n "$server_pid" ]; then

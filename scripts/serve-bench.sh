@@ -18,12 +18,7 @@ mkdir -p "$out"
 . scripts/serve-bench-lib.sh
 serve_bench_prepare serve-bench.sh
 corpus="$out/serve-corpus-$count.jsonl"
-if [ ! -s "$corpus" ]; then
-    "$bin" generate --key Keys/test/p256-private.pem --count "$count" --seed 17 \
-        --versions 2.1,2.2,3.0,4.0 --duplicates 0.02 --invalid 0.01 --apps 20 --networks 8 --days 7 \
-        --output "$corpus.partial"
-    mv "$corpus.partial" "$corpus"
-fi
+make_corpus "$corpus" "$count" 17 7
 keys=(--keys Keys/test)
 serve_args=()
 threads=2

@@ -48,8 +48,8 @@ struct PostbackResponder: HTTPResponder {
     let secureCookie: Bool
     let logger: Logger
 
-    /// The routes, by path without its trailing slash.
-    enum Route: String {
+    /// The routes, by path without its trailing slash (docs/openapi.yaml describes each).
+    enum Route: String, CaseIterable {
         case skadnetwork = "/.well-known/skadnetwork/report-attribution"
         case appattribution = "/.well-known/appattribution/report-attribution"
         case conversionValue = "/v1/conversion-value"
@@ -64,6 +64,7 @@ struct PostbackResponder: HTTPResponder {
         case root = "/"
         case dashboard = "/dashboard"
         case login = "/login"
+        case openAPI = "/openapi.json"
 
         init?(path: String) {
             var path = Substring(path)
@@ -75,7 +76,7 @@ struct PostbackResponder: HTTPResponder {
         var methods: [HTTPRequest.Method] {
             switch self {
             case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
-            case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard: [.get]
+            case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard, .openAPI: [.get]
             case .login: [.get, .post]
             }
         }
@@ -139,6 +140,8 @@ struct PostbackResponder: HTTPResponder {
                     response = await dashboard(request, context: context)
                 case .login:
                     response = await login(request, context: context)
+                case .openAPI:
+                    response = Self.json(.ok, openAPIDocument)
                 }
             } else {
                 let allowed = route.methods.map(\.rawValue).joined(separator: ", ")

@@ -3,8 +3,9 @@ import PostbackKit
 /// Where postbacks are stored: an SQLite file (the embedded default) or a PostgreSQL database.
 ///
 /// `--db` and `POSTBACKD_DB` take either: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
-/// or `postgresql://…`, with an optional `?sslmode=disable|prefer|require`, is PostgreSQL;
-/// anything else is an SQLite path.
+/// or `postgresql://…` (several `HOST[:PORT]` separated by commas, and the parameters
+/// `sslmode`, `target_session_attrs` and `connect_timeout`, as libpq reads them) is
+/// PostgreSQL; anything else is an SQLite path.
 package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(PostgresURL)
@@ -39,7 +40,10 @@ package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
 /// A `--db` value that looks like a PostgreSQL URL but is not a valid one.
 package struct StoreLocationError: CodedError {
     package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case incomplete, invalidHost, invalidPort, unknownParameter, invalidSSLMode }
+        fileprivate enum Value: Hashable {
+            case incomplete, invalidHost, invalidPort, unknownParameter, invalidSSLMode, invalidSessionAttributes
+            case invalidConnectTimeout
+        }
         fileprivate let value: Value
         /// A part the URL needs is missing: the scheme, the user, the host or the database name.
         package static let incomplete = Code(value: .incomplete)
@@ -47,10 +51,14 @@ package struct StoreLocationError: CodedError {
         package static let invalidHost = Code(value: .invalidHost)
         /// The port is not a number from 1 to 65535.
         package static let invalidPort = Code(value: .invalidPort)
-        /// A query parameter other than `sslmode`.
+        /// A query parameter other than `sslmode`, `target_session_attrs` and `connect_timeout`.
         package static let unknownParameter = Code(value: .unknownParameter)
         /// `sslmode` is not `disable`, `prefer` or `require`.
         package static let invalidSSLMode = Code(value: .invalidSSLMode)
+        /// `target_session_attrs` is not one of libpq's six values.
+        package static let invalidSessionAttributes = Code(value: .invalidSessionAttributes)
+        /// `connect_timeout` is not a number of seconds from 1 to 3600.
+        package static let invalidConnectTimeout = Code(value: .invalidConnectTimeout)
     }
 
     package let code: Code
@@ -62,26 +70,71 @@ package struct StoreLocationError: CodedError {
     }
 }
 
-/// A parsed `postgres://` URL. Its ``description`` never shows the password.
+/// A parsed `postgres://` URL, as libpq reads one: one host or several (`h1:5432,h2:5432`),
+/// tried in order for the one whose session matches `target_session_attrs`. Its
+/// ``description`` never shows the password.
 package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     package enum SSLMode: String, Sendable, Hashable {
         case disable, prefer, require
     }
 
+    /// libpq's `target_session_attrs`: which of the URL's servers a session may use.
+    package enum SessionAttributes: String, Sendable, Hashable, CaseIterable {
+        /// The first server that answers (libpq's default).
+        case any
+        /// A server whose sessions accept writes (`transaction_read_only` off).
+        case readWrite = "read-write"
+        /// A server whose sessions do not accept writes.
+        case readOnly = "read-only"
+        /// A server that is not in recovery.
+        case primary
+        /// A server in recovery: a standby.
+        case standby
+        /// A standby if one answers, else any server.
+        case preferStandby = "prefer-standby"
+
+        /// Whether a session on such a server accepts writes.
+        package var writes: Bool { self == .readWrite || self == .primary }
+    }
+
+    /// One `host:port` of the URL.
+    package struct Server: Sendable, Hashable, CustomStringConvertible {
+        package var host: String
+        package var port: Int
+
+        package init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `host:port`, an IPv6 host in brackets.
+        package var description: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+    }
+
     package var user: String
     package var password: String?
-    package var host: String
-    package var port: Int
+    /// The servers, in the URL's order (at least one).
+    package var servers: [Server]
     package var database: String
     package var sslMode: SSLMode
+    /// `target_session_attrs`, when the URL gives it.
+    package var sessionAttributes: SessionAttributes?
+    /// `connect_timeout` in seconds, when the URL gives it.
+    package var connectTimeout: Int?
 
-    /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]`; user, password
-    /// and database may be percent-encoded.
+    /// The first server's host.
+    package var host: String { servers[0].host }
+    /// The first server's port.
+    package var port: Int { servers[0].port }
+
+    /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?PARAMETERS]`;
+    /// user, password and database may be percent-encoded. The parameters are `sslmode`,
+    /// `target_session_attrs` and `connect_timeout`, as libpq reads them.
     package init(_ text: String) throws(StoreLocationError) {
         func fail(_ code: StoreLocationError.Code, _ what: String) -> StoreLocationError {
             StoreLocationError(
                 code,
-                "--db \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]"
+                "--db \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|prefer|require&target_session_attrs=…&connect_timeout=SECONDS]"
             )
         }
         guard let schemeEnd = text.range(of: "://") else { throw fail(.incomplete, "no scheme") }
@@ -96,7 +149,7 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         let databasePart = rest[rest.index(after: slash)...]
         guard let at = authority.lastIndex(of: "@") else { throw fail(.incomplete, "no user before @") }
         let credentials = authority[..<at]
-        let hostPort = authority[authority.index(after: at)...]
+        let hostList = authority[authority.index(after: at)...]
         let userPart: Substring
         var passwordPart: Substring?
         if let colon = credentials.firstIndex(of: ":") {
@@ -109,55 +162,90 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         guard let database = Self.percentDecoded(databasePart), !database.isEmpty else {
             throw fail(.incomplete, "no database name")
         }
-        var host = String(hostPort)
-        var port = 5432
-        if hostPort.hasPrefix("[") {
-            // [::1]:5432
-            guard let close = hostPort.firstIndex(of: "]") else {
-                throw fail(.invalidHost, "an unclosed [ in the host")
-            }
-            host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
-            let after = hostPort[hostPort.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let number = Int(after.dropFirst()), (1...65535).contains(number) else {
+        var servers: [Server] = []
+        for hostPort in hostList.split(separator: ",", omittingEmptySubsequences: false) {
+            var host = String(hostPort)
+            var port = 5432
+            if hostPort.hasPrefix("[") {
+                // [::1]:5432
+                guard let close = hostPort.firstIndex(of: "]") else {
+                    throw fail(.invalidHost, "an unclosed [ in the host")
+                }
+                host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+                let after = hostPort[hostPort.index(after: close)...]
+                if after.hasPrefix(":") {
+                    guard let number = Int(after.dropFirst()), (1...65535).contains(number) else {
+                        throw fail(.invalidPort, "the port is not a number from 1 to 65535")
+                    }
+                    port = number
+                }
+            } else if let colon = hostPort.lastIndex(of: ":") {
+                host = String(hostPort[..<colon])
+                guard let number = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(number) else {
                     throw fail(.invalidPort, "the port is not a number from 1 to 65535")
                 }
                 port = number
             }
-        } else if let colon = hostPort.lastIndex(of: ":") {
-            host = String(hostPort[..<colon])
-            guard let number = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(number) else {
-                throw fail(.invalidPort, "the port is not a number from 1 to 65535")
-            }
-            port = number
+            guard !host.isEmpty else { throw fail(.incomplete, "no host") }
+            servers.append(Server(host: host, port: port))
         }
-        guard !host.isEmpty else { throw fail(.incomplete, "no host") }
         var sslMode = SSLMode.prefer
+        var sessionAttributes: SessionAttributes?
+        var connectTimeout: Int?
         for parameter in query.split(separator: "&") where !parameter.isEmpty {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(pair[0])
             let value = pair.count > 1 ? String(pair[1]) : ""
-            guard name == "sslmode" else {
-                throw fail(.unknownParameter, "unknown parameter \(name) (only sslmode is understood)")
+            switch name {
+            case "sslmode":
+                guard let mode = SSLMode(rawValue: value) else {
+                    throw fail(.invalidSSLMode, "sslmode \(value) is not disable, prefer or require")
+                }
+                sslMode = mode
+            case "target_session_attrs":
+                guard let attributes = SessionAttributes(rawValue: value) else {
+                    throw fail(
+                        .invalidSessionAttributes,
+                        "target_session_attrs \(value) is not "
+                            + SessionAttributes.allCases.map(\.rawValue).joined(separator: ", ")
+                    )
+                }
+                sessionAttributes = attributes
+            case "connect_timeout":
+                // libpq waits for ever on 0; postbackd bounds every wait.
+                guard let seconds = Int(value), (1...3600).contains(seconds) else {
+                    throw fail(
+                        .invalidConnectTimeout,
+                        "connect_timeout \(value) is not a number of seconds from 1 to 3600"
+                    )
+                }
+                connectTimeout = seconds
+            default:
+                throw fail(
+                    .unknownParameter,
+                    "unknown parameter \(name) (sslmode, target_session_attrs and connect_timeout are understood)"
+                )
             }
-            guard let mode = SSLMode(rawValue: value) else {
-                throw fail(.invalidSSLMode, "sslmode \(value) is not disable, prefer or require")
-            }
-            sslMode = mode
         }
         self.user = user
         self.password = passwordPart.flatMap { Self.percentDecoded($0) }
-        self.host = host
-        self.port = port
+        self.servers = servers
         self.database = database
         self.sslMode = sslMode
+        self.sessionAttributes = sessionAttributes
+        self.connectTimeout = connectTimeout
     }
 
-    /// `postgres://USER@HOST:PORT/DATABASE`, with `:***` where a password was given.
+    /// `postgres://USER@HOST:PORT[,HOST:PORT…]/DATABASE`, with `:***` where a password was
+    /// given, and the parameters the URL set.
     package var description: String {
-        let hostText = host.contains(":") ? "[\(host)]" : host
-        return "postgres://\(user)\(password == nil ? "" : ":***")@\(hostText):\(port)/\(database)"
-            + (sslMode == .prefer ? "" : "?sslmode=\(sslMode.rawValue)")
+        var parameters: [String] = []
+        if sslMode != .prefer { parameters.append("sslmode=\(sslMode.rawValue)") }
+        if let sessionAttributes { parameters.append("target_session_attrs=\(sessionAttributes.rawValue)") }
+        if let connectTimeout { parameters.append("connect_timeout=\(connectTimeout)") }
+        return "postgres://\(user)\(password == nil ? "" : ":***")@"
+            + servers.map(\.description).joined(separator: ",") + "/\(database)"
+            + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))
     }
 
     /// The text with any password between `://user:` and `@` replaced by `***`.

@@ -130,4 +130,7 @@ struct StoredPostback {
     var keySpace: String
     var dedupKey: [UInt8]
     var signed: SignedColumns
+    /// The id of the transaction that inserted it (PostgreSQL's `xmin`), where a commit can
+    /// succeed unanswered and the transaction's retry meets its own rows.
+    var insertedBy: String? = nil
 }

@@ -61,7 +61,7 @@ struct DatabaseOptions: ParsableArguments {
     @Option(
         name: .customLong("db"),
         help: ArgumentHelp(
-            "The store: an SQLite file, or a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]). Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
+            "The store: an SQLite file, or a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=…&target_session_attrs=…&connect_timeout=…]; see docs/postgresql.md). Default: $POSTBACKD_DB, or postbackd.sqlite in the working directory.",
             valueName: "file|url"
         )
     )

@@ -118,7 +118,11 @@ struct ForwardTests {
 
     /// 300 generated postbacks (about 1% in test mode) stored, and a model for one app.
     private func store(_ engine: TestEngine) async throws -> TestStore {
-        let store = try await TestStore.make(engine, in: directory)
+        try await fill(try await TestStore.make(engine, in: directory))
+    }
+
+    /// `store` with the 300 postbacks and the model of ``store(_:)``.
+    private func fill(_ store: TestStore) async throws -> TestStore {
         let file = try directory.write(
             "generated.jsonl",
             try Postbackd.generated(count: 300, seed: 7, duplicates: 0, invalid: 0)
@@ -329,6 +333,55 @@ struct ForwardTests {
             "\(repeated) repeats: \(network.values.filter { $0.count > 1 }.map { $0.map(\.attempt) })"
         )
         #expect(receiver.mostAtOnce == 1)
+    }
+
+    @Test(
+        "--follow across a failover to a synchronous standby: it finds the promoted standby by itself and delivers everything",
+        .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
+    )
+    func failover() async throws {
+        let primary = try PostgresDevServer(folder: directory.path + "/primary")
+        let standby = try PostgresDevServer(folder: directory.path + "/standby")
+        defer {
+            standby.stop()
+            primary.stop()
+        }
+        var url = try PostgresURL(try primary.start())
+        url.servers += try PostgresURL(try standby.startStandby(of: primary)).servers
+        url.sessionAttributes = .readWrite
+        let store = try await fill(TestStore(engine: .postgres, location: .postgres(url)))
+        let production = try await exported(store, destination: "network").filter {
+            $0.value["key_space"] as? String == "production"
+        }
+        let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
+        let config = try config(receiver.port, concurrency: 4, timeout: 1)
+        let errors = Pipe()
+        let process = try await following(store, config, until: receiver, errors: errors)
+        try primary.kill()
+        let atKill = receiver.delivered("network").count
+        try await Task.sleep(for: .seconds(3))
+        try standby.promote()
+        let deadline = Date().addingTimeInterval(90)
+        while receiver.delivered("network").count < production.count && Date() < deadline && process.isRunning {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        kill(process.processIdentifier, SIGTERM)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(stderr)")
+        #expect(atKill < production.count, "killed mid-way (\(atKill) of \(production.count))")
+        #expect(Set(receiver.delivered("network").keys) == Set(production.keys), "every production postback delivered")
+        #expect(stderr.contains("the database's server changed"), "\(stderr)")
+        // Every outcome is on the promoted standby: a --drain there sends nothing more.
+        let before = receiver.received.count
+        let drain = try await Self.forward(
+            ["forward", "--db", try standby.url(), "--config", config, "--drain"],
+            environment: environment
+        )
+        await receiver.stop()
+        #expect(drain.status == 0, "\(drain.standardError)")
+        // Outcomes answered while the primary died may be sent again (at most those in flight).
+        #expect(receiver.received.count - before <= Forwarder.queueDepth * 4 + 16)
     }
 
     @Test(

@@ -34,6 +34,34 @@ struct StoreLocationTests {
         #expect(try StoreLocation("POSTGRES://u@h/d") == .postgres(try PostgresURL("postgres://u@h/d")))
     }
 
+    @Test("several servers, target_session_attrs and connect_timeout, as libpq reads them")
+    func multiHost() throws {
+        let url = try PostgresURL(
+            "postgres://w:secret@db1.internal:5432,db2.internal,[::1]:6432/postbacks?target_session_attrs=read-write&connect_timeout=3"
+        )
+        #expect(
+            url.servers == [
+                .init(host: "db1.internal", port: 5432), .init(host: "db2.internal", port: 5432),
+                .init(host: "::1", port: 6432),
+            ]
+        )
+        #expect(url.host == "db1.internal")
+        #expect(url.sessionAttributes == .readWrite)
+        #expect(url.connectTimeout == 3)
+        #expect(
+            url.description
+                == "postgres://w:***@db1.internal:5432,db2.internal:5432,[::1]:6432/postbacks?target_session_attrs=read-write&connect_timeout=3"
+        )
+        for value in ["any", "read-write", "read-only", "primary", "standby", "prefer-standby"] {
+            #expect(
+                try PostgresURL("postgres://u@h1,h2/d?target_session_attrs=\(value)").sessionAttributes?.rawValue
+                    == value
+            )
+        }
+        #expect(try PostgresURL("postgres://u@h/d").sessionAttributes == nil)
+        #expect(try PostgresURL("postgres://u@h/d").connectTimeout == nil)
+    }
+
     @Test("a URL as messages and logs name it: the password replaced by ***")
     func redacted() throws {
         #expect(try PostgresURL("postgres://u:hunter2@h/d").description == "postgres://u:***@h:5432/d")
@@ -59,6 +87,17 @@ struct StoreLocationTests {
             ("postgres://u:hunter2@/d", "no host"),
             ("postgres://u:hunter2@[::1/d", "an unclosed [ in the host"),
             ("postgres://u%zz:hunter2@h/d", "no user"),
+            ("postgres://u:hunter2@h1,,h2/d", "no host"),
+            ("postgres://u:hunter2@h1,h2:0/d", "the port is not a number from 1 to 65535"),
+            (
+                "postgres://u:hunter2@h1,h2/d?target_session_attrs=master",
+                "target_session_attrs master is not any, read-write"
+            ),
+            (
+                "postgres://u:hunter2@h/d?connect_timeout=0",
+                "connect_timeout 0 is not a number of seconds from 1 to 3600"
+            ),
+            ("postgres://u:hunter2@h/d?connect_timeout=x", "connect_timeout x is not a number of seconds"),
         ]
         for (text, reason) in cases {
             #expect {

@@ -36,6 +36,27 @@ package final class PostgresDevServer: Sendable {
         _ = try script(["halt"])
     }
 
+    /// The running server's URL.
+    package func url() throws -> String {
+        try script(["url"]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Makes this folder's server a synchronous streaming standby of `primary` (which runs),
+    /// starts it, and returns its URL.
+    package func startStandby(of primary: PostgresDevServer) throws -> String {
+        try script(["standby", Shell.quoted(primary.folder)]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Promotes this folder's standby to a primary.
+    package func promote() throws {
+        _ = try script(["promote"])
+    }
+
+    /// SIGKILLs the server and all its processes, as a machine that dies.
+    package func kill() throws {
+        _ = try script(["kill"])
+    }
+
     package func stop() {
         _ = try? script(["stop"])
     }

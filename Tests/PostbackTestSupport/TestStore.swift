@@ -66,7 +66,11 @@ package struct TestStore: Sendable {
         switch location {
         case .sqlite(let path): path
         case .postgres(let url):
-            "postgres://\(url.user)\(url.password.map { ":" + $0 } ?? "")@\(url.host):\(url.port)/\(url.database)?sslmode=\(url.sslMode.rawValue)"
+            "postgres://\(url.user)\(url.password.map { ":" + $0 } ?? "")@"
+                + url.servers.map(\.description).joined(separator: ",")
+                + "/\(url.database)?sslmode=\(url.sslMode.rawValue)"
+                + (url.sessionAttributes.map { "&target_session_attrs=\($0.rawValue)" } ?? "")
+                + (url.connectTimeout.map { "&connect_timeout=\($0)" } ?? "")
         }
     }
 

@@ -239,7 +239,8 @@ struct PostgresCommandTests {
                 "postgres://u:\(password)@127.0.0.1/x?sslmode=verify-full",
                 "sslmode verify-full is not disable, prefer or require"
             ),
-            ("postgres://u:\(password)@127.0.0.1/x?connect_timeout=3", "unknown parameter connect_timeout"),
+            ("postgres://u:\(password)@127.0.0.1/x?application_name=x", "unknown parameter application_name"),
+            ("postgres://u:\(password)@127.0.0.1/x?target_session_attrs=master", "target_session_attrs master is not"),
             ("postgres://u:\(password)@127.0.0.1:99999/x", "the port is not a number from 1 to 65535"),
             ("postgres://u:\(password)@127.0.0.1", "no database name after the host"),
             ("postgresql://127.0.0.1/x", "no user before @"),

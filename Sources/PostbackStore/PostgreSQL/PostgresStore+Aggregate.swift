@@ -32,7 +32,7 @@ extension PostgresStore {
                     .map(CampaignMappingsSQL.mapping)
             )
             try await Self.deleteRows(selection, connection, logger: logger)
-            var summary = try await client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
+            var summary = try await servers.current.client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
                 try await Self.readOnly(reader, logger: logger) {
                     try await Self.aggregateDays(
                         selection,

@@ -109,10 +109,18 @@ extension PostgresStore {
         }
         // A device waits for the answer: a broken-off transaction is retried briefly, then the
         // group is answered 503 and the devices retry later.
-        return try await transaction("store received postbacks", retryingFor: Self.receiveRetrySeconds) {
+        var attempt = WriteAttempt()
+        // Answered within the bound from the group's first arrival, even after waiting for the
+        // commit before (one commit runs at a time).
+        let deadline = Self.answerDeadline(arrivedAt: requests.map(\.receivedAt).min() ?? .now())
+        return try await transaction(
+            "store received postbacks",
+            retryingFor: Self.receiveRetrySeconds,
+            answerBy: deadline
+        ) {
             connection in
             var outcomes = [ReceiptOutcome](repeating: .dropped, count: entries.count)
-            _ = try await Self.write(writes, connection, logger: logger, outcomes: &outcomes)
+            _ = try await Self.write(writes, connection, logger: logger, outcomes: &outcomes, attempt: &attempt)
             return outcomes
         }
     }
@@ -121,7 +129,9 @@ extension PostgresStore {
     static let receiveRetrySeconds: Int64 = 5
 
     package func checkWritable() async throws {
-        try await transaction("check that the database accepts writes", retryingFor: 0) { connection -> Void in
+        try await transaction("check that the database accepts writes", retryingFor: 0, answerBy: Self.answerDeadline())
+        {
+            connection -> Void in
             // A standby, or a database set read-only, refuses the lock a write would take.
             try await connection.send("LOCK TABLE postbacks IN ROW EXCLUSIVE MODE NOWAIT", logger: logger)
         }
@@ -130,12 +140,19 @@ extension PostgresStore {
     /// The transaction's statements: the new postbacks (first copy of each key, sorted by key
     /// so that concurrent writers take the unique index's locks in one order and cannot
     /// deadlock), the stored rows of every copy, the sightings and conflicts, the quarantine.
+    ///
+    /// - Parameter attempt: kept across the attempts of one transaction: the server's id of
+    ///   the previous attempt, whose COMMIT may have committed unanswered (the connection
+    ///   broke): a retry that meets that attempt's rows counts them stored, not as copies.
     static func write(
         _ writes: PendingWrites,
         _ connection: PostgresConnection,
         logger: Logger,
-        outcomes: inout [ReceiptOutcome]
+        outcomes: inout [ReceiptOutcome],
+        attempt: inout WriteAttempt
     ) async throws -> IngestSummary {
+        let previousAttempt = attempt.transactionID
+        attempt.transactionID = nil
         var counts = IngestSummary()
         counts.read = writes.read
         /// A valid copy of a postback `prune` removed: a duplicate, on its day's intake.
@@ -159,8 +176,9 @@ extension PostgresStore {
         var inserted = Set<[UInt8]>()
         if !claims.isEmpty {
             let rows = try await connection.send(insertPostbacks(claims.map { writes.candidates[$0] }), logger: logger)
-            for try await key in rows.decode(ByteBuffer.self) {
+            for try await (key, transaction) in rows.decode((ByteBuffer, String).self) {
                 inserted.insert(Array(key.readableBytesView))
+                attempt.transactionID = transaction
             }
         }
 
@@ -261,6 +279,14 @@ extension PostgresStore {
                         entry: copy.entry
                     )
                 )
+                continue
+            }
+            // Inserted by the previous attempt of this transaction, whose COMMIT committed but
+            // whose answer was lost with the connection (a failover, a restart): stored, not a
+            // copy (that attempt inserted only the first entry of each key).
+            if let previousAttempt, original.insertedBy == previousAttempt, firstOfKey[copy.dedupKey] == index {
+                counts.countAccepted(copy.result)
+                if copy.request != nil { outcomes[copy.entry] = .stored }
                 continue
             }
             let comparison = CopyComparison(
@@ -366,7 +392,7 @@ extension PostgresStore {
     static let selectStored = """
         SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
             ad_network_id, transaction_id, postback_sequence_index, kind, key_space, dedup_key,
-            \(SignedColumns.sqlColumns)
+            \(SignedColumns.sqlColumns), xmin::text
         FROM postbacks WHERE dedup_key = ANY($1)
         """
 
@@ -607,7 +633,7 @@ struct PostbackInsertColumns {
                 receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey, clientAddress,
                 requestID, estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits,
             ],
-            suffix: "ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key"
+            suffix: "ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key, xmin::text"
         )
     }
 }
@@ -730,7 +756,15 @@ extension StoredPostback {
             marketplaceID: try cells[23].decode(String?.self),
             impressionType: try cells[24].decode(String?.self)
         )
+        self.insertedBy = try cells[25].decode(String.self)
     }
+}
+
+/// What one attempt of a transaction of ``PostgresStore/write(_:_:logger:outcomes:attempt:)``
+/// leaves to the next.
+struct WriteAttempt {
+    /// The server's id of the transaction (its rows' `xmin`), when it inserted postbacks.
+    var transactionID: String?
 }
 
 /// Ingest's writes on PostgreSQL: batches kept until a commit (or until many entries wait),
@@ -820,9 +854,16 @@ final class PostgresIngestSession: IngestSession {
         guard !pending.isEmpty else { return IngestSummary() }
         let writes = pending
         let logger = store.logger
+        var attempt = WriteAttempt()
         let counts = try await store.transaction("store postbacks") { connection in
             var unused: [ReceiptOutcome] = []
-            return try await PostgresStore.write(writes, connection, logger: logger, outcomes: &unused)
+            return try await PostgresStore.write(
+                writes,
+                connection,
+                logger: logger,
+                outcomes: &unused,
+                attempt: &attempt
+            )
         }
         pending = PendingWrites()
         return counts

@@ -112,7 +112,10 @@ extension PostgresStore {
             what,
             isolation: access == .read ? " ISOLATION LEVEL REPEATABLE READ READ ONLY" : "",
             retryingFor: retrySeconds(retry),
-            oneStatement: access == .statement
+            oneStatement: access == .statement,
+            // What a client waits for, and (in `serve`) the models read between two commits.
+            answerBy: retry == .answering || (retry == .repeated && modelsRetrySeconds < Self.retrySeconds)
+                ? Self.answerDeadline() : nil
         ) { connection in
             try await body(PostgresSQL(connection: connection, logger: logger))
         }

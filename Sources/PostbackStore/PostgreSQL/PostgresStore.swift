@@ -21,7 +21,8 @@ import Glibc
 package final class PostgresStore: StoreEngine {
     package let location: StoreLocation
     let url: PostgresURL
-    let client: PostgresClient
+    /// The URL's servers and the pool to the one in use.
+    let servers: PostgresServers
     let logger: Logger
     package let devicePrune = PruneSchedule()
 
@@ -45,7 +46,7 @@ package final class PostgresStore: StoreEngine {
 
     private init(
         url: PostgresURL,
-        client: PostgresClient,
+        servers: PostgresServers,
         access: StoreAccess,
         logger: Logger
     ) {
@@ -53,12 +54,13 @@ package final class PostgresStore: StoreEngine {
         self.modelsRetrySeconds = access == .receive ? Self.receiveRetrySeconds : Self.retrySeconds
         self.url = url
         self.location = .postgres(url)
-        self.client = client
+        self.servers = servers
         self.logger = logger
     }
 
-    /// Connects, creates or migrates the schema, and runs `body` with the store while its
-    /// connection pool runs in a child task (`PostgresClient.run()`), which ends with `body`.
+    /// Finds the URL's server to use (``PostgresServers/find(_:wanted:configuration:logger:)``),
+    /// creates or migrates the schema there, and runs `body` with the store while its
+    /// connection pools run in a child task (``PostgresServers/run()``), which ends with `body`.
     ///
     /// A store opened inside a ServiceLifecycle service would hand the pool the service's
     /// graceful shutdown, on which `run()` closes the pool before the service has recorded its
@@ -74,38 +76,33 @@ package final class PostgresStore: StoreEngine {
         _ body: (PostgresStore) async throws -> Result
     ) async throws -> Result {
         let tls = try tlsConfiguration(url.sslMode)
-        var connectionConfiguration = PostgresConnection.Configuration(
-            host: url.host,
-            port: url.port,
-            username: url.user,
-            password: url.password,
-            database: url.database,
-            tls: try connectionTLS(url.sslMode, tls)
-        )
-        connectionConfiguration.options.connectTimeout = .seconds(10)
-        var configuration = PostgresClient.Configuration(
-            host: url.host,
-            port: url.port,
-            username: url.user,
-            password: url.password,
-            database: url.database,
-            tls: clientTLS(url.sslMode, tls)
-        )
-        configuration.options.connectTimeout = .seconds(10)
-        configuration.options.maximumConnections = 8
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let sessionTLS = (connection: try connectionTLS(url.sslMode, tls), client: clientTLS(url.sslMode, tls))
+        let wanted = try sessions(url, writing: access != .readOnly)
+        let configuration = { (server: PostgresURL.Server) in
+            PostgresServers.connectionConfiguration(url, server, tls: sessionTLS.connection)
+        }
+        // The server to use, and a connection to it of its own (so that an unreachable server
+        // or a refused user gives a clear message), which creates or migrates the schema.
+        let (server, connection): (PostgresURL.Server, PostgresConnection)
+        do {
+            (server, connection) = try await PostgresServers.find(
+                url,
+                wanted: wanted,
+                configuration: configuration,
+                logger: logger
+            )
+        } catch {
+            throw openError(error, url)
+        }
+        let servers = PostgresServers(url: url, wanted: wanted, first: server, tls: sessionTLS, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            // The pool runs from the start: by the time the probe and the migrations are done,
-            // `run()` has been entered and the first lease finds the pool ready.
-            group.addTask { await client.run() }
+            // The pools run from the start (by the time the migrations are done, the first
+            // lease finds the pool running), and the watch of the transactions under way.
+            group.addTask { await servers.run() }
+            group.addTask { await servers.watch() }
             do {
-                try await probeAndMigrate(
-                    connectionConfiguration,
-                    url: url,
-                    migrating: access != .readOnly,
-                    logger: logger
-                )
-                let result = try await body(PostgresStore(url: url, client: client, access: access, logger: logger))
+                try await migrate(connection, url: url, migrating: access != .readOnly, logger: logger)
+                let result = try await body(PostgresStore(url: url, servers: servers, access: access, logger: logger))
                 group.cancelAll()
                 return result
             } catch {
@@ -115,25 +112,34 @@ package final class PostgresStore: StoreEngine {
         }
     }
 
-    /// Connects once on its own (so that an unreachable server or a refused user gives a clear
-    /// message), then creates or migrates the schema.
-    private static func probeAndMigrate(
-        _ connectionConfiguration: PostgresConnection.Configuration,
+    /// The sessions a store opened for `writing` (or reading) may use: a writer needs one
+    /// that accepts writes, which a URL of several servers must pick (`read-write` unless it
+    /// says `primary`); a reader takes what the URL says (libpq's default, `any`).
+    ///
+    /// - Throws: ``DatabaseOpenError`` for a writer whose URL asks for a session that cannot
+    ///   write.
+    static func sessions(_ url: PostgresURL, writing: Bool) throws -> PostgresURL.SessionAttributes {
+        guard writing else { return url.sessionAttributes ?? .any }
+        switch url.sessionAttributes {
+        case .readWrite?, .primary?: return url.sessionAttributes ?? .readWrite
+        case nil, .any?: return url.servers.count > 1 ? .readWrite : .any
+        case .readOnly?, .standby?, .preferStandby?:
+            throw DatabaseOpenError(
+                .readOnly,
+                "\(url.description) asks for target_session_attrs=\(url.sessionAttributes?.rawValue ?? ""), a session that cannot write, and this command writes; use target_session_attrs=read-write (readers such as report and check may use a standby)"
+            )
+        }
+    }
+
+    /// Creates or migrates the schema on `connection` (or checks its version, for a reader),
+    /// and closes it.
+    private static func migrate(
+        _ connection: PostgresConnection,
         url: PostgresURL,
         migrating: Bool,
         logger: Logger
     ) async throws {
         let name = url.description
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(
-                configuration: connectionConfiguration,
-                id: 0,
-                logger: logger
-            )
-        } catch {
-            throw openError(error, url)
-        }
         do {
             if migrating {
                 try await PostgresSchema.migrate(connection, store: name, logger: logger)
@@ -167,45 +173,73 @@ package final class PostgresStore: StoreEngine {
     /// for it to come back.
     ///
     /// With `oneStatement`, `body` sends one statement, its own transaction: no `BEGIN` and
-    /// `COMMIT` round trips.
+    /// `COMMIT` round trips. With a `deadline` (a client of `serve` waits for the answer),
+    /// nothing waits past it: not the wait for a connection, not a retry, and a statement
+    /// still unanswered then (a half-open connection) has its connection closed.
     func transaction<Result>(
         _ what: String,
         isolation: String = "",
         retryingFor retrySeconds: Int64 = PostgresStore.retrySeconds,
         oneStatement: Bool = false,
+        answerBy deadline: ContinuousClock.Instant? = nil,
         _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let started = UTCInstant.now()
         var attempt = 0
         while true {
             attempt += 1
+            let pool = servers.current
             do {
                 // The first attempt waits at least the minimum; a retry, only what time is left.
                 let remaining = retrySeconds - (UTCInstant.now().milliseconds - started.milliseconds) / 1000
-                let wait = attempt == 1 ? max(remaining, Self.minimumConnectionWait) : max(remaining, 1)
-                return try await client.withConnection(waitingAtMost: wait) { connection in
-                    // One statement is a transaction of its own: two round trips fewer.
-                    if oneStatement { return try await body(connection) }
-                    try await connection.send(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
-                    do {
-                        let result = try await body(connection)
-                        try await connection.send("COMMIT", logger: logger)
-                        return result
-                    } catch {
-                        // A closed connection rolled back already: the server ends the
-                        // transaction of a session that goes away.
-                        if !connection.isClosed {
-                            _ = try? await connection.send("ROLLBACK", logger: logger)
+                var wait = attempt == 1 ? max(remaining, Self.minimumConnectionWait) : max(remaining, 1)
+                // Several servers: a wait that is long checks the server is still the one to use.
+                if servers.multiHost { wait = min(wait, PostgresServers.leaseCheckSeconds) }
+                if let deadline {
+                    let left = (deadline - .now).components.seconds
+                    guard left > 0 else { throw PostgresStoreError.noConnection(within: max(retrySeconds, 1)) }
+                    wait = min(wait, left)
+                }
+                return try await pool.client.withConnection(waitingAtMost: wait) { connection in
+                    try await servers.watching(connection, on: pool, until: deadline) {
+                        // One statement is a transaction of its own: two round trips fewer.
+                        if oneStatement { return try await body(connection) }
+                        try await connection.send(PostgresQuery(unsafeSQL: "BEGIN" + isolation), logger: logger)
+                        do {
+                            let result = try await body(connection)
+                            try await connection.send("COMMIT", logger: logger)
+                            return result
+                        } catch {
+                            // A closed connection rolled back already: the server ends the
+                            // transaction of a session that goes away.
+                            if !connection.isClosed {
+                                _ = try? await connection.send("ROLLBACK", logger: logger)
+                            }
+                            throw error
                         }
-                        throw error
                     }
                 }
             } catch let error as BundleIDConflict {
                 // The caller's error, not the database's.
                 throw error
             } catch {
+                // Several servers: the one in use may have failed over, or become a standby.
+                let leaseTimedOut = (error as? PostgresStoreError)?.code == .connectionWait
+                let moved = servers.multiHost && (isRetryable(error) || isReadOnly(error) || leaseTimedOut)
+                if moved {
+                    do {
+                        try await servers.refind(after: pool.generation)
+                    } catch {
+                        logger.warning(
+                            "no server to use",
+                            metadata: ["store.action": "\(what)", "store.error": "\(describePostgresError(error))"]
+                        )
+                    }
+                }
                 let elapsed = (UTCInstant.now().milliseconds - started.milliseconds) / 1000
-                guard isRetryable(error), elapsed < retrySeconds else {
+                guard isRetryable(error) || moved, elapsed < retrySeconds,
+                    deadline.map({ ContinuousClock.now < $0 }) ?? true
+                else {
                     throw PostgresStoreError(store: url.description, action: what, error: error)
                 }
                 logger.warning(
@@ -218,6 +252,16 @@ package final class PostgresStore: StoreEngine {
                 try await Task.sleep(nanoseconds: UInt64(min(attempt, 10)) * 200_000_000)
             }
         }
+    }
+
+    /// How long a client of `serve` waits at most for what the store does for it (its
+    /// postback's commit, its call's record, `/readyz`'s check): the retries' 5 s and 2 s more.
+    static let answerSeconds: Int64 = 7
+
+    /// The deadline of a transaction a client waits for, which arrived at `arrival`.
+    static func answerDeadline(arrivedAt arrival: UTCInstant = .now()) -> ContinuousClock.Instant {
+        let waited = max(0, UTCInstant.now().milliseconds - arrival.milliseconds)
+        return ContinuousClock.now + .milliseconds(answerSeconds * 1000 - waited)
     }
 
     // MARK: - Errors
@@ -253,7 +297,14 @@ package final class PostgresStore: StoreEngine {
 
     /// The error of a failed first connection, in words: who refused what, and what to check.
     private static func openError(_ error: any Error, _ url: PostgresURL) -> DatabaseOpenError {
-        let server = "PostgreSQL at \(url.host):\(url.port)"
+        if let error = error as? PostgresServerSearchError {
+            return DatabaseOpenError(
+                .unreachable,
+                "\(url.description): \(error); check that the servers run and that one of them is the primary (a standby is promoted with pg_ctl promote)"
+            )
+        }
+        let server =
+            "PostgreSQL at \(url.servers.count > 1 ? url.servers.map(\.description).joined(separator: ",") : "\(url.host):\(url.port)")"
         let detail = describePostgresError(error)
         if let error = error as? PSQLError {
             switch error.serverInfo?[.sqlState] {
@@ -407,6 +458,7 @@ func connectionFailure(_ error: any Error) -> String? {
 /// in `pruned_keys`; a violation for any other reason fails again, until the retry's bound).
 func isRetryable(_ error: any Error) -> Bool {
     if let error = error as? PostgresStoreError { return error.code == .connectionLost }
+    if error is PostgresServerSearchError { return true }
     guard let error = error as? PSQLError else { return false }
     if let state = error.serverInfo?[.sqlState] {
         return state == "40P01" || state == "40001" || state.hasPrefix("57P") || state.hasPrefix("08")
@@ -416,4 +468,11 @@ func isRetryable(_ error: any Error) -> Bool {
     case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection: return true
     default: return false
     }
+}
+
+/// Whether the server refused a write because its sessions are read-only (a standby, or a
+/// primary that became one).
+func isReadOnly(_ error: any Error) -> Bool {
+    if let error = error as? PostgresStoreError { return error.sqlState == "25006" }
+    return (error as? PSQLError)?.serverInfo?[.sqlState] == "25006"
 }

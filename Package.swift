@@ -51,6 +51,8 @@ let package = Package(
                 // SQLite's C API, for binding values on the ingest hot path (SQLite/SQLiteBinder.swift).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // PostgresNIO's pool's error (its circuit breaker), which it passes on as it is.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

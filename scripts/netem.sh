@@ -49,9 +49,9 @@ done
 in_ns() { ip netns exec "$ns" "$@"; }
 pg() { POSTBACKD_PG_DIR="$dir/pg" POSTBACKD_PG_LISTEN=$ns_address POSTBACKD_PG_CLIENTS=$net.0/30 \
     in_ns scripts/postgres-dev.sh "$@"; }
-has_netem() {
-    tc qdisc add dev "$host_link" root netem delay 0ms 2>/dev/null && tc qdisc del dev "$host_link" root 2>/dev/null
-}
+# Whether the kernel has sch_netem: found out once, by `up` (a netem qdisc added and removed on
+# the fresh link), and kept in the state folder.
+has_netem() { [ "$(cat "$dir/delay_kind" 2>/dev/null)" = netem ]; }
 
 # The nftables rules in the namespace: $1 is the drop rule's condition ("" for none).
 rules() {
@@ -95,6 +95,8 @@ case "$1" in
 up)
     [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; }
     ip netns list | grep -qw "$ns" && die "namespace $ns exists already ($me down first)"
+    # Whatever fails on the way up, nothing is left behind.
+    trap '"$0" down >/dev/null 2>&1 || true' ERR
     mkdir -p "$dir"
     chmod 755 "$dir"
     ip netns add "$ns"
@@ -105,6 +107,12 @@ up)
     in_ns ip addr add "$ns_address/30" dev "$ns_link"
     in_ns ip link set "$ns_link" up
     in_ns ip link set lo up
+    if tc qdisc add dev "$host_link" root netem delay 0ms 2>/dev/null; then
+        tc qdisc del dev "$host_link" root
+        echo netem >"$dir/delay_kind"
+    else
+        echo relay >"$dir/delay_kind"
+    fi
     direct=$(pg start)
     port=${direct##*:}; port=${port%%/*}
     relay_port=$(in_ns python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

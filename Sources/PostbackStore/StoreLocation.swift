@@ -121,6 +121,9 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     package var sessionAttributes: SessionAttributes?
     /// `connect_timeout` in seconds, when the URL gives it.
     package var connectTimeout: Int?
+    /// `keepalives=0`: the sessions do not ask the server for TCP keep-alives (a PgBouncer in
+    /// between refuses startup parameters it does not know).
+    package var keepalives = true
 
     /// The first server's host.
     package var host: String { servers[0].host }
@@ -192,6 +195,7 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         var sslMode = SSLMode.prefer
         var sessionAttributes: SessionAttributes?
         var connectTimeout: Int?
+        var keepalives = true
         for parameter in query.split(separator: "&") where !parameter.isEmpty {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(pair[0])
@@ -211,6 +215,11 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
                     )
                 }
                 sessionAttributes = attributes
+            case "keepalives":
+                guard value == "0" || value == "1" else {
+                    throw fail(.unknownParameter, "keepalives \(value) is not 0 or 1")
+                }
+                keepalives = value == "1"
             case "connect_timeout":
                 // libpq waits for ever on 0; postbackd bounds every wait.
                 guard let seconds = Int(value), (1...3600).contains(seconds) else {
@@ -223,7 +232,7 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
             default:
                 throw fail(
                     .unknownParameter,
-                    "unknown parameter \(name) (sslmode, target_session_attrs and connect_timeout are understood)"
+                    "unknown parameter \(name) (sslmode, target_session_attrs, connect_timeout and keepalives are understood)"
                 )
             }
         }
@@ -234,6 +243,7 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         self.sslMode = sslMode
         self.sessionAttributes = sessionAttributes
         self.connectTimeout = connectTimeout
+        self.keepalives = keepalives
     }
 
     /// `postgres://USER@HOST:PORT[,HOST:PORT…]/DATABASE`, with `:***` where a password was
@@ -243,6 +253,7 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         if sslMode != .prefer { parameters.append("sslmode=\(sslMode.rawValue)") }
         if let sessionAttributes { parameters.append("target_session_attrs=\(sessionAttributes.rawValue)") }
         if let connectTimeout { parameters.append("connect_timeout=\(connectTimeout)") }
+        if !keepalives { parameters.append("keepalives=0") }
         return "postgres://\(user)\(password == nil ? "" : ":***")@"
             + servers.map(\.description).joined(separator: ",") + "/\(database)"
             + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))

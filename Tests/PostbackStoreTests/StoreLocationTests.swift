@@ -60,6 +60,10 @@ struct StoreLocationTests {
         }
         #expect(try PostgresURL("postgres://u@h/d").sessionAttributes == nil)
         #expect(try PostgresURL("postgres://u@h/d").connectTimeout == nil)
+        #expect(try PostgresURL("postgres://u@h/d").keepalives)
+        let bouncer = try PostgresURL("postgres://u@h:6432/d?keepalives=0")
+        #expect(!bouncer.keepalives)
+        #expect(bouncer.description == "postgres://u@h:6432/d?keepalives=0")
     }
 
     @Test("a URL as messages and logs name it: the password replaced by ***")

@@ -71,6 +71,7 @@ package struct TestStore: Sendable {
                 + "/\(url.database)?sslmode=\(url.sslMode.rawValue)"
                 + (url.sessionAttributes.map { "&target_session_attrs=\($0.rawValue)" } ?? "")
                 + (url.connectTimeout.map { "&connect_timeout=\($0)" } ?? "")
+                + (url.keepalives ? "" : "&keepalives=0")
         }
     }
 

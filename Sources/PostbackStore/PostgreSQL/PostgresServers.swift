@@ -58,6 +58,8 @@ final class PostgresServers: Sendable {
         var watched: [Int: Watched] = [:]
         var nextWatch = 0
         var probing: Set<PostgresURL.Server> = []
+        /// When each server was last probed, and how many probes in a row it failed.
+        var probed: [PostgresURL.Server: (at: ContinuousClock.Instant, failures: Int)] = [:]
     }
 
     private struct Watched {
@@ -120,30 +122,36 @@ final class PostgresServers: Sendable {
         }
     }
 
-    /// Watches the transactions under way, each second, until the calling task is cancelled.
+    /// Watches the transactions under way, each second, until the calling task is cancelled:
+    /// closes the connection of one past its deadline, and probes (at most once a
+    /// ``probeInterval``) the server of those that have run a probe interval.
     func watch() async {
         while (try? await Task.sleep(for: .seconds(1))) != nil {
             let now = ContinuousClock.now
-            let (overdue, toProbe) = state.withLock { state -> ([Watched], [PostgresURL.Server]) in
-                var overdue: [Watched] = []
+            let (overdue, toProbe) = state.withLock { state -> (Int, [PostgresURL.Server]) in
+                var overdue = 0
                 var servers: Set<PostgresURL.Server> = []
                 for (key, entry) in state.watched {
                     if let deadline = entry.deadline, now >= deadline {
-                        overdue.append(entry)
+                        // Closed under the lock: once its entry is gone the connection may be
+                        // lent to another transaction.
+                        close(entry.connection)
                         state.watched[key] = nil
-                    } else if now - entry.started >= Self.probeInterval, !state.probing.contains(entry.server) {
+                        overdue += 1
+                    } else if now - entry.started >= Self.probeInterval, !state.probing.contains(entry.server),
+                        state.probed[entry.server].map({ now - $0.at >= Self.probeInterval }) ?? true
+                    {
                         servers.insert(entry.server)
                     }
                 }
                 state.probing.formUnion(servers)
                 return (overdue, Array(servers))
             }
-            for entry in overdue {
+            if overdue > 0 {
                 logger.warning(
-                    "a transaction passed its deadline; closing its connection",
-                    metadata: ["store.server": "\(entry.server)"]
+                    "transactions passed their deadline; closed their connections",
+                    metadata: ["store.transactions": "\(overdue)"]
                 )
-                close(entry.connection)
             }
             for server in toProbe {
                 Task { await self.probe(server) }
@@ -151,43 +159,73 @@ final class PostgresServers: Sendable {
         }
     }
 
-    /// Probes `server` with a connection of its own; when it does not answer, closes the
-    /// connections of the transactions on it that have run for a probe interval.
+    /// Probes `server` with a connection of its own (connecting and `SELECT 1`, within the
+    /// connect timeout and a second). Any answer of the server's, an error too (too many
+    /// connections, shutting down), is an answer. After two probes in a row without one, the
+    /// connections of the transactions on it that have run a probe interval are closed.
     private func probe(_ server: PostgresURL.Server) async {
         let started = ContinuousClock.now
-        let answered =
-            (try? await Self.withDeadline(connectTimeout + .seconds(1)) { [self] () -> Bool in
-                let connection = try await PostgresConnection.connect(
-                    configuration: connectionConfiguration(server),
-                    id: 0,
-                    logger: logger
-                )
-                do {
-                    _ = try await connection.query("SELECT 1", logger: logger).collect()
-                } catch {
-                    try? await connection.close()
-                    throw error
+        let limit = connectTimeout + .seconds(1)
+        var answered = true
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: connectionConfiguration(server),
+                id: 0,
+                logger: logger
+            )
+            do {
+                try await Self.closing(connection, after: limit - (ContinuousClock.now - started)) {
+                    _ = try await connection.query("SELECT 1", logger: self.logger).collect()
                 }
+            } catch {
+                // Awaited: PostgresNIO asserts that a connection is closed before it goes.
                 try? await connection.close()
-                return true
-            }) ?? false
-        let stuck = state.withLock { state -> [Watched] in
-            state.probing.remove(server)
-            guard !answered else { return [] }
-            var stuck: [Watched] = []
-            for (key, entry) in state.watched where entry.server == server && entry.started <= started {
-                stuck.append(entry)
-                state.watched[key] = nil
+                throw error
             }
-            return stuck
+            try? await connection.close()
+        } catch let error as PSQLError where error.serverInfo != nil {
+            answered = true
+        } catch {
+            answered = false
         }
-        if !stuck.isEmpty {
+        let (stuck, failures) = state.withLock { state -> (Int, Int) in
+            state.probing.remove(server)
+            let failures = answered ? 0 : (state.probed[server]?.failures ?? 0) + 1
+            state.probed[server] = (started, failures)
+            guard failures >= 2 else { return (0, failures) }
+            var stuck = 0
+            for (key, entry) in state.watched
+            where entry.server == server && started - entry.started >= Self.probeInterval {
+                close(entry.connection)
+                state.watched[key] = nil
+                stuck += 1
+            }
+            return (stuck, failures)
+        }
+        if stuck > 0 {
             logger.warning(
-                "the server does not answer; closing the connections of the transactions waiting for it",
-                metadata: ["store.server": "\(server)", "store.transactions": "\(stuck.count)"]
+                "the server does not answer; closed the connections of the transactions waiting for it",
+                metadata: [
+                    "store.server": "\(server)", "store.transactions": "\(stuck)", "store.probes_failed": "\(failures)",
+                ]
             )
         }
-        for entry in stuck { close(entry.connection) }
+    }
+
+    /// Runs `body`, a statement on `connection`, and closes the connection (which fails the
+    /// statement) when it has not finished within `limit`: PostgresNIO's queries do not end on
+    /// a task's cancellation.
+    static func closing<Result: Sendable>(
+        _ connection: PostgresConnection,
+        after limit: Duration,
+        _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        let timer = Task {
+            try await Task.sleep(for: max(limit, .milliseconds(1)))
+            close(connection)
+        }
+        defer { timer.cancel() }
+        return try await body()
     }
 
     /// Runs `body` while ``watch()`` watches `connection` (a connection of `pool`): closed at
@@ -219,8 +257,10 @@ final class PostgresServers: Sendable {
     /// when it is not the current one's server, and returns the pool in use.
     ///
     /// - Throws: the search's error when no server matches (each server's answer in words).
+    ///
+    /// - Parameter deadline: the caller stops waiting for the search then (the search goes on).
     @discardableResult
-    func refind(after generation: Int) async throws -> Pool {
+    func refind(after generation: Int, until deadline: ContinuousClock.Instant? = nil) async throws -> Pool {
         enum Step {
             case use(Pool)
             case wait(Task<Pool, any Error>)
@@ -238,8 +278,19 @@ final class PostgresServers: Sendable {
         }
         switch step {
         case .use(let pool): return pool
-        case .wait(let task): return try await task.value
         case .fail(let error): throw error
+        case .wait(let task):
+            guard let deadline else { return try await task.value }
+            return try await withThrowingTaskGroup(of: Pool.self) { group in
+                group.addTask { try await task.value }
+                group.addTask {
+                    try await Task.sleep(until: deadline)
+                    throw PostgresStoreError.noConnection(within: PostgresStore.answerSeconds)
+                }
+                defer { group.cancelAll() }
+                guard let pool = try await group.next() else { throw CancellationError() }
+                return pool
+            }
         }
     }
 
@@ -320,7 +371,7 @@ final class PostgresServers: Sendable {
             }
             let session: (recovery: Bool, readOnly: Bool)
             do {
-                session = try await withDeadline(.seconds(url.connectTimeout ?? 10)) {
+                session = try await closing(connection, after: .seconds(url.connectTimeout ?? 10)) {
                     let rows = try await connection.query(
                         "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'",
                         logger: logger
@@ -384,13 +435,13 @@ final class PostgresServers: Sendable {
             tls: tls
         )
         configuration.options.connectTimeout = .seconds(Int64(url.connectTimeout ?? 10))
-        configuration.options.additionalStartupParameters = startupParameters
+        configuration.options.additionalStartupParameters = url.keepalives ? startupParameters : []
         return configuration
     }
 
-    /// Sent with every session: the server closes a connection whose client stopped answering
-    /// (a partition, a dead host) after 15 s + 3 × 5 s of silence, so that a transaction left
-    /// open there does not hold its locks for ever.
+    /// Sent with every session (unless the URL says `keepalives=0`): the server closes an idle
+    /// connection whose client stopped answering (a partition, a dead host) after 15 s + 3 × 5 s
+    /// of silence, so that a transaction left open there does not hold its locks for hours.
     static let startupParameters = [
         ("tcp_keepalives_idle", "15"), ("tcp_keepalives_interval", "5"), ("tcp_keepalives_count", "3"),
     ]
@@ -412,29 +463,12 @@ final class PostgresServers: Sendable {
         )
         configuration.options.connectTimeout = connectTimeout
         configuration.options.maximumConnections = 8
-        configuration.options.additionalStartupParameters = startupParameters
+        configuration.options.additionalStartupParameters = url.keepalives ? startupParameters : []
         // No keep-alive query on idle connections: on a half-open connection it would hang,
         // unwatched, holding the pool's place. An idle connection that went stale fails on its
         // next use, and that transaction is retried on a new one.
         configuration.options.keepAliveBehavior = nil
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
-    }
-
-    /// Runs `body`, or throws ``PostgresStoreError/noConnection(within:)`` after `limit`.
-    static func withDeadline<Result: Sendable>(
-        _ limit: Duration,
-        _ body: @escaping @Sendable () async throws -> Result
-    ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Result.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                throw PostgresStoreError.noConnection(within: Int64(limit.components.seconds))
-            }
-            defer { group.cancelAll() }
-            guard let result = try await group.next() else { throw CancellationError() }
-            return result
-        }
     }
 }
 

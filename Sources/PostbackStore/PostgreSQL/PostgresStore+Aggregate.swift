@@ -32,17 +32,21 @@ extension PostgresStore {
                     .map(CampaignMappingsSQL.mapping)
             )
             try await Self.deleteRows(selection, connection, logger: logger)
-            var summary = try await servers.current.client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
-                try await Self.readOnly(reader, logger: logger) {
-                    try await Self.aggregateDays(
-                        selection,
-                        models: models,
-                        campaigns: campaigns,
-                        policy: policy,
-                        reader: reader,
-                        writer: connection,
-                        logger: logger
-                    )
+            // The reader, a second connection, watched as the writer's is.
+            let pool = servers.current
+            var summary = try await pool.client.withConnection(waitingAtMost: Self.retrySeconds) { reader in
+                try await servers.watching(reader, on: pool, until: nil) {
+                    try await Self.readOnly(reader, logger: logger) {
+                        try await Self.aggregateDays(
+                            selection,
+                            models: models,
+                            campaigns: campaigns,
+                            policy: policy,
+                            reader: reader,
+                            writer: connection,
+                            logger: logger
+                        )
+                    }
                 }
             }
             summary.policy = policy

@@ -141,9 +141,10 @@ extension PostgresStore {
     /// so that concurrent writers take the unique index's locks in one order and cannot
     /// deadlock), the stored rows of every copy, the sightings and conflicts, the quarantine.
     ///
-    /// - Parameter attempt: kept across the attempts of one transaction: the server's id of
-    ///   the previous attempt, whose COMMIT may have committed unanswered (the connection
-    ///   broke): a retry that meets that attempt's rows counts them stored, not as copies.
+    /// - Parameter attempt: kept across the attempts of one transaction: the server's ids of
+    ///   the earlier attempts, one of whose COMMIT may have committed unanswered (the
+    ///   connection broke): a retry that meets that attempt's rows counts them stored, not as
+    ///   copies.
     static func write(
         _ writes: PendingWrites,
         _ connection: PostgresConnection,
@@ -151,8 +152,7 @@ extension PostgresStore {
         outcomes: inout [ReceiptOutcome],
         attempt: inout WriteAttempt
     ) async throws -> IngestSummary {
-        let previousAttempt = attempt.transactionID
-        attempt.transactionID = nil
+        let earlierAttempts = attempt.transactionIDs
         var counts = IngestSummary()
         counts.read = writes.read
         /// A valid copy of a postback `prune` removed: a duplicate, on its day's intake.
@@ -178,7 +178,7 @@ extension PostgresStore {
             let rows = try await connection.send(insertPostbacks(claims.map { writes.candidates[$0] }), logger: logger)
             for try await (key, transaction) in rows.decode((ByteBuffer, String).self) {
                 inserted.insert(Array(key.readableBytesView))
-                attempt.transactionID = transaction
+                attempt.transactionIDs.insert(transaction)
             }
         }
 
@@ -281,10 +281,13 @@ extension PostgresStore {
                 )
                 continue
             }
-            // Inserted by the previous attempt of this transaction, whose COMMIT committed but
+            // Inserted by an earlier attempt of this transaction, whose COMMIT committed but
             // whose answer was lost with the connection (a failover, a restart): stored, not a
-            // copy (that attempt inserted only the first entry of each key).
-            if let previousAttempt, original.insertedBy == previousAttempt, firstOfKey[copy.dedupKey] == index {
+            // copy (an attempt inserts only the first entry of each key). The ids of attempts
+            // that rolled back match no row.
+            if let insertedBy = original.insertedBy, earlierAttempts.contains(insertedBy),
+                firstOfKey[copy.dedupKey] == index
+            {
                 counts.countAccepted(copy.result)
                 if copy.request != nil { outcomes[copy.entry] = .stored }
                 continue
@@ -763,8 +766,9 @@ extension StoredPostback {
 /// What one attempt of a transaction of ``PostgresStore/write(_:_:logger:outcomes:attempt:)``
 /// leaves to the next.
 struct WriteAttempt {
-    /// The server's id of the transaction (its rows' `xmin`), when it inserted postbacks.
-    var transactionID: String?
+    /// The server's ids of the attempts' transactions (their rows' `xmin`) that inserted
+    /// postbacks.
+    var transactionIDs: Set<String> = []
 }
 
 /// Ingest's writes on PostgreSQL: batches kept until a commit (or until many entries wait),

@@ -4,6 +4,7 @@ import NIOPosix
 import NIOSSL
 import PostbackKit
 import PostgresNIO
+import _ConnectionPoolModule
 
 #if canImport(Glibc)
 import Glibc
@@ -196,9 +197,9 @@ package final class PostgresStore: StoreEngine {
                 // Several servers: a wait that is long checks the server is still the one to use.
                 if servers.multiHost { wait = min(wait, PostgresServers.leaseCheckSeconds) }
                 if let deadline {
-                    let left = (deadline - .now).components.seconds
-                    guard left > 0 else { throw PostgresStoreError.noConnection(within: max(retrySeconds, 1)) }
-                    wait = min(wait, left)
+                    let left = deadline - .now
+                    guard left > .zero else { throw PostgresStoreError.noConnection(within: max(retrySeconds, 1)) }
+                    wait = min(wait, max(1, Int64((left + .milliseconds(999)).components.seconds)))
                 }
                 return try await pool.client.withConnection(waitingAtMost: wait) { connection in
                     try await servers.watching(connection, on: pool, until: deadline) {
@@ -226,9 +227,11 @@ package final class PostgresStore: StoreEngine {
                 // Several servers: the one in use may have failed over, or become a standby.
                 let leaseTimedOut = (error as? PostgresStoreError)?.code == .connectionWait
                 let moved = servers.multiHost && (isRetryable(error) || isReadOnly(error) || leaseTimedOut)
-                if moved {
+                // Past its deadline a transaction is not retried: no search for it either.
+                let late = deadline.map { ContinuousClock.now >= $0 } ?? false
+                if moved && !late {
                     do {
-                        try await servers.refind(after: pool.generation)
+                        try await servers.refind(after: pool.generation, until: deadline)
                     } catch {
                         logger.warning(
                             "no server to use",
@@ -459,6 +462,9 @@ func connectionFailure(_ error: any Error) -> String? {
 func isRetryable(_ error: any Error) -> Bool {
     if let error = error as? PostgresStoreError { return error.code == .connectionLost }
     if error is PostgresServerSearchError { return true }
+    // The pool gave up opening connections for a while (its circuit breaker, after 60 s of
+    // failures): it tries again, and a multi-host store searches for the server meanwhile.
+    if let error = error as? ConnectionPoolError { return error == .connectionCreationCircuitBreakerTripped }
     guard let error = error as? PSQLError else { return false }
     if let state = error.serverInfo?[.sqlState] {
         return state == "40P01" || state == "40001" || state.hasPrefix("57P") || state.hasPrefix("08")

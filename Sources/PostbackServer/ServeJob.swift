@@ -21,6 +21,10 @@ import Synchronization
 /// finishes its requests, then the writer commits what is left.
 package struct ServeJob: Sendable {
     package var location: StoreLocation
+    /// `--read-db`: where the reading routes (report API, summary, dashboard, pull API) read,
+    /// such as a standby of `location`'s PostgreSQL; nil reads `location`. Keys are read, and
+    /// their use recorded, on `location` whatever this is.
+    package var readLocation: StoreLocation?
     package var keyRing: KeyRing
     package var host: String
     package var port: Int
@@ -59,6 +63,7 @@ package struct ServeJob: Sendable {
 
     package init(
         location: StoreLocation,
+        readLocation: StoreLocation? = nil,
         keyRing: KeyRing = .apple,
         host: String = "127.0.0.1",
         port: Int = 8080,
@@ -82,6 +87,7 @@ package struct ServeJob: Sendable {
         self.apiKeys = apiKeys
         self.forward = forward
         self.location = location
+        self.readLocation = readLocation
         self.keyRing = keyRing
         self.host = host
         self.port = port
@@ -109,19 +115,24 @@ package struct ServeJob: Sendable {
         // Every store is opened here, outside the service group: a PostgreSQL pool must outlive
         // the graceful shutdown of the services that use it.
         return try await PostbackStores.with(location, access: .receive, logger: logger) { store in
-            // The reading routes' store, and forward's and the exchange's, beside the writer's.
+            // The keys' store and the reading routes' (unless --read-db gives those one of
+            // their own), and forward's and the exchange's, beside the writer's.
             try await PostbackStores.with(location, logger: logger) { readerStore in
-                try await Self.withStore(at: forward?.location, logger: logger) { forwardStore in
-                    try await Self.withStore(at: appleAds?.location, logger: logger) { appleAdsStore in
-                        try await serve(
-                            store,
-                            reader: ReportReader(readerStore),
-                            forwardStore: forwardStore,
-                            appleAdsStore: appleAdsStore,
-                            scheme: scheme,
-                            tls: tlsConfiguration,
-                            ready: ready
-                        )
+                try await Self.withStore(at: readLocation, access: .readOnly, logger: logger) { readStore in
+                    try await Self.withStore(at: forward?.location, logger: logger) { forwardStore in
+                        try await Self.withStore(at: appleAds?.location, logger: logger) { appleAdsStore in
+                            let keysReader = ReportReader(readerStore)
+                            return try await serve(
+                                store,
+                                reader: readStore.map { ReportReader($0) } ?? keysReader,
+                                keysReader: keysReader,
+                                forwardStore: forwardStore,
+                                appleAdsStore: appleAdsStore,
+                                scheme: scheme,
+                                tls: tlsConfiguration,
+                                ready: ready
+                            )
+                        }
                     }
                 }
             }
@@ -131,16 +142,20 @@ package struct ServeJob: Sendable {
     /// Runs `body` with a store of its own at `location`, or with nil when there is none.
     private static func withStore<Result>(
         at location: StoreLocation?,
+        access: StoreAccess = .standard,
         logger: Logger,
         _ body: ((any StoreEngine)?) async throws -> Result
     ) async throws -> Result {
         guard let location else { return try await body(nil) }
-        return try await PostbackStores.with(location, logger: logger) { store in try await body(store) }
+        return try await PostbackStores.with(location, access: access, logger: logger) { store in
+            try await body(store)
+        }
     }
 
     private func serve(
         _ store: any PostbackStorage,
         reader: ReportReader,
+        keysReader: ReportReader,
         forwardStore: (any DeliveryQueue)?,
         appleAdsStore: (any AppleAdsTokenQueue)?,
         scheme: String,
@@ -213,7 +228,7 @@ package struct ServeJob: Sendable {
             logger: logger
         )
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: writer), .init(service: KeyReloadService(keys: keys, reader: reader, logger: logger)),
+            .init(service: writer), .init(service: KeyReloadService(keys: keys, reader: keysReader, logger: logger)),
         ]
         if let forward, let forwardStore {
             services.append(

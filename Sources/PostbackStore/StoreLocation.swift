@@ -121,6 +121,8 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     package var sessionAttributes: SessionAttributes?
     /// `connect_timeout` in seconds, when the URL gives it.
     package var connectTimeout: Int?
+    /// How long a connection may take to open: `connect_timeout`, or 10 s.
+    var connectWait: Duration { .seconds(connectTimeout ?? 10) }
     /// `keepalives=0`: the sessions do not ask the server for TCP keep-alives (a PgBouncer in
     /// between refuses startup parameters it does not know).
     package var keepalives = true

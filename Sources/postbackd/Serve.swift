@@ -37,7 +37,8 @@ extension Postbackd {
                 X-Postbackd-Warning; GET /api/v1/summary answers the headline numbers. With \
                 --dashboard-token or --dashboard-token-file, these take only that token \
                 (Authorization: Bearer TOKEN, or sign in at /login for a cookie); the postback \
-                routes stay open.
+                routes stay open. With --read-db (PostgreSQL), these and GET /api/v1/postbacks \
+                (the pull API) read there, from a standby for example, as far as it has replayed.
 
                 Also: GET /healthz (the process is up), GET /readyz (the store accepts writes), \
                 GET /metrics (Prometheus text).
@@ -59,6 +60,15 @@ extension Postbackd {
         )
 
         @OptionGroup var database: DatabaseOptions
+
+        @Option(
+            name: .customLong("read-db"),
+            help: ArgumentHelp(
+                "Read the report API, summary, dashboard and pull API from this PostgreSQL URL rather than --db's, such as a standby's (postgres://HOST[,HOST…]/DATABASE?target_session_attrs=prefer-standby). Postbacks, models and keys stay on --db.",
+                valueName: "url"
+            )
+        )
+        var readDatabase: String?
 
         @OptionGroup var keys: KeyOptions
 
@@ -190,7 +200,27 @@ extension Postbackd {
         )
         var appleAdsRetryAfter: Int = 60
 
+        /// `--read-db`, checked: a PostgreSQL URL, beside a PostgreSQL `--db`.
+        var readLocation: StoreLocation? {
+            get throws {
+                guard let readDatabase else { return nil }
+                let location: StoreLocation
+                do {
+                    location = try StoreLocation(readDatabase)
+                } catch {
+                    throw ValidationError("--read-db: \(error.reason)")
+                }
+                guard case .postgres = location, case .postgres = database.location else {
+                    throw ValidationError(
+                        "--read-db takes a PostgreSQL URL, for a --db on PostgreSQL (a standby of its server, or the server itself); an SQLite store is read where it is written"
+                    )
+                }
+                return location
+            }
+        }
+
         func validate() throws {
+            _ = try readLocation
             try AppleAdsExchangeOptions.check(endpoint: appleAdsEndpoint, option: "--apple-ads-endpoint")
             guard appleAdsRetryAfter >= 1 else { throw ValidationError("--apple-ads-retry-after must be at least 1") }
             if (tlsCert == nil) != (tlsKey == nil) {
@@ -298,8 +328,10 @@ extension Postbackd {
         }
 
         func run() async throws {
+            let readLocation = try readLocation
             let job = ServeJob(
                 location: database.location,
+                readLocation: readLocation,
                 keyRing: try keys.keyRing(),
                 host: host,
                 port: port,

@@ -253,6 +253,90 @@ struct FailoverTests {
         #expect(stuck.standardError.contains("is a standby (in recovery)"), "\(stuck.standardError)")
     }
 
+    @Test(
+        "serve --read-db: the reading routes read the standby (and go on while the primary is gone); keys stay on the primary, their use recorded there"
+    )
+    func readsOnStandby() async throws {
+        let (primary, standby, writers) = try pair()
+        defer {
+            standby.stop()
+            primary.stop()
+        }
+        var readers = try PostgresURL(try standby.url())
+        readers.sessionAttributes = .standby
+        // Refused before anything is done: a --read-db that is not PostgreSQL, or one beside SQLite.
+        let sqlite = try Postbackd.run([
+            "serve", "--db", directory.path + "/x.sqlite", "--read-db", readers.description,
+        ])
+        #expect(sqlite.status == 2)
+        #expect(sqlite.standardError.contains("--read-db takes a PostgreSQL URL"), "\(sqlite.standardError)")
+        #expect(try Postbackd.run(["serve", "--db", writers, "--read-db", "reports.sqlite"]).status == 2)
+
+        // Postbacks stored and aggregated on the primary; a key that may read every app.
+        let corpus = try Postbackd.generated(count: 600, seed: 43, duplicates: 0, invalid: 0)
+        let file = directory.path + "/postbacks.jsonl"
+        try corpus.write(toFile: file, atomically: true, encoding: .utf8)
+        let ingested = try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file])
+        #expect(ingested.status == 0, "\(ingested.standardError)")
+        #expect(try Postbackd.run(["aggregate", "--db", writers]).status == 0)
+        let added = try Postbackd.run(["keys", "add", "--db", writers, "reporting", "--all-apps"])
+        #expect(added.status == 0, "\(added.standardError)")
+        let bearer = [
+            ("Authorization", "Bearer " + added.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        ]
+
+        let server = try ServerProcess.start(
+            ["--db", writers, "--read-db", readers.description, "--keys", TestKeys.directory],
+            directory: directory.path
+        )
+        let client = try HTTPClient.forTests()
+        // The pull API pages through every stored postback, read on the standby (once replayed).
+        func pulled() async throws -> Int {
+            var rows = 0
+            var cursor = ""
+            while true {
+                let page = try await client.send(
+                    .GET,
+                    server.base + "/api/v1/postbacks?limit=250" + (cursor.isEmpty ? "" : "&after=" + cursor),
+                    headers: bearer
+                )
+                #expect(page.status == 200, "\(page.body)")
+                let count = Int(page.header("X-Postbackd-Rows") ?? "") ?? 0
+                guard page.status == 200, count > 0 else { return rows }
+                rows += count
+                cursor = page.header("X-Postbackd-Cursor") ?? ""
+            }
+        }
+        var rows = try await pulled()
+        for _ in 0..<20 where rows < 600 {
+            try await Task.sleep(for: .milliseconds(250))
+            rows = try await pulled()
+        }
+        #expect(rows == 600)
+        let report = try await client.send(.GET, server.base + "/api/v1/report?by=date", headers: bearer)
+        let days = try JSONSerialization.jsonObject(with: Data(report.body.utf8)) as? [[String: Any]]
+        #expect(report.status == 200 && days?.isEmpty == false, "\(report.status) \(report.body)")
+
+        // The key's use is recorded on the primary (a standby takes no writes).
+        var listed = ""
+        for _ in 0..<40 {
+            listed = try Postbackd.run(["keys", "list", "--db", writers, "--format", "json"]).standardOutput
+            if listed.contains("\"last_used_at\":\"") { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(listed.contains("\"last_used_at\":\""), "\(listed)")
+        #expect(!server.standardError.contains("cannot record"), "\(server.standardError)")
+
+        // With the primary gone, the reading routes still answer, from the standby.
+        try primary.kill()
+        let summary = try await client.send(.GET, server.base + "/api/v1/summary", headers: bearer)
+        #expect(summary.status == 200, "\(summary.body)")
+        let dashboard = try await client.send(.GET, server.base + "/dashboard", headers: bearer)
+        #expect(dashboard.status == 200)
+        #expect(try await pulled() == 600)
+        _ = server.stop()
+    }
+
     /// Whether this machine can make network namespaces: root, iproute2 and nftables, and a
     /// kernel that lets it (a namespace made and removed).
     static var namespaces: Bool {
@@ -271,10 +355,12 @@ struct FailoverTests {
         .enabled(if: namespaces, "needs root, iproute2 and nftables (scripts/netem.sh)")
     )
     func partition() async throws {
+        // A namespace and subnet of this process's own, apart from another run's on the machine.
+        let id = getpid() % 250 + 1
         let netem = { (arguments: String) throws -> String in
             let run = try Shell.run(
-                "POSTBACKD_NETEM_DIR=\(Shell.quoted(directory.path + "/netem")) POSTBACKD_NETEM_NAME=pbtest "
-                    + "POSTBACKD_NETEM_NET=10.231.7 \(Shell.quoted(Repository.path("scripts/netem.sh"))) \(arguments)",
+                "POSTBACKD_NETEM_DIR=\(Shell.quoted(directory.path + "/netem")) POSTBACKD_NETEM_NAME=pbtest\(id) "
+                    + "POSTBACKD_NETEM_NET=10.231.\(id) \(Shell.quoted(Repository.path("scripts/netem.sh"))) \(arguments)",
                 in: directory.path,
                 standardError: false
             )

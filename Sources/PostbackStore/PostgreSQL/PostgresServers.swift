@@ -81,7 +81,7 @@ final class PostgresServers: Sendable {
     ) {
         self.url = url
         self.wanted = wanted
-        self.connectTimeout = .seconds(url.connectTimeout ?? 10)
+        self.connectTimeout = url.connectWait
         self.logger = logger
         self.tls = tls
         (poolsToRun, pools) = AsyncStream.makeStream()
@@ -371,7 +371,7 @@ final class PostgresServers: Sendable {
             }
             let session: (recovery: Bool, readOnly: Bool)
             do {
-                session = try await closing(connection, after: .seconds(url.connectTimeout ?? 10)) {
+                session = try await closing(connection, after: url.connectWait) {
                     let rows = try await connection.query(
                         "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'",
                         logger: logger
@@ -434,7 +434,7 @@ final class PostgresServers: Sendable {
             database: url.database,
             tls: tls
         )
-        configuration.options.connectTimeout = .seconds(Int64(url.connectTimeout ?? 10))
+        configuration.options.connectTimeout = .init(url.connectWait)
         configuration.options.additionalStartupParameters = url.keepalives ? startupParameters : []
         return configuration
     }

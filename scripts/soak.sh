@@ -6,7 +6,7 @@
 #
 #   scripts/soak.sh MINUTES sqlite|postgres [COUNT]   COUNT postbacks in the corpus (default 1000000)
 #
-# Each minute sends its own part of the corpus, COUNT / MINUTES lines, in order, and wraps
+# Each minute sends its own part of the corpus, about COUNT / MINUTES lines, in order, and wraps
 # around within it when it sends more: the postbacks sent again are duplicates (still
 # answered, counted and verified, not stored again). With COUNT at least what a minute sends
 # (about a quarter of the maximum rate × 60) × MINUTES, every minute stores new postbacks. Each
@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 minutes=${1:?usage: scripts/soak.sh MINUTES sqlite|postgres [COUNT]}
 engine=${2:?usage: scripts/soak.sh MINUTES sqlite|postgres [COUNT]}
 count=${3:-1000000}
+[ "$count" -ge $((minutes * 1000)) ] || { echo "soak.sh: COUNT must be at least 1000 a minute" >&2; exit 2; }
 out=${BENCH_OUT:-bench-out}
 mkdir -p "$out"
 seconds=15
@@ -55,6 +56,8 @@ if [ -z "$rate" ]; then
 fi
 pause=$(half_pause 32 "$rate")
 rm -f "$out"/soak-part-*
+trap 'cleanup; rm -f "$out"/soak-part-*' EXIT
+# About COUNT / MINUTES lines each (split cuts by bytes, at line ends).
 split -n "l/$minutes" -d -a 4 "$corpus" "$out/soak-part-"
 parts=("$out"/soak-part-*)
 start_server "$(db run)"
@@ -72,4 +75,3 @@ for minute in $(seq 1 "$minutes"); do
 done
 echo
 echo "peak RSS $(peak_rss_mib "$server_pid") MiB"
-rm -f "${parts[@]}"

@@ -147,8 +147,9 @@ final class KeyDirectory: Sendable {
 }
 
 /// Reloads ``KeyDirectory`` from the store every ``KeyDirectory/reloadInterval`` and records
-/// the keys' last uses, on the reading routes' store. A store that cannot be read keeps the
-/// keys read before, and says so in the log.
+/// the keys' last uses, on a store of `--db` beside the writer's (never `--read-db`'s: a
+/// standby takes no writes). A store that cannot be read keeps the keys read before, and says
+/// so in the log.
 struct KeyReloadService: Service {
     let keys: KeyDirectory
     let reader: ReportReader

@@ -10,11 +10,11 @@ package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(PostgresURL)
 
-    /// Parses `--db`.
-    package init(_ text: String) throws(StoreLocationError) {
+    /// Parses `--db` (or the option named `option`, for its messages).
+    package init(_ text: String, option: String = "--db") throws(StoreLocationError) {
         let lowered = text.lowercased()
         if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
-            self = .postgres(try PostgresURL(text))
+            self = .postgres(try PostgresURL(text, option: option))
         } else {
             self = .sqlite(path: text)
         }
@@ -135,11 +135,11 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?PARAMETERS]`;
     /// user, password and database may be percent-encoded. The parameters are `sslmode`,
     /// `target_session_attrs` and `connect_timeout`, as libpq reads them.
-    package init(_ text: String) throws(StoreLocationError) {
+    package init(_ text: String, option: String = "--db") throws(StoreLocationError) {
         func fail(_ code: StoreLocationError.Code, _ what: String) -> StoreLocationError {
             StoreLocationError(
                 code,
-                "--db \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|prefer|require&target_session_attrs=…&connect_timeout=SECONDS]"
+                "\(option) \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|prefer|require&target_session_attrs=…&connect_timeout=SECONDS]"
             )
         }
         guard let schemeEnd = text.range(of: "://") else { throw fail(.incomplete, "no scheme") }

@@ -64,7 +64,7 @@ extension Postbackd {
         @Option(
             name: .customLong("read-db"),
             help: ArgumentHelp(
-                "Read the report API, summary, dashboard and pull API from this PostgreSQL URL rather than --db's, such as a standby's (postgres://HOST[,HOST…]/DATABASE?target_session_attrs=prefer-standby). Postbacks, models and keys stay on --db.",
+                "Read the report API, summary, dashboard and pull API from this PostgreSQL URL rather than --db's, such as a standby's (postgres://USER@HOST[,HOST…]/DATABASE?target_session_attrs=prefer-standby). Postbacks, models and keys stay on --db. Default: $POSTBACKD_READ_DB, or --db.",
                 valueName: "url"
             )
         )
@@ -203,12 +203,14 @@ extension Postbackd {
         /// `--read-db`, checked: a PostgreSQL URL, beside a PostgreSQL `--db`.
         var readLocation: StoreLocation? {
             get throws {
-                guard let readDatabase else { return nil }
+                // From the environment too, so that a password need not be on the command line.
+                let environment = getenv("POSTBACKD_READ_DB").flatMap { String(validatingCString: $0) }
+                guard let text = readDatabase ?? environment.flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
                 let location: StoreLocation
                 do {
-                    location = try StoreLocation(readDatabase)
+                    location = try StoreLocation(text, option: "--read-db")
                 } catch {
-                    throw ValidationError("--read-db: \(error.reason)")
+                    throw ValidationError(error.reason)
                 }
                 guard case .postgres = location, case .postgres = database.location else {
                     throw ValidationError(

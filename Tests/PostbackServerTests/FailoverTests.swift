@@ -270,7 +270,11 @@ struct FailoverTests {
         ])
         #expect(sqlite.status == 2)
         #expect(sqlite.standardError.contains("--read-db takes a PostgreSQL URL"), "\(sqlite.standardError)")
-        #expect(try Postbackd.run(["serve", "--db", writers, "--read-db", "reports.sqlite"]).status == 2)
+        let notPostgres = try Postbackd.run(["serve", "--db", writers, "--read-db", "reports.sqlite"])
+        #expect(notPostgres.status == 2)
+        #expect(notPostgres.standardError.contains("--read-db takes a PostgreSQL URL"), "\(notPostgres.standardError)")
+        let malformed = try Postbackd.run(["serve", "--db", writers, "--read-db", "postgres://db2.internal/postbackd"])
+        #expect(malformed.standardError.contains("--read-db postgres://db2.internal/postbackd is not a PostgreSQL URL"))
 
         // Postbacks stored and aggregated on the primary; a key that may read every app.
         let corpus = try Postbackd.generated(count: 600, seed: 43, duplicates: 0, invalid: 0)
@@ -291,9 +295,9 @@ struct FailoverTests {
         )
         let client = try HTTPClient.forTests()
         // The pull API pages through every stored postback, read on the standby (once replayed).
-        func pulled() async throws -> Int {
+        func pulled(after start: String = "") async throws -> (rows: Int, cursor: String) {
             var rows = 0
-            var cursor = ""
+            var cursor = start
             while true {
                 let page = try await client.send(
                     .GET,
@@ -302,17 +306,55 @@ struct FailoverTests {
                 )
                 #expect(page.status == 200, "\(page.body)")
                 let count = Int(page.header("X-Postbackd-Rows") ?? "") ?? 0
-                guard page.status == 200, count > 0 else { return rows }
+                cursor = page.header("X-Postbackd-Cursor") ?? cursor
+                guard page.status == 200, count > 0 else { return (rows, cursor) }
                 rows += count
-                cursor = page.header("X-Postbackd-Cursor") ?? ""
             }
         }
-        var rows = try await pulled()
+        var (rows, end) = try await pulled()
         for _ in 0..<20 where rows < 600 {
             try await Task.sleep(for: .milliseconds(250))
-            rows = try await pulled()
+            (rows, end) = try await pulled()
         }
         #expect(rows == 600)
+
+        // A transaction running on the primary across a pull: the standby must not hand out a
+        // cursor past it, or the rows it commits later would be skipped for good. (A standby's
+        // snapshot lists no running transaction; its xmin does.)
+        let primaryURL = try primary.url()
+        #expect(
+            try Shell.run("psql -X -q \(Shell.quoted(primaryURL)) -c 'CREATE TABLE hold (x int)'", in: ".").status == 0
+        )
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = [
+            "psql", "-X", "-q", primaryURL, "-c",
+            "BEGIN; INSERT INTO hold VALUES (1); SELECT pg_sleep(6); COMMIT;",
+        ]
+        try holder.run()
+        let more = try Postbackd.generated(count: 50, seed: 44, duplicates: 0, invalid: 0)
+        try more.write(toFile: file, atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .seconds(1))
+        #expect(try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file]).status == 0)
+        let onStandby = TestStore(engine: .postgres, location: try StoreLocation(readers.description))
+        for _ in 0..<40 where (try? await onStandby.count("postbacks")) != 650 {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await onStandby.count("postbacks") == 650)
+        #expect(holder.isRunning, "the holding transaction runs across the pull")
+        let during = try await pulled(after: end)
+        #expect(during.rows == 0, "nothing past the running transaction: \(during)")
+        holder.waitUntilExit()
+        var after = (rows: 0, cursor: during.cursor)
+        for _ in 0..<40 where after.rows < 50 {
+            try await Task.sleep(for: .milliseconds(250))
+            after = try await pulled(after: during.cursor)
+        }
+        #expect(after.rows == 50, "the rows committed after the holding transaction began are read once it ends")
+        // A cursor from a server that has replayed further comes back as it was, not lower.
+        let ahead = "postgres:4000000000"
+        #expect(try await pulled(after: ahead) == (0, ahead))
+
         let report = try await client.send(.GET, server.base + "/api/v1/report?by=date", headers: bearer)
         let days = try JSONSerialization.jsonObject(with: Data(report.body.utf8)) as? [[String: Any]]
         #expect(report.status == 200 && days?.isEmpty == false, "\(report.status) \(report.body)")
@@ -333,7 +375,7 @@ struct FailoverTests {
         #expect(summary.status == 200, "\(summary.body)")
         let dashboard = try await client.send(.GET, server.base + "/dashboard", headers: bearer)
         #expect(dashboard.status == 200)
-        #expect(try await pulled() == 600)
+        #expect(try await pulled().rows == 650)
         _ = server.stop()
     }
 

@@ -55,6 +55,9 @@ extension PostgresStore {
                 try row(exported)
             }
             if let limit = selection.limit, count == limit { return ExportCursor("postgres:\(last.xid):\(last.id)") }
+            // No further than the cursor given (a standby that has not replayed as far as the
+            // server that made it): the same position again, its row id included.
+            if bound == after, let given = selection.after { return given }
             return ExportCursor("postgres:\(bound)")
         }
     }
@@ -78,6 +81,13 @@ extension PostgresStore {
 
     /// The oldest transaction of this database still running in the current snapshot (or,
     /// with none, the snapshot's end): every row stored by a transaction below it is final.
+    /// Never below `after`.
+    ///
+    /// On a standby the snapshot lists no running transaction (PostgreSQL keeps those replayed
+    /// as running in its subtransaction array, which `pg_current_snapshot()` leaves out): the
+    /// bound is then the snapshot's `xmin`, the oldest transaction of the cluster still running
+    /// on the primary as far as replayed, another database's too (which only delays rows).
+    /// Its end would skip, for good, the rows of a transaction still running below it.
     static func snapshotBound(
         _ connection: PostgresConnection,
         after: String,
@@ -93,15 +103,18 @@ extension PostgresStore {
             PostgresQuery(
                 unsafeSQL: """
                     WITH s AS (SELECT pg_current_snapshot() AS snapshot)
-                    SELECT coalesce(
+                    SELECT CASE WHEN pg_is_in_recovery() THEN (SELECT pg_snapshot_xmin(snapshot)::text FROM s)
+                    ELSE coalesce(
                         (SELECT min(x)::text FROM s, pg_snapshot_xip(s.snapshot) AS x\(excluded)),
                         (SELECT pg_snapshot_xmax(snapshot)::text FROM s))
+                    END
                     """
             ),
             logger: logger
         ).decode(String.self) {
             bound = text
         }
+        guard let found = UInt64(bound), let given = UInt64(after), found > given else { return after }
         return bound
     }
 

@@ -55,6 +55,12 @@ func readOptionFile(_ path: String, option: String, what: String) throws(ExitCod
     }
 }
 
+/// The environment variable `name`, unless unset or empty.
+func environmentValue(_ name: String) -> String? {
+    guard let value = getenv(name).flatMap({ String(validatingCString: $0) }), !value.isEmpty else { return nil }
+    return value
+}
+
 /// `--db FILE|URL`: an SQLite file or a PostgreSQL URL, defaulting to `$POSTBACKD_DB`, then
 /// `postbackd.sqlite`.
 struct DatabaseOptions: ParsableArguments {
@@ -68,12 +74,7 @@ struct DatabaseOptions: ParsableArguments {
     var database: String?
 
     var text: String {
-        if let database { return database }
-        if let environment = getenv("POSTBACKD_DB"), let value = String(validatingCString: environment), !value.isEmpty
-        {
-            return value
-        }
-        return PostbackDatabase.defaultFileName
+        database ?? environmentValue("POSTBACKD_DB") ?? PostbackDatabase.defaultFileName
     }
 
     /// Where the store is; validated before `run()`.

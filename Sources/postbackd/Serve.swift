@@ -204,8 +204,7 @@ extension Postbackd {
         var readLocation: StoreLocation? {
             get throws {
                 // From the environment too, so that a password need not be on the command line.
-                let environment = getenv("POSTBACKD_READ_DB").flatMap { String(validatingCString: $0) }
-                guard let text = readDatabase ?? environment.flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
+                guard let text = readDatabase ?? environmentValue("POSTBACKD_READ_DB") else { return nil }
                 let location: StoreLocation
                 do {
                     location = try StoreLocation(text, option: "--read-db")

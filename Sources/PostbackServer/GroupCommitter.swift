@@ -361,7 +361,7 @@ final class GroupCommitter: Sendable {
             let outcome = outcomes[index]
             if case .quarantined(newRow: true) = outcome { newRows += 1 }
             summary.count(outcome, results[index])
-            metrics.record(outcome, results[index].verdict)
+            metrics.record(outcome, results[index], atSeconds: now.milliseconds / 1000)
             waiting.continuation.resume(returning: .done(outcome))
         }
         budget.withLock { $0.spend(newRows, at: now) }

@@ -168,6 +168,7 @@ package struct ServeJob: Sendable {
             startedAt: .now()
         )
         let metrics = ServerMetrics()
+        metrics.apps(registered: Set(try await store.apps().map(\.appID)))
         let models = ModelDirectory()
         models.replace(with: try await store.models(), at: .now())
         let keys = KeyDirectory(dashboardToken: dashboardToken, apiKeys: apiKeys)
@@ -229,6 +230,7 @@ package struct ServeJob: Sendable {
         )
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: writer), .init(service: KeyReloadService(keys: keys, reader: keysReader, logger: logger)),
+            .init(service: MetricsRefreshService(metrics: metrics, reader: keysReader, logger: logger)),
         ]
         if let forward, let forwardStore {
             services.append(

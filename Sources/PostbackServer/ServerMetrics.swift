@@ -24,10 +24,30 @@ final class ServerMetrics: Sendable {
     private let commitDuration: CoreMetrics.Timer
     private let groupSize: CoreMetrics.Recorder
     private let openConnections: CoreMetrics.Gauge
+    private let apps = Mutex(AppSeries())
+    private let appleAdsPending: CoreMetrics.Gauge
+    private let appleAdsOldestPending: CoreMetrics.Gauge
 
     private struct RequestKey: Hashable {
         var route: String
         var status: Int
+    }
+
+    /// The per-app series: labelled by the registered apps' ids, every other app as `other`,
+    /// so that the label set stays as small as the apps an operator registered.
+    private struct AppSeries {
+        struct Key: Hashable {
+            var app: String
+            var kind: PostbackKind
+        }
+        /// The registered apps (refreshed from the store, ``MetricsRefreshService``).
+        var registered: Set<Int64> = []
+        var counters: [Key: CoreMetrics.Counter] = [:]
+        var newest: [String: (seconds: Int64, gauge: CoreMetrics.Gauge)] = [:]
+
+        func label(_ appID: Int64) -> String {
+            registered.contains(appID) ? String(appID) : "other"
+        }
     }
 
     init() {
@@ -60,6 +80,11 @@ final class ServerMetrics: Sendable {
         commitDuration = CoreMetrics.Timer(label: "postbackd_commit_duration_seconds", factory: factory)
         groupSize = CoreMetrics.Recorder(label: "postbackd_commit_group_size", factory: factory)
         openConnections = CoreMetrics.Gauge(label: "postbackd_open_connections", factory: factory)
+        appleAdsPending = CoreMetrics.Gauge(label: "postbackd_apple_ads_tokens_pending", factory: factory)
+        appleAdsOldestPending = CoreMetrics.Gauge(
+            label: "postbackd_apple_ads_oldest_pending_seconds",
+            factory: factory
+        )
     }
 
     /// One answered request, by route (its path pattern, or `other`) and status code.
@@ -78,10 +103,14 @@ final class ServerMetrics: Sendable {
         counter.increment()
     }
 
-    func record(_ outcome: ReceiptOutcome, _ verdict: Verdict) {
-        verdicts[verdict]?.increment()
+    func record(_ outcome: ReceiptOutcome, _ result: VerificationResult, atSeconds now: Int64) {
+        verdicts[result.verdict]?.increment()
         switch outcome {
-        case .stored: stored.increment()
+        case .stored:
+            stored.increment()
+            // Only a postback stored for the first time counts for its app: a duplicate or a
+            // quarantined body (a replay, a forgery naming the app) never hides a silence.
+            if let postback = result.postback { storedPostback(app: postback.appID, kind: postback.kind, at: now) }
         case .duplicate: duplicates.increment()
         case .conflict:
             duplicates.increment()
@@ -95,6 +124,63 @@ final class ServerMetrics: Sendable {
             if !newRow { quarantineRepeats.increment() }
         case .dropped: dropped.increment()
         }
+    }
+
+    private func storedPostback(app appID: Int64, kind: PostbackKind, at now: Int64) {
+        let (counter, gauge) = apps.withLock { apps -> (CoreMetrics.Counter, CoreMetrics.Gauge?) in
+            let key = AppSeries.Key(app: apps.label(appID), kind: kind)
+            let counter =
+                apps.counters[key]
+                ?? CoreMetrics.Counter(
+                    label: "postbackd_app_postbacks_total",
+                    dimensions: [("app", key.app), ("kind", kind.rawValue)],
+                    factory: factory
+                )
+            apps.counters[key] = counter
+            return (counter, advance(&apps, app: key.app, seconds: now))
+        }
+        counter.increment()
+        gauge?.record(now)
+    }
+
+    /// Moves an app's newest postback time forward to `seconds`; the gauge to record it in,
+    /// nil when it already held a later time.
+    private func advance(_ apps: inout AppSeries, app: String, seconds: Int64) -> CoreMetrics.Gauge? {
+        if let known = apps.newest[app] {
+            guard seconds > known.seconds else { return nil }
+            apps.newest[app] = (seconds, known.gauge)
+            return known.gauge
+        }
+        let gauge = CoreMetrics.Gauge(
+            label: "postbackd_app_newest_postback_timestamp_seconds",
+            dimensions: [("app", app)],
+            factory: factory
+        )
+        apps.newest[app] = (seconds, gauge)
+        return gauge
+    }
+
+    /// The registered apps, whose ids label the per-app series (every other app is `other`),
+    /// and the newest postback the store holds for each app (seconds since 1970), so that the
+    /// series survive a restart.
+    func apps(registered: Set<Int64>, newest: [Int64: Int64] = [:]) {
+        let updates = apps.withLock { apps -> [(CoreMetrics.Gauge, Int64)] in
+            apps.registered = registered
+            var latest: [String: Int64] = [:]
+            for (appID, seconds) in newest {
+                let label = apps.label(appID)
+                latest[label] = max(latest[label] ?? .min, seconds)
+            }
+            return latest.compactMap { app, seconds in advance(&apps, app: app, seconds: seconds).map { ($0, seconds) }
+            }
+        }
+        for (gauge, seconds) in updates { gauge.record(seconds) }
+    }
+
+    /// Apple Ads tokens waiting to be exchanged, and how long the oldest has waited.
+    func appleAds(pending: Int, oldestPendingSeconds: Double) {
+        appleAdsPending.record(pending)
+        appleAdsOldestPending.record(oldestPendingSeconds)
     }
 
     func committed(group: Int, duration: Duration) {

@@ -44,6 +44,17 @@ extension PostbackStorage {
         }
     }
 
+    /// How many tokens wait to be exchanged, and when the oldest of them was obtained (ms since
+    /// 1970): the pending rows only (`apple_ads_tokens_state`), for `serve`'s metrics.
+    package func appleAdsPending() async throws -> (count: Int, oldestObtainedMs: Int64?) {
+        try await withSQL("read the pending Apple Ads tokens", .read) { sql in
+            let row = try await sql.row(
+                "SELECT count(*), min(obtained_ms) FROM apple_ads_tokens WHERE state = 'pending'"
+            )
+            return (try row?.int(0) ?? 0, try row?.optionalInt64(1))
+        }
+    }
+
     package func appleAdsStatus() async throws -> AppleAdsStatus {
         try await withSQL("read the Apple Ads status", .read) { sql in
             var status = AppleAdsStatus()

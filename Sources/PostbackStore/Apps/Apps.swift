@@ -144,6 +144,26 @@ extension PostbackStorage {
         }
     }
 
+    /// The newest postback received of each app on or after `day` (UTC), in milliseconds since
+    /// 1970: one range of the received-day index, so that `serve`'s metrics start from the
+    /// store's truth after a restart without reading all of `postbacks`.
+    package func newestPostbacks(since day: UTCDay) async throws -> [Int64: Int64] {
+        try await withSQL("read the newest postback of each app", .statement) { sql in
+            var newest: [Int64: Int64] = [:]
+            for row in try await sql.rows(
+                """
+                SELECT app_id, \(SQLQuery.instantText("max(received_at)")) FROM postbacks
+                WHERE \(SQLQuery.receivedDay) >= \(day) GROUP BY app_id
+                """
+            ) {
+                if let instant = UTCInstant(iso8601: try row.string(1)) {
+                    newest[try row.int64(0)] = instant.milliseconds
+                }
+            }
+            return newest
+        }
+    }
+
     package func appsPolicy() async throws -> AppsPolicy {
         try await withSQL("read the apps policy", .statement) { sql in
             let value = try await sql.rows("SELECT value FROM settings WHERE name = \(AppsSQL.policyName)").first

@@ -1,0 +1,169 @@
+import AsyncHTTPClient
+import Foundation
+import PostbackKit
+import PostbackTestSupport
+import Testing
+
+/// The metrics the shipped alert rules and dashboard read (ops/prometheus, ops/grafana): per-app
+/// series labelled by the registered apps, kept across a restart from the store; and every
+/// metric the rules and the dashboard name is one `serve` exposes. The built binary, `serve` on
+/// a loopback port, a real HTTP client.
+@Suite("serve's metrics for the alert rules and the dashboard", .serialized)
+struct OperationsMetricsTests {
+    let directory: TemporaryDirectory
+    static let skan = "/.well-known/skadnetwork/report-attribution/"
+    /// The app of ``SamplePostback``.
+    static let app: Int64 = 525_463_029
+
+    init() throws {
+        directory = try TemporaryDirectory("operations-metrics")
+    }
+
+    private static func signed(_ transactionID: String) throws -> [UInt8] {
+        Array(try SamplePostback.signedJSON(.v4_0, transactionID: transactionID).utf8)
+    }
+
+    /// The value of the sample `name{labels}` in Prometheus text, if present.
+    private static func value(_ metrics: String, _ sample: String) -> Double? {
+        for line in metrics.split(separator: "\n") where line.hasPrefix(sample + " ") {
+            return Double(line.dropFirst(sample.count + 1))
+        }
+        return nil
+    }
+
+    /// Scrapes `/metrics` until `ready` holds or 10 s pass.
+    private static func scrape(
+        _ client: HTTPClient,
+        _ server: ServerProcess,
+        until ready: (String) -> Bool
+    ) async throws -> String {
+        let deadline = Date().addingTimeInterval(10)
+        var metrics = ""
+        repeat {
+            metrics = try await client.send(.GET, server.base + "/metrics").body
+            if ready(metrics) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while Date() < deadline
+        return metrics
+    }
+
+    @Test(
+        "postbacks stored per registered app and kind (others as `other`; duplicates and forgeries not counted), the newest postback's time per app from the store after a restart, Apple Ads tokens pending",
+        arguments: TestEngine.available
+    )
+    func perApp(_ engine: TestEngine) async throws {
+        let store = try await TestStore.make(engine, in: directory)
+        let added = try Postbackd.run(["apps", "add", String(Self.app), "--db", store.argument])
+        #expect(added.status == 0, "\(added.standardError)")
+        let client = try HTTPClient.forTests()
+        let before = Date().timeIntervalSince1970.rounded(.down)
+        var server = try ServerProcess.start(
+            ["--db", store.argument] + ServeTests.keyArguments,
+            directory: directory.path
+        )
+        let first = try Self.signed("22222222-0000-4000-8000-000000000001")
+        for body in [first, try Self.signed("22222222-0000-4000-8000-000000000002"), first] {
+            #expect(try await client.send(.POST, server.base + Self.skan, body: body).status == 200)
+        }
+        // A forgery naming the app: quarantined, and no sign of life for it.
+        var forged = try #require(try JSONSerialization.jsonObject(with: Data(first)) as? [String: Any])
+        forged["transaction-id"] = "22222222-0000-4000-8000-000000000003"
+        let refused = try await client.send(
+            .POST,
+            server.base + Self.skan,
+            body: Array(try JSONSerialization.data(withJSONObject: forged))
+        )
+        #expect(refused.status == 200 && refused.jsonStatus == "quarantined", "\(refused.body)")
+        // An AdAttributionKit postback of an app no one registered.
+        let aak = try Repository.bytes(Repository.path("SamplePostbacks/apple/apple-aak-dev1-reengagement.json"))
+        #expect(try await client.send(.POST, server.base + Self.skan, body: aak).status == 200)
+        let after = Date().timeIntervalSince1970.rounded(.up)
+
+        let newest = "postbackd_app_newest_postback_timestamp_seconds{app=\"\(Self.app)\"}"
+        var metrics = try await client.send(.GET, server.base + "/metrics").body
+        #expect(
+            Self.value(metrics, "postbackd_app_postbacks_total{app=\"\(Self.app)\",kind=\"skan\"}") == 2,
+            "\(metrics)"
+        )
+        #expect(Self.value(metrics, "postbackd_app_postbacks_total{app=\"other\",kind=\"aak\"}") == 1, "\(metrics)")
+        #expect(!metrics.contains("postbackd_app_postbacks_total{app=\"\(Self.app)\",kind=\"aak\"}"))
+        let stored = try #require(Self.value(metrics, newest), "\(metrics)")
+        #expect((before...after).contains(stored))
+        #expect(Self.value(metrics, "postbackd_app_newest_postback_timestamp_seconds{app=\"other\"}") != nil)
+        #expect(Self.value(metrics, "postbackd_apple_ads_tokens_pending") == 0, "\(metrics)")
+        #expect(server.stop() == 0)
+
+        // Restarted: no postback yet, and the app's newest postback is the store's.
+        server = try ServerProcess.start(["--db", store.argument] + ServeTests.keyArguments, directory: directory.path)
+        metrics = try await Self.scrape(client, server) { Self.value($0, newest) != nil }
+        let seeded = try #require(Self.value(metrics, newest), "\(metrics)")
+        #expect((before...after).contains(seeded) && abs(seeded - stored) <= 1, "\(seeded) \(stored)")
+        #expect(!metrics.contains("postbackd_app_postbacks_total{"), "nothing received since the restart")
+        #expect(server.stop() == 0)
+    }
+
+    /// The metric names an expression file mentions: `postbackd_…` not part of a recording
+    /// rule's name (`app:postbackd_…:max`).
+    static func metricNames(in text: String) throws -> Set<String> {
+        let pattern = try NSRegularExpression(pattern: "(?<![:A-Za-z0-9_])postbackd_[a-z0-9_]+")
+        let range = NSRange(text.startIndex..., in: text)
+        return Set(
+            pattern.matches(in: text, range: range).compactMap { match in
+                Range(match.range, in: text).map { String(text[$0]) }
+            }
+        )
+    }
+
+    @Test("every metric the alert rules and the Grafana dashboard name is one serve exposes")
+    func opsFilesNameExposedMetrics() async throws {
+        let rules = try String(contentsOfFile: Repository.path("ops/prometheus/postbackd-rules.yml"), encoding: .utf8)
+        let dashboardText = try String(contentsOfFile: Repository.path("ops/grafana/postbackd.json"), encoding: .utf8)
+        let dashboard = try #require(
+            try JSONSerialization.jsonObject(with: Data(dashboardText.utf8)) as? [String: Any]
+        )
+        let panels = try #require(dashboard["panels"] as? [[String: Any]])
+        var queries: [String] = []
+        for panel in panels {
+            let targets = try #require(panel["targets"] as? [[String: Any]], "\(panel["title"] ?? "")")
+            #expect(!targets.isEmpty)
+            for target in targets { queries.append(try #require(target["expr"] as? String)) }
+        }
+        let named = try Self.metricNames(in: rules).union(try Self.metricNames(in: queries.joined(separator: "\n")))
+        #expect(named.count > 10, "\(named)")
+
+        // A server with everything on: a registered app, a stored postback, a destination to
+        // forward it to.
+        let store = try await TestStore.make(.sqlite, in: directory)
+        #expect(try Postbackd.run(["apps", "add", String(Self.app), "--db", store.argument]).status == 0)
+        let receiver = try await ForwardTests.Receiver { _, _ in (200, .zero) }
+        let config = directory.path + "/forward.json"
+        try """
+        {"destinations": [{"name": "partner", "url": "http://127.0.0.1:\(receiver.port)/partner", "payload": "raw",
+          "filter": {"key_spaces": ["production", "test", "development"]}}]}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let server = try ServerProcess.start(
+            ["--db", store.argument, "--forward", config] + ServeTests.keyArguments,
+            directory: directory.path
+        )
+        let client = try HTTPClient.forTests()
+        let body = try Self.signed("33333333-0000-4000-8000-000000000001")
+        #expect(try await client.send(.POST, server.base + Self.skan, body: body).status == 200)
+        let metrics = try await Self.scrape(client, server) {
+            $0.contains("postbackd_forward_oldest_pending_seconds{") && $0.contains("postbackd_forward_attempts_total{")
+        }
+        #expect(server.stop() == 0)
+        await receiver.stop()
+        var exposed = Set<String>()
+        for line in metrics.split(separator: "\n") where line.hasPrefix("# TYPE ") {
+            let parts = line.split(separator: " ")
+            guard parts.count >= 4 else { continue }
+            exposed.insert(String(parts[2]))
+            if parts[3] == "histogram" {
+                for suffix in ["_bucket", "_sum", "_count"] { exposed.insert(String(parts[2]) + suffix) }
+            }
+        }
+        // The doctor's metrics come from its own file (`doctor --prometheus-textfile`).
+        let missing = named.filter { !$0.hasPrefix("postbackd_doctor_") && !exposed.contains($0) }
+        #expect(missing.isEmpty, "named by ops/ but not exposed by serve: \(missing.sorted())\n\(metrics)")
+    }
+}

@@ -169,6 +169,9 @@ package struct ServeJob: Sendable {
         )
         let metrics = ServerMetrics()
         metrics.apps(registered: Set(try await store.apps().map(\.appID)))
+        if case .certificate(let leaf)? = tlsConfiguration?.certificateChain.first {
+            metrics.servingCertificate(expiresAt: Int64(leaf.notValidAfter))
+        }
         let models = ModelDirectory()
         models.replace(with: try await store.models(), at: .now())
         let keys = KeyDirectory(dashboardToken: dashboardToken, apiKeys: apiKeys)

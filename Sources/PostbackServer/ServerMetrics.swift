@@ -177,6 +177,12 @@ final class ServerMetrics: Sendable {
         for (gauge, seconds) in updates { gauge.record(seconds) }
     }
 
+    /// When the certificate `serve` answers HTTPS with (`--tls-cert`'s first) expires, in seconds
+    /// since 1970: a renewed file is only served after a restart, which this shows.
+    func servingCertificate(expiresAt seconds: Int64) {
+        CoreMetrics.Gauge(label: "postbackd_tls_certificate_expiry_timestamp_seconds", factory: factory).record(seconds)
+    }
+
     /// Apple Ads tokens waiting to be exchanged, and how long the oldest has waited.
     func appleAds(pending: Int, oldestPendingSeconds: Double) {
         appleAdsPending.record(pending)

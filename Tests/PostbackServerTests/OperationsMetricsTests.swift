@@ -141,11 +141,16 @@ struct OperationsMetricsTests {
         {"destinations": [{"name": "partner", "url": "http://127.0.0.1:\(receiver.port)/partner", "payload": "raw",
           "filter": {"key_spaces": ["production", "test", "development"]}}]}
         """.write(toFile: config, atomically: true, encoding: .utf8)
+        let certificate = try #require(
+            Bundle.module.path(forResource: "localhost-cert", ofType: "pem", inDirectory: "Fixtures")
+        )
+        let key = try #require(Bundle.module.path(forResource: "localhost-key", ofType: "pem", inDirectory: "Fixtures"))
         let server = try ServerProcess.start(
-            ["--db", store.argument, "--forward", config] + ServeTests.keyArguments,
+            ["--db", store.argument, "--forward", config, "--tls-cert", certificate, "--tls-key", key]
+                + ServeTests.keyArguments,
             directory: directory.path
         )
-        let client = try HTTPClient.forTests()
+        let client = try HTTPClient.forTests(trusting: certificate)
         let body = try Self.signed("33333333-0000-4000-8000-000000000001")
         #expect(try await client.send(.POST, server.base + Self.skan, body: body).status == 200)
         let metrics = try await Self.scrape(client, server) {
@@ -153,6 +158,18 @@ struct OperationsMetricsTests {
         }
         #expect(server.stop() == 0)
         await receiver.stop()
+        try await client.shutdown()
+        // The served certificate's notAfter, as openssl reads it (the fixture's: 2126).
+        let notAfter = try Shell.run(
+            "openssl x509 -noout -enddate -dateopt iso_8601 -in \(Shell.quoted(certificate))",
+            in: directory.path
+        ).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let expected = try #require(UTCInstant(iso8601: String(notAfter.dropFirst("notAfter=".count))), "\(notAfter)")
+        #expect(
+            Self.value(metrics, "postbackd_tls_certificate_expiry_timestamp_seconds")
+                == Double(expected.milliseconds / 1000),
+            "\(notAfter)"
+        )
         var exposed = Set<String>()
         for line in metrics.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let parts = line.split(separator: " ")

@@ -3,8 +3,9 @@
 # verifies the systemd unit, runs the main job (scripts/main-job.sh's four steps on
 # SamplePostbacks) as the postbackd user into a store under /var/lib/postbackd, starts
 # `postbackd serve` as that user with the configuration file's settings and asks /healthz and
-# /readyz, then purges the package and checks that nothing of it is left. Needs root (or sudo),
-# systemd-analyze (Debian's systemd package; systemd need not be running) and curl.
+# /readyz, then purges the package and checks that nothing of it is left. The jobs and serve
+# run under the unit's seccomp filters (scripts/unit-confine.py). Needs root (or sudo),
+# systemd-analyze (Debian's systemd package; systemd need not be running), /usr/bin/python3 and curl.
 #
 #   scripts/package-check.sh dist/postbackd_VERSION_ARCH.deb
 #
@@ -103,17 +104,19 @@ keys=$(conf POSTBACKD_KEYS)
 host=$(conf POSTBACKD_HOST)
 [ "$db" = /var/lib/postbackd/postbackd.sqlite ] || fail "POSTBACKD_DB is $db"
 
-# As the postbackd user, with nothing but the configuration's environment. The samples are
-# copied where that user can read them (the clone may be under /root).
-as_postbackd() {
-    $sudo setpriv --reuid=postbackd --regid=postbackd --init-groups --no-new-privs -- \
-        env -i PATH=/usr/bin:/bin POSTBACKD_DB="$db" POSTBACKD_LOG_LEVEL=warning "$@"
-}
+# As the postbackd user, with nothing but the configuration's environment, and under the
+# unit's RestrictAddressFamilies= and MemoryDenyWriteExecute= (scripts/unit-confine.py: the
+# binary must tolerate them). The samples are copied where that user can read them (the clone
+# may be under /root).
+cp scripts/unit-confine.py "$work/unit-confine.py"
+confined=(setpriv --reuid=postbackd --regid=postbackd --init-groups --no-new-privs --
+    /usr/bin/python3 "$work/unit-confine.py" /usr/bin/env -i PATH=/usr/bin:/bin POSTBACKD_DB="$db" POSTBACKD_LOG_LEVEL=warning)
+as_postbackd() { $sudo "${confined[@]}" "$@"; }
 cp -r SamplePostbacks "$work/SamplePostbacks"
 mkdir -p "$work/Keys" && cp -r Keys/test "$work/Keys/test"
 chmod -R a+rX "$work/SamplePostbacks" "$work/Keys"
 
-echo "== the main job as the postbackd user, into $db"
+echo "== the main job as the postbackd user, confined, into $db"
 (
     cd "$work"
     as_postbackd /usr/bin/postbackd models add SamplePostbacks/models/*.json
@@ -146,12 +149,10 @@ if [ -x "$reference" ]; then
     echo "the report is $reference's, line for line"
 fi
 
-echo "== postbackd serve as the postbackd user ($host, a free port)"
+echo "== postbackd serve as the postbackd user, confined ($host, a free port)"
 # Started as a simple command (not through as_postbackd, whose subshell would stand between),
-# so that serve_pid is serve's own: setpriv and env exec it.
-$sudo setpriv --reuid=postbackd --regid=postbackd --init-groups --no-new-privs -- \
-    env -i PATH=/usr/bin:/bin POSTBACKD_DB="$db" POSTBACKD_LOG_LEVEL=warning \
-    /usr/bin/postbackd serve --host "$host" --port 0 --keys "$keys" >"$work/serve.out" 2>&1 &
+# so that serve_pid is serve's own: setpriv, python3 and env exec it.
+$sudo "${confined[@]}" /usr/bin/postbackd serve --host "$host" --port 0 --keys "$keys" >"$work/serve.out" 2>&1 &
 serve_pid=$!
 url=""
 for _ in $(seq 1 100); do
@@ -161,6 +162,8 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -n "$url" ] || { cat "$work/serve.out" >&2; fail "serve did not listen within 10 s"; }
+[ "$(awk '/^(Uid|Seccomp|NoNewPrivs):/ { printf "%s%s ", $1, $2 }' "/proc/$serve_pid/status")" \
+    = "Uid:$(id -u postbackd) NoNewPrivs:1 Seccomp:2 " ] || fail "serve does not run confined as postbackd"
 curl -fsS --max-time 5 "$url/healthz"
 curl -fsS --max-time 5 "$url/readyz"
 # SIGTERM, as systemd stops it: exit status 0.

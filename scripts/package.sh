@@ -27,6 +27,7 @@ for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
     command -v "$tool" >/dev/null 2>&1 || { echo "scripts/package.sh: $tool is missing (dpkg-dev, binutils, gzip)" >&2; exit 2; }
 done
 
+# --disable-local-rpath: no RUNPATH $ORIGIN (nothing is loaded from beside the binary).
 build=(swift build -c release --static-swift-stdlib --disable-local-rpath --product postbackd --scratch-path "$scratch")
 echo "${build[*]}"
 "${build[@]}"
@@ -36,7 +37,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
 
-# --disable-local-rpath: no RUNPATH $ORIGIN (nothing is loaded from beside the binary).
 # The binary, stripped of its symbols and debug information (the Swift metadata it needs at
 # run time is in sections of its own, which strip keeps).
 install -D -m 0755 "$binary" "$root/usr/bin/postbackd"

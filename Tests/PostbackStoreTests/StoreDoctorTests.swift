@@ -160,7 +160,7 @@ struct StoreDoctorTests {
         #expect(found.map(\.subject) == ["app 2001"])
         #expect(
             found.first?.problem
-                == "no postback received in the 2 days from 2026-11-25T12:00Z to 2026-11-27T12:00Z (the last at 2026-11-25T11:59Z), after 28 in the 7 days from 2026-11-18T12:00Z to 2026-11-25T12:00Z, 4 to 4 a day"
+                == "no postback received in the 2 days from 2026-11-25T12:00Z to 2026-11-27T12:00Z (the last at 2026-11-25T11:59Z), after 28 in the 7 days from 2026-11-18T12:00Z to 2026-11-25T12:00Z, 4 a day"
         )
         #expect(found.first?.fix.contains("NSAdvertisingAttributionReportEndpoint") == true)
         // A millisecond earlier, 2001's last postback is in the quiet days.

@@ -167,7 +167,7 @@ package enum StoreDoctor {
             return StoreFinding(
                 subject: "app \(app)",
                 problem:
-                    "no postback received in the \(thresholds.quietDays) days \(span(quiet, now)) (the last at \(minute(last))), after \(days.reduce(0, +)) in the \(thresholds.steadyDays) days \(span(first, quiet)), \(fewest) to \(most) a day",
+                    "no postback received in the \(thresholds.quietDays) days \(span(quiet, now)) (the last at \(minute(last))), after \(days.reduce(0, +)) in the \(thresholds.steadyDays) days \(span(first, quiet)), \(fewest == most ? "\(fewest)" : "\(fewest) to \(most)") a day",
                 fix:
                     "find where this app's postbacks stopped: the app's current release still names this server's https://domain under NSAdvertisingAttributionReportEndpoint and AttributionCopyEndpoint in its Info.plist (`postbackd doctor --plist`), the domain's /.well-known/skadnetwork/report-attribution/ and /.well-known/appattribution/report-attribution/ reach `postbackd serve` (`postbackd doctor --endpoint`), and whatever forwards or ingests postbacks for it still runs"
             )

@@ -166,6 +166,25 @@ struct ForwardConfigTests {
         ]
     )
     func partnerProblems(_ text: String, _ path: String, _ message: String) {
+        checkProblem(text, path, message)
+    }
+
+    @Test("a template holds at most 256 placeholders and 64 KiB")
+    func placeholderBound() throws {
+        func config(_ count: Int) -> String {
+            let list = Array(repeating: #""{{fine_value}}""#, count: count).joined(separator: ",")
+            return #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": {"v": ["#
+                + list + "]}}]}"
+        }
+        _ = try parse(config(256))
+        checkProblem(config(257), "$.destinations[0].template.v[256]", "more than 256 placeholders")
+        let large =
+            #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": {"v": ""#
+            + String(repeating: "x", count: 65_530) + #""}}]}"#
+        checkProblem(large, "$.destinations[0].template", "65538 bytes as compact JSON; at most 65536")
+    }
+
+    private func checkProblem(_ text: String, _ path: String, _ message: String) {
         do {
             _ = try parse(text)
             Issue.record("accepted: \(text)")

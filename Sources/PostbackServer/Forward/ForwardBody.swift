@@ -116,7 +116,13 @@ enum ForwardBody: Equatable {
         case .template:
             guard let template = destination.template else { return .refused("postbackd: no template") }
             let values = PartnerValues(row, campaigns: campaigns)
-            return .body(template.render { values.value($0, of: row) })
+            let body = template.render { values.value($0, of: row) }
+            guard body.count <= ForwardTemplate.maximumBodyBytes else {
+                return .refused(
+                    "postbackd: the template gives a body of \(body.count) bytes; at most \(ForwardTemplate.maximumBodyBytes)"
+                )
+            }
+            return .body(body)
         }
     }
 

@@ -15,6 +15,11 @@ package struct ForwardTemplate: Sendable {
     static let maximumBytes = 65_536
     /// The deepest nesting of objects and arrays, the template itself being 1.
     static let maximumDepth = 16
+    /// The most placeholders in a template.
+    static let maximumPlaceholders = 256
+    /// The largest body a template may give (a delivery whose body would be larger is
+    /// rejected).
+    static let maximumBodyBytes = 1 << 20
 
     /// What a placeholder may name: export's postbacks columns (`postbackd export`), then the
     /// campaign mapping's `campaign`, `ad_group` and `creative` (null when the postback is
@@ -41,7 +46,8 @@ package struct ForwardTemplate: Sendable {
                 message: "\(size) bytes as compact JSON; at most \(Self.maximumBytes)"
             )
         }
-        try Self.check(value, path: path, depth: 1)
+        var placeholders = 0
+        try Self.check(value, path: path, depth: 1, placeholders: &placeholders)
         root = value
     }
 
@@ -69,25 +75,41 @@ package struct ForwardTemplate: Sendable {
 
     private static let known = Set(placeholders)
 
-    private static func check(_ value: JSONValue, path: String, depth: Int) throws(ForwardConfig.Problem) {
+    private static func check(
+        _ value: JSONValue,
+        path: String,
+        depth: Int,
+        placeholders count: inout Int
+    ) throws(ForwardConfig.Problem) {
         switch value {
         case .string(let text):
-            for case .placeholder(let name) in pieces(text) where !known.contains(name) {
-                throw ForwardConfig.Problem(
-                    .invalidValue,
-                    path: path,
-                    message: "unknown placeholder {{\(name)}}; the columns are \(placeholders.joined(separator: ", "))"
-                )
+            for case .placeholder(let name) in pieces(text) {
+                guard known.contains(name) else {
+                    throw ForwardConfig.Problem(
+                        .invalidValue,
+                        path: path,
+                        message:
+                            "unknown placeholder {{\(name)}}; the columns are \(placeholders.joined(separator: ", "))"
+                    )
+                }
+                count += 1
+                guard count <= maximumPlaceholders else {
+                    throw ForwardConfig.Problem(
+                        .invalidValue,
+                        path: path,
+                        message: "more than \(maximumPlaceholders) placeholders in the template"
+                    )
+                }
             }
         case .array(let items):
             guard depth <= maximumDepth else { throw tooDeep(path) }
             for (index, item) in items.enumerated() {
-                try check(item, path: "\(path)[\(index)]", depth: depth + 1)
+                try check(item, path: "\(path)[\(index)]", depth: depth + 1, placeholders: &count)
             }
         case .object(let members):
             guard depth <= maximumDepth else { throw tooDeep(path) }
             for (key, member) in members {
-                try check(member, path: memberPath(path, key), depth: depth + 1)
+                try check(member, path: memberPath(path, key), depth: depth + 1, placeholders: &count)
             }
         case .null, .bool, .number:
             break

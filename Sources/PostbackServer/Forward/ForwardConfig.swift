@@ -71,8 +71,9 @@ package struct ForwardConfig: Sendable {
             /// The file is not JSON.
             package static let notJSON = Code(value: .notJSON)
             /// A member is missing, of the wrong kind or out of its range (a name, a URL, a
-            /// payload, a filter, a header, a variable name, a number, a retry schedule whose
-            /// ceiling is below its base).
+            /// payload, enriched `fields`, a template or one of its placeholders, a filter, a
+            /// header, a variable name, a number, a retry schedule whose ceiling is below its
+            /// base).
             package static let invalidValue = Code(value: .invalidValue)
             /// Two destinations have one name.
             package static let duplicateName = Code(value: .duplicateName)

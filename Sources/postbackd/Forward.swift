@@ -9,11 +9,16 @@ extension Postbackd {
     struct Forward: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Push stored postbacks (raw, or decoded) to partners' and BI endpoints, with durable delivery state.",
+                "Push stored postbacks (raw, decoded or in a partner's format) to partners' and BI endpoints, with durable delivery state.",
             discussion: """
                 The config is a JSON object {"destinations": [...]}; each destination has name, \
                 url, payload ("raw": the postback's bytes as received; "decoded": the export line \
-                as JSON), and optionally filter (app_ids, ad_network_ids, kinds, key_spaces; \
+                as JSON; "enriched": the postback as received with the members named by "fields" \
+                added (ip-address, timestamp, partner-campaign-id, partner-campaign-name, \
+                partner-ad-group, partner-creative), its signature intact; "skan-standard": the \
+                open SKAN standard's attribution postback; "template": the JSON object "template" \
+                with its {{column}} placeholders filled from export's columns and the campaign \
+                mapping), and optionally filter (app_ids, ad_network_ids, kinds, key_spaces; \
                 default: production postbacks only), headers, hmac_secret_env (the name of an \
                 environment variable holding the secret: the body is signed with HMAC-SHA256 into \
                 Postbackd-Signature: sha256=HEX), timeout_seconds (10), concurrency (8), and retry \

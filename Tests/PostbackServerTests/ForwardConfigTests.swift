@@ -115,6 +115,148 @@ struct ForwardConfigTests {
         }
     }
 
+    @Test(
+        "partner formats: a bad field name, a placeholder, a template that is not an object or too deep names its path and what is wrong",
+        arguments: [
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "enriched"}]}"#,
+                "$.destinations[0].fields", "missing"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "enriched", "fields": ["ip-address", "ip"]}]}"#,
+                "$.destinations[0].fields[1]",
+                "\"ip\" is not a field postbackd adds; the fields are ip-address, timestamp, partner-campaign-id, partner-campaign-name, partner-ad-group, partner-creative"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "enriched", "fields": ["timestamp", "timestamp"]}]}"#,
+                "$.destinations[0].fields[1]", "timestamp is named twice"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "enriched", "fields": []}]}"#,
+                "$.destinations[0].fields", "non-empty array"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw", "fields": ["timestamp"]}]}"#,
+                "$.destinations[0].fields", "only with \"payload\": \"enriched\""
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template"}]}"#,
+                "$.destinations[0].template", "missing"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": ["{{id}}"]}]}"#,
+                "$.destinations[0].template", "expected a JSON object (the body to send), found an array"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "decoded", "template": {}}]}"#,
+                "$.destinations[0].template", "only with \"payload\": \"template\""
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "raw"}, {"name": "b", "url": "http://x", "payload": "template", "template": {"event": {"id": "{{transaction_id}}", "value": "{{fine_valu}}"}}}]}"#,
+                "$.destinations[1].template.event.value", "unknown placeholder {{fine_valu}}; the columns are id, kind,"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": {"list": [1, {"odd key": "x {{ nope }} y"}]}}]}"#,
+                #"$.destinations[0].template.list[1]["odd key"]"#, "unknown placeholder {{nope}}"
+            ),
+            (
+                #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": {"a": [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}}]}"#,
+                "$.destinations[0].template.a[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]", "nested deeper than 16"
+            ),
+        ]
+    )
+    func partnerProblems(_ text: String, _ path: String, _ message: String) {
+        checkProblem(text, path, message)
+    }
+
+    @Test("a template holds at most 256 placeholders and 64 KiB")
+    func placeholderBound() throws {
+        func config(_ count: Int) -> String {
+            let list = Array(repeating: #""{{fine_value}}""#, count: count).joined(separator: ",")
+            return #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": {"v": ["#
+                + list + "]}}]}"
+        }
+        _ = try parse(config(256))
+        checkProblem(config(257), "$.destinations[0].template.v[256]", "more than 256 placeholders")
+        let large =
+            #"{"destinations": [{"name": "a", "url": "http://x", "payload": "template", "template": {"v": ""#
+            + String(repeating: "x", count: 65_530) + #""}}]}"#
+        checkProblem(large, "$.destinations[0].template", "65538 bytes as compact JSON; at most 65536")
+    }
+
+    private func checkProblem(_ text: String, _ path: String, _ message: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.path == path, "\(error)")
+            #expect(error.message.contains(message), "\(error)")
+        }
+    }
+
+    @Test("partner formats read: enriched fields in order, a template of any depth up to the bound")
+    func partnerFormats() throws {
+        let config = try parse(
+            #"""
+            {"destinations": [
+              {"name": "mmp", "url": "http://x", "payload": "enriched", "fields": ["timestamp", "ip-address", "partner-creative"]},
+              {"name": "skan", "url": "http://x", "payload": "skan-standard"},
+              {"name": "bi", "url": "http://x", "payload": "template",
+               "template": {"a": [[[[[[[[[[[[[[1]]]]]]]]]]]]]], "id": "{{ transaction_id }}", "c": "{{campaign}}/{{creative}}"}}]}
+            """#
+        )
+        #expect(config.destinations.map(\.payload) == [.enriched, .skanStandard, .template])
+        #expect(config.destinations[0].fields == [.timestamp, .ipAddress, .partnerCreative])
+        #expect(config.destinations[2].template != nil && config.destinations[1].template == nil)
+    }
+
+    @Test(
+        "a template fills a lone placeholder with the column's JSON type and interpolates one inside text (null as nothing)"
+    )
+    func templateRendering() throws {
+        let template = try ForwardTemplate(
+            try JSONValue.parse(
+                Array(
+                    #"""
+                    {"event": {"value": "{{fine_value}}", "win": "{{did_win}}", "country": "{{country_code}}",
+                     "label": "tx-{{transaction_id}}/{{country_code}}/{{fine_value}}/{{did_win}}", "big": 123456789012345678901234567890,
+                     "literal": "{{ not closed", "list": ["{{app_id}}", 1.50, null, true]}}
+                    """#.utf8
+                )
+            ),
+            path: "$"
+        )
+        let values: [String: ExportValue] = [
+            "fine_value": .integer(42), "did_win": .bool(true), "country_code": .null,
+            "transaction_id": .text("a\"b"), "app_id": .integer(525_463_029),
+        ]
+        let body = String(decoding: template.render { values[$0] ?? .null }, as: UTF8.self)
+        #expect(
+            body
+                == #"{"event":{"value":42,"win":true,"country":null,"label":"tx-a\"b//42/true","big":123456789012345678901234567890,"literal":"{{ not closed","list":[525463029,1.50,null,true]}}"#
+        )
+    }
+
+    @Test(
+        "enriching adds members after Apple's last, keeps every other byte, never repeats or replaces a member Apple's postback has"
+    )
+    func splicing() throws {
+        let pretty = Array("{\n  \"app-id\" : 525463029,\n  \"timestamp\" : \"Apple's\"\n}\n".utf8)
+        let added = try #require(
+            ForwardBody.spliced(
+                pretty,
+                [("timestamp", "1"), ("ip-address", #""17.0.0.1""#), ("partner-ad-group", #""a\"g""#)]
+            )
+        )
+        #expect(
+            String(decoding: added, as: UTF8.self)
+                == "{\n  \"app-id\" : 525463029,\n  \"timestamp\" : \"Apple's\",\"ip-address\":\"17.0.0.1\",\"partner-ad-group\":\"a\\\"g\"\n}\n"
+        )
+        #expect(ForwardBody.spliced(Array("{}".utf8), [("timestamp", "1")]) == Array(#"{"timestamp":1}"#.utf8))
+        #expect(ForwardBody.spliced(pretty, [("timestamp", "1")]) == pretty)
+        #expect(ForwardBody.spliced(Array("[1]".utf8), [("timestamp", "1")]) == nil)
+    }
+
     @Test("retry waits grow exponentially to the cap, with jitter between half and all of it")
     func retrySchedule() {
         let retry = ForwardConfig.Destination.Retry(baseSeconds: 1, maxSeconds: 60, giveUpHours: 72)

@@ -25,7 +25,7 @@ final class DeliveryLedger: Sendable {
         case discover([DeliveryRoute], CheckedContinuation<Int, any Error>)
         case nextDue(String, CheckedContinuation<Int64?, any Error>)
         case status([String], CheckedContinuation<[DeliveryStatus], any Error>)
-        case models(CheckedContinuation<ConversionModels, any Error>)
+        case models(CheckedContinuation<(ConversionModels, CampaignMappings), any Error>)
     }
 
     /// The most outcomes in one transaction, and the longest the first of them waits for it.
@@ -103,7 +103,8 @@ final class DeliveryLedger: Sendable {
         try await withCheckedThrowingContinuation { reply in send(.status(destinations, reply), orFail: reply) }
     }
 
-    func models() async throws -> ConversionModels {
+    /// The conversion models and the campaign mappings in force.
+    func models() async throws -> (ConversionModels, CampaignMappings) {
         try await withCheckedThrowingContinuation { reply in send(.models(reply), orFail: reply) }
     }
 
@@ -167,7 +168,11 @@ final class DeliveryLedger: Sendable {
                     reply.resume(throwing: error)
                 }
             case .models(let reply):
-                do { reply.resume(returning: try await store.models().timelines) } catch {
+                do {
+                    let models = try await store.models().timelines
+                    let mappings = CampaignMappings(try await store.campaignMappings().map(\.mapping))
+                    reply.resume(returning: (models, mappings))
+                } catch {
                     reply.resume(throwing: error)
                 }
             }

@@ -11,6 +11,17 @@ package struct ForwardConfig: Sendable {
             case raw
             /// The export line (`postbackd export`) as JSON.
             case decoded
+            /// Apple's postback as received, with the members named by ``Destination/fields``
+            /// added beside Apple's (``EnrichedField``), so that its signature still verifies.
+            case enriched
+            /// The attribution postback of the open SKAN standard (``SKANStandardPostback``).
+            case skanStandard = "skan-standard"
+            /// A JSON object of the destination's own, filled from export's columns
+            /// (``ForwardTemplate``).
+            case template
+
+            /// The names a config may give, in the order the docs list them.
+            static let names = ["raw", "decoded", "enriched", "skan-standard", "template"]
         }
 
         /// Which postbacks go to a destination; by default production postbacks only.
@@ -39,6 +50,10 @@ package struct ForwardConfig: Sendable {
         package var name: String
         package var url: String
         package var payload: Payload
+        /// With ``Payload/enriched``: the members added, in this order.
+        package var fields: [EnrichedField] = []
+        /// With ``Payload/template``: the body's template.
+        package var template: ForwardTemplate?
         package var filter = Filter()
         package var headers: [(name: String, value: String)] = []
         /// The environment variable holding the HMAC secret (never the secret itself).
@@ -56,8 +71,9 @@ package struct ForwardConfig: Sendable {
             /// The file is not JSON.
             package static let notJSON = Code(value: .notJSON)
             /// A member is missing, of the wrong kind or out of its range (a name, a URL, a
-            /// payload, a filter, a header, a variable name, a number, a retry schedule whose
-            /// ceiling is below its base).
+            /// payload, enriched `fields`, a template or one of its placeholders, a filter, a
+            /// header, a variable name, a number, a retry schedule whose ceiling is below its
+            /// base).
             package static let invalidValue = Code(value: .invalidValue)
             /// Two destinations have one name.
             package static let duplicateName = Code(value: .duplicateName)
@@ -129,9 +145,26 @@ package struct ForwardConfig: Sendable {
         guard case .string(let payloadName)? = value["payload"],
             let payload = Destination.Payload(rawValue: payloadName)
         else {
-            throw Problem(.invalidValue, path: path + ".payload", message: "expected \"raw\" or \"decoded\"")
+            throw Problem(
+                .invalidValue,
+                path: path + ".payload",
+                message: "expected one of " + Destination.Payload.names.map { "\"\($0)\"" }.joined(separator: ", ")
+            )
         }
         var destination = Destination(name: name, url: url, payload: payload)
+        destination.fields = try enrichedFields(value["fields"], path + ".fields", payload: payload)
+        if let template = value["template"], template != .null {
+            guard payload == .template else {
+                throw Problem(.invalidValue, path: path + ".template", message: "only with \"payload\": \"template\"")
+            }
+            destination.template = try ForwardTemplate(template, path: path + ".template")
+        } else if payload == .template {
+            throw Problem(
+                .invalidValue,
+                path: path + ".template",
+                message: "missing: \"payload\": \"template\" needs a template, a JSON object"
+            )
+        }
         if let filter = value["filter"], filter != .null {
             guard case .object = filter else {
                 throw Problem(.invalidValue, path: path + ".filter", message: "expected an object")
@@ -213,6 +246,48 @@ package struct ForwardConfig: Sendable {
             }
         }
         return destination
+    }
+
+    /// `fields` of an enriched destination: a non-empty array of distinct names from
+    /// ``EnrichedField``; absent for every other payload.
+    private static func enrichedFields(
+        _ value: JSONValue?,
+        _ path: String,
+        payload: Destination.Payload
+    ) throws(Problem) -> [EnrichedField] {
+        let choices = EnrichedField.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let value, value != .null else {
+            guard payload != .enriched else {
+                throw Problem(
+                    .invalidValue,
+                    path: path,
+                    message: "missing: \"payload\": \"enriched\" needs the fields to add (\(choices))"
+                )
+            }
+            return []
+        }
+        guard payload == .enriched else {
+            throw Problem(.invalidValue, path: path, message: "only with \"payload\": \"enriched\"")
+        }
+        guard case .array(let items) = value, !items.isEmpty else {
+            throw Problem(.invalidValue, path: path, message: "expected a non-empty array of field names (\(choices))")
+        }
+        var fields: [EnrichedField] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let name) = item, let field = EnrichedField(rawValue: name) else {
+                let found = if case .string(let name) = item { "\"\(name)\"" } else { item.kindName }
+                throw Problem(
+                    .invalidValue,
+                    path: "\(path)[\(index)]",
+                    message: "\(found) is not a field postbackd adds; the fields are \(choices)"
+                )
+            }
+            guard !fields.contains(field) else {
+                throw Problem(.invalidValue, path: "\(path)[\(index)]", message: "\(name) is named twice")
+            }
+            fields.append(field)
+        }
+        return fields
     }
 
     private static func number(

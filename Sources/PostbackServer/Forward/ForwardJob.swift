@@ -10,8 +10,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// `postbackd forward`: pushes stored postbacks (raw, or decoded as `export` writes them) to
-/// the destinations of a config, one POST per postback, with durable per-delivery state so
+/// `postbackd forward`: pushes stored postbacks (raw, decoded as `export` writes them, or in a
+/// partner's format: ``ForwardBody``) to the destinations of a config, one POST per postback, with durable per-delivery state so
 /// that nothing is lost and nothing is sent again after success, across kills and restarts.
 package struct ForwardJob: Sendable {
     package enum Mode: Sendable {

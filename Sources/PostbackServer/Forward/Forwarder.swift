@@ -46,6 +46,9 @@ final class Forwarder: Sendable {
     let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let writer: Mutex<ExportWriter>
+    /// The campaign mappings in force, for `enriched`, `skan-standard` and `template`; read with
+    /// the models.
+    private let campaigns = Mutex(CampaignMappings([]))
     private let counts: Mutex<[String: ForwardSummary.Counts]>
 
     init(
@@ -95,12 +98,14 @@ final class Forwarder: Sendable {
     }
 
     private func reloadModels() async throws {
-        let models = try await ledger.models()
+        let (models, mappings) = try await ledger.models()
         let policy = self.policy
         writer.withLock { $0 = ExportWriter(options: ExportJob.Options(policy: policy), models: models) }
+        campaigns.withLock { $0 = mappings }
     }
 
-    /// `--follow`: discovers newly stored postbacks twice a second, reads models every 10 s,
+    /// `--follow`: discovers newly stored postbacks twice a second, reads models and campaign
+    /// mappings every 10 s,
     /// and refreshes the status metrics every 5 s, until stopped.
     private func follow(_ routes: [DeliveryRoute]) async {
         var lastModels = ContinuousClock.now
@@ -292,16 +297,20 @@ final class Forwarder: Sendable {
             return outcome
         }
         let config = destination.config
-        if config.payload == .raw && row.raw.isEmpty {
+        let body: [UInt8]
+        switch ForwardBody.make(
+            config,
+            row: row,
+            writer: writer.withLock { $0 },
+            campaigns: campaigns.withLock { $0 }
+        ) {
+        case .body(let bytes):
+            body = bytes
+        case .refused(let reason):
             outcome.state = .rejected
-            outcome.answer = "postbackd: the postback's raw bytes were pruned (retention raw) before it was delivered"
+            outcome.answer = reason
             return outcome
         }
-        let body: [UInt8] =
-            switch config.payload {
-            case .raw: row.raw
-            case .decoded: Array(writer.withLock { $0 }.jsonLine(row).utf8)
-            }
         let deliveryID = ForwardConfig.Destination.deliveryID(dedupKey: dedupKey, destination: config.name)
         var request = HTTPClientRequest(url: config.url)
         request.method = .POST

@@ -254,8 +254,9 @@ package struct ExportWriter: Sendable {
         return names.map(csvField).joined(separator: ",") + "\n"
     }
 
-    /// The decoding of a postback row through its app's model in force when its value was set.
-    private func decode(_ row: ExportRow) -> DecodedConversionValue {
+    /// The decoding of a postback row through its app's model in force when its value was set
+    /// (what its export line's `conversion` and `events` say).
+    package func decode(_ row: ExportRow) -> DecodedConversionValue {
         func integer(_ name: String) -> Int64? {
             guard let position = index[name], case .integer(let value) = row.values[position] else { return nil }
             return value

@@ -146,6 +146,9 @@ extension ExportRow {
 }
 
 extension ExportTable {
+    /// The names of the ``postbacks`` columns, in export's order.
+    package static let postbackColumnNames = ExportTable.postbacks.columns.map(\.name)
+
     static let postbackColumnIndex: [String: Int] = {
         var index: [String: Int] = [:]
         for (position, column) in ExportTable.postbacks.columns.enumerated() { index[column.name] = position }

@@ -228,8 +228,9 @@ final class StubServer {
         port = try #require(found, "stub-server.py printed no port")
     }
 
+    /// SIGKILL: the test process may ignore SIGTERM, and its children inherit that.
     func stop() {
-        kill(pid, SIGTERM)
+        kill(pid, SIGKILL)
         for _ in 0..<250 where kill(pid, 0) == 0 { usleep(20_000) }
     }
 

@@ -276,7 +276,14 @@ package enum EndpointDoctor {
                     try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(waiter: waiter))
                 }
             }
-        let channel = try await bootstrap.connect(host: host, port: port).get()
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch {
+            // The promise must be completed on every path (NIO traps on a leaked one).
+            waiter.complete(.failure(error))
+            throw error
+        }
         let deadline = channel.eventLoop.scheduleTask(in: options.timeout) {
             waiter.complete(
                 .failure(EndpointError("no TLS handshake within \(options.timeout.nanoseconds / 1_000_000_000) s"))

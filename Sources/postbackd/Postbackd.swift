@@ -30,7 +30,7 @@ struct Postbackd: AsyncParsableCommand {
             Aggregate.self,
             Report.self,
             Export.self, Forward.self, AppleAds.self, Apps.self, Keys.self, Retention.self, Prune.self,
-            PruneAddresses.self, Check.self,
+            PruneAddresses.self, Check.self, Doctor.self,
             Generate.self,
         ]
     )

@@ -1,11 +1,13 @@
 import ArgumentParser
 import PostbackKit
 import PostbackServer
+import PostbackStore
 
 extension Postbackd {
     struct Doctor: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check an operator's setup: an app's Info.plist, the endpoint devices post to.",
+            abstract:
+                "Check an operator's setup: an app's Info.plist, the endpoint devices post to, what a store receives.",
             discussion: """
                 Each option is one check; give any combination (at least one). Every finding \
                 names where (a key path in the plist, a path on the endpoint), what is wrong, \
@@ -30,10 +32,18 @@ extension Postbackd {
                 (200, stored or duplicate); a redirect (never followed), 404, 405, 5xx or another \
                 page is a finding naming the status. The time to answer each is shown.
 
+                --db STORE reads what the store received (by received time, production \
+                postbacks only): apps with SKAdNetwork postbacks but no AdAttributionKit copy \
+                in 14 days, apps whose postbacks stopped (none for 2 days after a steady week), \
+                networks whose share of postbacks without a conversion value jumped (the last 3 \
+                days against the 14 before), and models in force that no postback matched in 7 \
+                days. The thresholds and why: docs/doctor.md.
+
                 Examples:
                   postbackd doctor --plist MyApp/Info.plist
                   postbackd doctor --endpoint https://example.com --prometheus-textfile /var/lib/node_exporter/postbackd_doctor.prom
                   postbackd doctor --plist Info.plist --endpoint https://example.com --format json
+                  postbackd doctor --db "$POSTBACKD_DB" --prometheus-textfile /var/lib/node_exporter/postbackd_doctor.prom
 
                 Exit status: 0 nothing wrong found; 1 findings; 2 a usage error, a file that \
                 cannot be read or is not a property list, or an endpoint that cannot be reached \
@@ -48,6 +58,15 @@ extension Postbackd {
             help: ArgumentHelp("The domain devices post copies of postbacks to, as https://DOMAIN.", valueName: "url")
         )
         var endpoint: String?
+
+        @Option(
+            name: .customLong("db"),
+            help: ArgumentHelp(
+                "A store to check: an SQLite file or a PostgreSQL URL (read only).",
+                valueName: "file|url"
+            )
+        )
+        var database: String?
 
         @Option(
             name: .customLong("ca-file"),
@@ -74,8 +93,15 @@ extension Postbackd {
         var prometheusTextfile: String?
 
         func validate() throws {
-            guard plist != nil || endpoint != nil else {
-                throw ValidationError("give at least one check: --plist FILE, --endpoint https://DOMAIN")
+            guard plist != nil || endpoint != nil || database != nil else {
+                throw ValidationError("give at least one check: --plist FILE, --endpoint https://DOMAIN, --db STORE")
+            }
+            if let database {
+                do {
+                    _ = try StoreLocation(database)
+                } catch {
+                    throw ValidationError("--db " + error.reason)
+                }
             }
             guard (1...300).contains(timeout) else { throw ValidationError("--timeout: from 1 to 300 seconds") }
             if caFile != nil && endpoint == nil { throw ValidationError("--ca-file goes with --endpoint") }
@@ -93,6 +119,10 @@ extension Postbackd {
                 options.caFile = caFile
                 options.timeout = .seconds(Int64(timeout))
                 sections.append(await EndpointDoctor.check(endpoint, options: options))
+            }
+            if let database {
+                let location = (try? StoreLocation(database)) ?? .sqlite(path: database)
+                sections.append(await StoreDoctor.section(location, now: .now()))
             }
             let report = DoctorReport(sections)
             let output = TextOutput.standardOutput()

@@ -114,7 +114,7 @@ struct OperationsMetricsTests {
         )
     }
 
-    @Test("every metric the alert rules and the Grafana dashboard name is one serve exposes")
+    @Test("every metric the alert rules and the Grafana dashboard name is one serve or the doctor's textfile exposes")
     func opsFilesNameExposedMetrics() async throws {
         let rules = try String(contentsOfFile: Repository.path("ops/prometheus/postbackd-rules.yml"), encoding: .utf8)
         let dashboardText = try String(contentsOfFile: Repository.path("ops/grafana/postbackd.json"), encoding: .utf8)
@@ -156,6 +156,16 @@ struct OperationsMetricsTests {
         let metrics = try await Self.scrape(client, server) {
             $0.contains("postbackd_forward_oldest_pending_seconds{") && $0.contains("postbackd_forward_attempts_total{")
         }
+        // The doctor's metrics, as `doctor --endpoint … --prometheus-textfile` writes them for
+        // this server.
+        let port = try #require(server.base.split(separator: ":").last)
+        let textfile = directory.path + "/doctor.prom"
+        let doctor = try Postbackd.run([
+            "doctor", "--endpoint", "https://localhost:\(port)", "--ca-file", certificate, "--prometheus-textfile",
+            textfile,
+        ])
+        #expect(doctor.status == 0, "\(doctor.standardOutput)\(doctor.standardError)")
+        let doctorMetrics = try String(contentsOfFile: textfile, encoding: .utf8)
         #expect(server.stop() == 0)
         await receiver.stop()
         try await client.shutdown()
@@ -179,8 +189,14 @@ struct OperationsMetricsTests {
                 for suffix in ["_bucket", "_sum", "_count"] { exposed.insert(String(parts[2]) + suffix) }
             }
         }
-        // The doctor's metrics come from its own file (`doctor --prometheus-textfile`).
-        let missing = named.filter { !$0.hasPrefix("postbackd_doctor_") && !exposed.contains($0) }
-        #expect(missing.isEmpty, "named by ops/ but not exposed by serve: \(missing.sorted())\n\(metrics)")
+        for line in doctorMetrics.split(separator: "\n") where line.hasPrefix("# TYPE ") {
+            let parts = line.split(separator: " ")
+            if parts.count >= 3 { exposed.insert(String(parts[2])) }
+        }
+        let missing = named.filter { !exposed.contains($0) }
+        #expect(
+            missing.isEmpty,
+            "named by ops/ but exposed neither by serve nor by the doctor: \(missing.sorted())\n\(metrics)\n\(doctorMetrics)"
+        )
     }
 }

@@ -409,3 +409,37 @@ extension UTCInstant {
         UTCInstant(milliseconds: milliseconds - Int64(days) * StoreDoctor.day)
     }
 }
+
+extension StoreDoctor {
+    /// `doctor --db`'s section of the report: every check's findings, each under its check's
+    /// name as its kind (`stopped-apps`); a store that cannot be read is the section's failure,
+    /// in words that name the store and never its password (``StoreFault``).
+    package static func section(_ location: StoreLocation, now: UTCInstant) async -> DoctorSection {
+        var section = DoctorSection(check: "db", target: location.description)
+        do {
+            let found = try await PostbackStores.with(location, access: .readOnly) { store in
+                var found: [DoctorFinding] = []
+                for check in Check.allCases {
+                    for finding in try await findings(store, now: now, checks: [check]) {
+                        found.append(
+                            DoctorFinding(
+                                finding.subject,
+                                DoctorFinding.Kind(check.rawValue),
+                                problem: finding.problem,
+                                fix: finding.fix
+                            )
+                        )
+                    }
+                }
+                return found
+            }
+            section.findings = found
+            section.notes.append(
+                "as of \(now.iso8601), by received time: \(Check.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
+        } catch {
+            section.failure = StoreFault.classify(error, at: location).reason
+        }
+        return section
+    }
+}

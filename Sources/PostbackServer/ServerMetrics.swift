@@ -45,6 +45,11 @@ final class ServerMetrics: Sendable {
         var counters: [Key: CoreMetrics.Counter] = [:]
         var newest: [String: (seconds: Int64, gauge: CoreMetrics.Gauge)] = [:]
 
+        enum Dropped {
+            case counter(CoreMetrics.Counter)
+            case gauge(CoreMetrics.Gauge)
+        }
+
         func label(_ appID: Int64) -> String {
             registered.contains(appID) ? String(appID) : "other"
         }
@@ -108,9 +113,13 @@ final class ServerMetrics: Sendable {
         switch outcome {
         case .stored:
             stored.increment()
-            // Only a postback stored for the first time counts for its app: a duplicate or a
-            // quarantined body (a replay, a forgery naming the app) never hides a silence.
-            if let postback = result.postback { storedPostback(app: postback.appID, kind: postback.kind, at: now) }
+            // Only a production postback stored for the first time counts for its app: a
+            // duplicate, a quarantined body (a replay, a forgery naming the app), a test-mode or
+            // development postback (someone testing, `doctor --endpoint`'s probe) never hides a
+            // silence.
+            if let postback = result.postback, !result.testMode, !result.development {
+                storedPostback(app: postback.appID, kind: postback.kind, at: now)
+            }
         case .duplicate: duplicates.increment()
         case .conflict:
             duplicates.increment()
@@ -164,14 +173,32 @@ final class ServerMetrics: Sendable {
     /// and the newest postback the store holds for each app (seconds since 1970), so that the
     /// series survive a restart.
     func apps(registered: Set<Int64>, newest: [Int64: Int64] = [:]) {
-        let updates = apps.withLock { apps -> [(CoreMetrics.Gauge, Int64)] in
+        let (updates, dropped) = apps.withLock { apps -> ([(CoreMetrics.Gauge, Int64)], [AppSeries.Dropped]) in
+            // An app no longer registered loses its series (its postbacks count as `other`
+            // from now on): a frozen newest-postback time would look like an app that stopped.
+            var dropped: [AppSeries.Dropped] = []
+            for appID in apps.registered.subtracting(registered) {
+                let label = String(appID)
+                for key in apps.counters.keys where key.app == label {
+                    if let counter = apps.counters.removeValue(forKey: key) { dropped.append(.counter(counter)) }
+                }
+                if let gauge = apps.newest.removeValue(forKey: label)?.gauge { dropped.append(.gauge(gauge)) }
+            }
             apps.registered = registered
             var latest: [String: Int64] = [:]
             for (appID, seconds) in newest {
                 let label = apps.label(appID)
                 latest[label] = max(latest[label] ?? .min, seconds)
             }
-            return latest.compactMap { app, seconds in advance(&apps, app: app, seconds: seconds).map { ($0, seconds) }
+            let updates = latest.compactMap { app, seconds in
+                advance(&apps, app: app, seconds: seconds).map { ($0, seconds) }
+            }
+            return (updates, dropped)
+        }
+        for series in dropped {
+            switch series {
+            case .counter(let counter): counter.destroy()
+            case .gauge(let gauge): gauge.destroy()
             }
         }
         for (gauge, seconds) in updates { gauge.record(seconds) }

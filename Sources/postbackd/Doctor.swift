@@ -100,7 +100,7 @@ extension Postbackd {
                 do {
                     _ = try StoreLocation(database)
                 } catch {
-                    throw ValidationError("--db " + error.reason)
+                    throw ValidationError(error.reason)
                 }
             }
             guard (1...300).contains(timeout) else { throw ValidationError("--timeout: from 1 to 300 seconds") }

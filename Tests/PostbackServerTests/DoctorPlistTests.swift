@@ -177,6 +177,7 @@ struct DoctorPlistTests {
                 ), "not a property list"
             ),
             (try Self.fixture("root-array"), "not a dictionary: not an Info.plist"),
+            (try Self.fixture("shared-references-binary"), "a property list of more than 100000 values"),
             ("/nonexistent/Info.plist", "no such file"),
         ] {
             let run = try Postbackd.run(["doctor", "--plist", file])

@@ -4,6 +4,8 @@ import PostbackKit
 import PostbackTestSupport
 import Testing
 
+@testable import PostbackServer
+
 /// The metrics the shipped alert rules and dashboard read (ops/prometheus, ops/grafana): per-app
 /// series labelled by the registered apps, kept across a restart from the store; and every
 /// metric the rules and the dashboard name is one `serve` exposes. The built binary, `serve` on
@@ -74,9 +76,16 @@ struct OperationsMetricsTests {
             body: Array(try JSONSerialization.data(withJSONObject: forged))
         )
         #expect(refused.status == 200 && refused.jsonStatus == "quarantined", "\(refused.body)")
-        // An AdAttributionKit postback of an app no one registered.
+        // A postback of an app no one registered: `other`.
+        var unregistered = SamplePostback.make(.v4_0, transactionID: "22222222-0000-4000-8000-000000000004")
+        unregistered.appID = 42
+        let other = Array(try TestKeys.signer.signed(unregistered).jsonText().utf8)
+        #expect(try await client.send(.POST, server.base + Self.skan, body: other).status == 200)
+        // A development postback (Apple's AdAttributionKit example, as `doctor --endpoint`
+        // posts it): stored, and no sign of life for any app.
         let aak = try Repository.bytes(Repository.path("SamplePostbacks/apple/apple-aak-dev1-reengagement.json"))
-        #expect(try await client.send(.POST, server.base + Self.skan, body: aak).status == 200)
+        let development = try await client.send(.POST, server.base + Self.skan, body: aak)
+        #expect(development.status == 200 && development.jsonStatus == "stored", "\(development.body)")
         let after = Date().timeIntervalSince1970.rounded(.up)
 
         let newest = "postbackd_app_newest_postback_timestamp_seconds{app=\"\(Self.app)\"}"
@@ -85,8 +94,8 @@ struct OperationsMetricsTests {
             Self.value(metrics, "postbackd_app_postbacks_total{app=\"\(Self.app)\",kind=\"skan\"}") == 2,
             "\(metrics)"
         )
-        #expect(Self.value(metrics, "postbackd_app_postbacks_total{app=\"other\",kind=\"aak\"}") == 1, "\(metrics)")
-        #expect(!metrics.contains("postbackd_app_postbacks_total{app=\"\(Self.app)\",kind=\"aak\"}"))
+        #expect(Self.value(metrics, "postbackd_app_postbacks_total{app=\"other\",kind=\"skan\"}") == 1, "\(metrics)")
+        #expect(!metrics.contains("kind=\"aak\""), "a development postback counts for no app: \(metrics)")
         let stored = try #require(Self.value(metrics, newest), "\(metrics)")
         #expect((before...after).contains(stored))
         #expect(Self.value(metrics, "postbackd_app_newest_postback_timestamp_seconds{app=\"other\"}") != nil)
@@ -100,6 +109,20 @@ struct OperationsMetricsTests {
         #expect((before...after).contains(seeded) && abs(seeded - stored) <= 1, "\(seeded) \(stored)")
         #expect(!metrics.contains("postbackd_app_postbacks_total{"), "nothing received since the restart")
         #expect(server.stop() == 0)
+    }
+
+    @Test("an app no longer registered loses its series (a frozen newest-postback time would look like a silence)")
+    func unregisteredAppLosesItsSeries() {
+        let metrics = ServerMetrics()
+        metrics.apps(registered: [7, 8], newest: [7: 1_000, 8: 2_000, 9: 3_000])
+        var text = String(decoding: metrics.text(), as: UTF8.self)
+        for app in ["7", "8", "other"] {
+            #expect(text.contains("postbackd_app_newest_postback_timestamp_seconds{app=\"\(app)\"}"), "\(text)")
+        }
+        metrics.apps(registered: [8])
+        text = String(decoding: metrics.text(), as: UTF8.self)
+        #expect(!text.contains("{app=\"7\"}"), "\(text)")
+        #expect(text.contains("postbackd_app_newest_postback_timestamp_seconds{app=\"8\"} 2000"), "\(text)")
     }
 
     /// The metric names an expression file mentions: `postbackd_…` not part of a recording

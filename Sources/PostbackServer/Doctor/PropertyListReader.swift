@@ -9,6 +9,14 @@ package enum PropertyListReader {
 
     /// The property list in `bytes`, or a reason it is not one.
     package static func parse(_ bytes: [UInt8]) -> Result<PropertyListValue, ReadFailure> {
+        switch BinaryPropertyListBound.check(bytes, maximumValues: maximumValues, maximumDepth: 64) {
+        case .tooManyValues:
+            return .failure(ReadFailure(reason: tooManyValues))
+        case .tooDeep:
+            return .failure(ReadFailure(reason: tooDeep))
+        case .within, .unreadable:
+            break
+        }
         let root: Any
         do {
             var format = PropertyListSerialization.PropertyListFormat.xml
@@ -21,8 +29,9 @@ package enum PropertyListReader {
                 )
             )
         }
-        guard let value = convert(root, depth: 0) else {
-            return .failure(ReadFailure(reason: "a property list nested more than 64 levels deep"))
+        var values = 0
+        guard let value = convert(root, depth: 0, values: &values) else {
+            return .failure(ReadFailure(reason: values > maximumValues ? tooManyValues : tooDeep))
         }
         return .success(value)
     }
@@ -32,8 +41,17 @@ package enum PropertyListReader {
         package var reason: String
     }
 
-    private static func convert(_ value: Any, depth: Int) -> PropertyListValue? {
-        guard depth <= 64 else { return nil }
+    /// The most values a property list may hold, counted as converted: a binary property list
+    /// can refer to one container from many places (40 arrays each holding the next twice is a
+    /// few hundred bytes and 2^40 values), so its size on disk bounds nothing.
+    static let maximumValues = 100_000
+    private static let tooManyValues =
+        "a property list of more than \(maximumValues) values (an Info.plist has hundreds)"
+    private static let tooDeep = "a property list nested more than 64 levels deep"
+
+    private static func convert(_ value: Any, depth: Int, values: inout Int) -> PropertyListValue? {
+        values += 1
+        guard depth <= 64, values <= maximumValues else { return nil }
         // Foundation on Linux gives Bool for <true/> and <false/>, and NSNumber for numbers
         // (whose `as? Bool` would also succeed, so Bool is asked first, by its type).
         if type(of: value) == Bool.self, let flag = value as? Bool { return .boolean(flag) }
@@ -50,7 +68,7 @@ package enum PropertyListReader {
         if let items = value as? [Any] {
             var converted: [PropertyListValue] = []
             for item in items {
-                guard let element = convert(item, depth: depth + 1) else { return nil }
+                guard let element = convert(item, depth: depth + 1, values: &values) else { return nil }
                 converted.append(element)
             }
             return .array(converted)
@@ -58,7 +76,7 @@ package enum PropertyListReader {
         if let members = value as? [String: Any] {
             var converted: [String: PropertyListValue] = [:]
             for (key, member) in members {
-                guard let element = convert(member, depth: depth + 1) else { return nil }
+                guard let element = convert(member, depth: depth + 1, values: &values) else { return nil }
                 converted[key] = element
             }
             return .dictionary(converted)

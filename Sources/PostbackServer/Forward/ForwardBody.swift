@@ -194,12 +194,17 @@ enum SKANStandardPostback {
         }
         object.add("events", strings: events.map(\.name))
         var revenue: [String: (min: Int64, max: Int64)] = [:]
+        var overflow = false
         for event in events {
             guard let range = event.revenue else { continue }
             let sum = revenue[range.currency] ?? (0, 0)
-            revenue[range.currency] = (sum.min &+ range.minMicros, sum.max &+ range.maxMicros)
+            let low = sum.min.addingReportingOverflow(range.minMicros)
+            let high = sum.max.addingReportingOverflow(range.maxMicros)
+            overflow = overflow || low.overflow || high.overflow
+            revenue[range.currency] = (low.partialValue, high.partialValue)
         }
-        if revenue.isEmpty {
+        // A sum past Int64's micros (a model's ranges in the quadrillions) is no revenue to send.
+        if revenue.isEmpty || overflow {
             object.addRaw("revenue", json: "null")
         } else {
             var byCurrency = JSONObjectWriter()

@@ -144,8 +144,8 @@ extension PostbackStorage {
         }
     }
 
-    /// The newest postback received of each app on or after `day` (UTC), in milliseconds since
-    /// 1970: one range of the received-day index, so that `serve`'s metrics start from the
+    /// The newest production postback received of each app on or after `day` (UTC), in
+    /// milliseconds since 1970 (test-mode and development postbacks are someone testing): one range of the received-day index, so that `serve`'s metrics start from the
     /// store's truth after a restart without reading all of `postbacks`.
     package func newestPostbacks(since day: UTCDay) async throws -> [Int64: Int64] {
         try await withSQL("read the newest postback of each app", .statement) { sql in
@@ -153,7 +153,7 @@ extension PostbackStorage {
             for row in try await sql.rows(
                 """
                 SELECT app_id, \(SQLQuery.instantText("max(received_at)")) FROM postbacks
-                WHERE \(SQLQuery.receivedDay) >= \(day) GROUP BY app_id
+                WHERE \(SQLQuery.receivedDay) >= \(day) AND key_space = 'production' GROUP BY app_id
                 """
             ) {
                 if let instant = UTCInstant(iso8601: try row.string(1)) {

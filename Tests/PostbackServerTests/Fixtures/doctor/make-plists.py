@@ -100,3 +100,13 @@ for name, value in FIXTURES.items():
         plistlib.dump(value, f, fmt=plistlib.FMT_XML)
     with open(f"{name}-binary.plist", "wb") as f:
         plistlib.dump(value, f, fmt=plistlib.FMT_BINARY)
+
+# A binary property list of a few hundred bytes whose 40 arrays each hold the next one twice
+# (one object, two references): 2^40 values when read as a tree. The doctor refuses it
+# (more than PropertyListReader.maximumValues) rather than expanding it.
+shared = ["leaf"]
+for _ in range(40):
+    shared = [shared, shared]
+with open("shared-references-binary.plist", "wb") as f:
+    plistlib.dump({"NSAdvertisingAttributionReportEndpoint": "https://example.com", "Nested": shared}, f,
+                  fmt=plistlib.FMT_BINARY)

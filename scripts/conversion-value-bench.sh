@@ -85,13 +85,14 @@ route() {
     start_server "$db"
     half=$(load 32 "$pause")
     stop_server
-    echo "| $name | $rate/s, p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms, server CPU $(field cpu_us "$max") µs/request, non-2xx $(field status_4xx_5xx "$max") | at $(field rate "$half")/s: p50 $(field p50_ms "$half") ms, p99 $(field p99_ms "$half") ms |"
+    echo "| $name | $rate/s ($(ratio "$rate" "$floor_rate")× serve's floor$([ -z "$floor_nginx" ] || echo ", $(ratio "$rate" "$floor_nginx")× nginx's")), p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms, server CPU $(field cpu_us "$max") µs/request, non-2xx $(field status_4xx_5xx "$max") | at $(field rate "$half")/s: p50 $(field p50_ms "$half") ms, p99 $(field p99_ms "$half") ms |"
     echo "  max: $max" >&2
     echo "  half: $half" >&2
 }
 
 floor
 echo
+ratio() { python3 -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$1" "$2"; }
 echo "| route | as fast as answered (wrk -t$threads -c64, ${seconds} s) | at half that rate (-c32, rate-limited) |"
 echo "|---|---|---|"
 route "POST /v1/conversion-value (stateless)" "$(sqlite_db stateless)" POST "/v1/conversion-value?a=bench-key" "$states"

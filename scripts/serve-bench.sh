@@ -53,7 +53,7 @@ engine() {
     rss=$(peak_rss_mib "$server_pid")
     stop_server
 
-    echo "| $name | ingest $ingest_rate/s | serve max $rate/s ($(python3 -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$rate" "$ingest_rate")× ingest), p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms, server CPU $cpu_us µs/request | at $(field rate "$p99")/s: p50 $(field p50_ms "$p99") ms, p99 $(field p99_ms "$p99") ms | 256 connections: $(field rate "$wide")/s, p99 $(field p99_ms "$wide") ms, peak RSS $rss MiB |"
+    echo "| $name | ingest $ingest_rate/s | serve max $rate/s ($(ratio "$rate" "$ingest_rate")× ingest, $(ratio "$rate" "$floor_rate")× serve's floor$([ -z "$floor_nginx" ] || echo ", $(ratio "$rate" "$floor_nginx")× nginx's")), p50 $(field p50_ms "$max") ms, p99 $(field p99_ms "$max") ms, server CPU $cpu_us µs/request | at $(field rate "$p99")/s: p50 $(field p50_ms "$p99") ms, p99 $(field p99_ms "$p99") ms | 256 connections: $(field rate "$wide")/s, p99 $(field p99_ms "$wide") ms, peak RSS $rss MiB |"
     echo "  max: $max" >&2
     echo "  half: $p99" >&2
     echo "  256: $wide" >&2
@@ -63,6 +63,7 @@ sqlite_db() { local path="$out/serve-$1.sqlite"; rm -f "$path" "$path-wal" "$pat
 
 floor
 echo
+ratio() { python3 -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$1" "$2"; }
 
 echo "| engine | ingest (reference) | serve, as fast as answered (wrk -t$threads -c64, ${seconds} s) | serve at half that rate (-c32, rate-limited) | serve with 256 connections |"
 echo "|---|---|---|---|---|"

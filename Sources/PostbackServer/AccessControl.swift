@@ -275,7 +275,7 @@ enum Admission {
     /// No key is needed for the route.
     case open
     case key(ServeKey)
-    case refused(Response)
+    case refused(Answer)
 
     /// The key's apps; nil: every app (no key needed, or a key of every app).
     var apps: Set<Int64>? {
@@ -305,7 +305,7 @@ extension PostbackResponder {
     /// address (``FailureLimiter``); past the limit every keyed request of it is 429.
     func admit(
         _ request: Request,
-        _ context: ServeRequestContext,
+        _ context: Caller,
         scope: AccessScope,
         secrets: [String?],
         cookie: Bool,
@@ -373,7 +373,7 @@ extension PostbackResponder {
     }
 
     /// 403: `app` is not one of the key's apps.
-    func refuseApp(_ app: Int64, style: RefusalStyle, field: String?) -> Response {
+    func refuseApp(_ app: Int64, style: RefusalStyle, field: String?) -> Answer {
         refusal(.forbidden, "this key does not open app \(app)", style, field: field)
     }
 
@@ -382,7 +382,7 @@ extension PostbackResponder {
         _ reason: String,
         _ style: RefusalStyle,
         field: String? = nil
-    ) -> Response {
+    ) -> Answer {
         switch style {
         case .page:
             return Self.page(status, title: "Not open to this key", body: "<p>\(escapeHTML(reason)).</p>")

@@ -11,7 +11,7 @@ extension PostbackResponder {
     /// The largest body accepted: a token is a few hundred characters.
     static let maximumTokenBody = 16_384
 
-    func appleAdsToken(_ request: Request, context: ServeRequestContext, arrival: UTCInstant) async -> Response {
+    func appleAdsToken(_ request: Request, context: Caller, arrival: UTCInstant) async -> Answer {
         let admission = admit(
             request,
             context,

@@ -16,7 +16,14 @@ extension PostbackResponder {
 
     // MARK: POST /v1/conversion-value
 
-    func conversionValue(_ request: Request, context: ServeRequestContext, arrival: UTCInstant) async -> Response {
+    /// 413: a state body over ``maximumStateBody`` bytes.
+    static func stateTooLarge() -> Answer {
+        json(.contentTooLarge, error("the body is over \(maximumStateBody) bytes", field: nil))
+    }
+
+    /// The state in `body` (read whole: ``HotRouteHandler`` refuses one over
+    /// ``maximumStateBody`` bytes), answered at once.
+    func conversionValue(_ request: Request, body: ByteBuffer, context: Caller) -> Answer {
         let admission = admit(
             request,
             context,
@@ -26,20 +33,15 @@ extension PostbackResponder {
             style: .app
         )
         if case .refused(let response) = admission { return response }
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: Self.maximumStateBody)
-        } catch is NIOTooManyBytesError {
-            return Self.json(
-                .contentTooLarge,
-                Self.error("the body is over \(Self.maximumStateBody) bytes", field: nil)
-            )
-        } catch {
-            return Self.json(.badRequest, Self.error("the request body did not arrive whole", field: nil))
+        let bytes = Array(body.readableBytesView)
+        // Most states are read without a JSON tree (StateRequestReader.swift); whatever that
+        // does not take, the tree below reads and explains.
+        if let quick = UserStateParser.quickRequest(bytes), let answer = answer(quick, admission) {
+            return answer
         }
         let value: JSONValue
         do {
-            value = try JSONValue.parse(Array(body.readableBytesView))
+            value = try JSONValue.parse(bytes)
         } catch {
             return Self.json(.badRequest, Self.error("not valid JSON: \(error.message)", field: nil))
         }
@@ -107,15 +109,78 @@ extension PostbackResponder {
         return Self.json(.ok, entry.model.encode(state, explain: explain).json)
     }
 
+    /// The answer to a request read without a tree, as the tree path below would give it; nil
+    /// when that path must say what is wrong (or refuse).
+    private func answer(_ quick: StateRequest, _ admission: Admission) -> Answer? {
+        var type = ModelConversionType.install
+        if let text = quick.conversionType {
+            guard let known = ModelConversionType(rawValue: text) else { return nil }
+            type = known
+        }
+        let entry: ModelDirectory.Entry?
+        if let text = quick.appID {
+            guard let id = Int64(text), admission.opens(id) else { return nil }
+            entry = models.model(appID: id, type)
+        } else if let bundle = quick.bundleID {
+            entry = models.model(bundleID: bundle, type)
+        } else {
+            return nil
+        }
+        guard let entry, admission.opens(entry.appID) else { return nil }
+        return Self.json(.ok, entry.model.encode(quick.state, explain: quick.explain).json)
+    }
+
     // MARK: GET /api/v2/conversion_value
 
-    func snippetConversionValue(_ request: Request, context: ServeRequestContext, arrival: UTCInstant) async -> Response
-    {
+    /// `reply` gets the answer once the call is recorded durably (on the writer's thread), or
+    /// at once when it is refused.
+    func snippetConversionValue(
+        _ request: Request,
+        context: Caller,
+        arrival: UTCInstant,
+        reply: @escaping @Sendable (Answer) -> Void
+    ) {
+        let answer: Answer
+        switch snippetCall(request, context: context, arrival: arrival) {
+        case .answered(let refusal):
+            answer = refusal
+        case .record(let call, let entry, let query):
+            committer.record(call) { receipt in
+                switch receipt {
+                case .unavailable(let reason):
+                    reply(Self.unavailable(status: "error", reason: "the call was not recorded: \(reason)"))
+                case .recorded(nil):
+                    reply(Self.json(.ok, #"{"status":"ok"}"#))
+                case .recorded(.some(let history)):
+                    let state = history.state(
+                        for: entry.model,
+                        at: arrival,
+                        currentFine: query.currentFine,
+                        currentCoarse: query.currentCoarse,
+                        currentLocked: query.locked
+                    )
+                    reply(Self.json(.ok, Self.snippetAnswer(entry.model.encode(state))))
+                }
+            }
+            return
+        }
+        reply(answer)
+    }
+
+    private enum SnippetCall {
+        /// Refused or malformed: this answer, nothing recorded.
+        case answered(Answer)
+        /// The call to record, and what answers it.
+        case record(DeviceCall, ModelDirectory.Entry, SnippetQuery)
+    }
+
+    /// The snippet call in `request`, checked: its key, its parameters, its app's model.
+    private func snippetCall(_ request: Request, context: Caller, arrival: UTCInstant) -> SnippetCall {
         let parameters = request.formParameters
         // The key first: a caller without one learns nothing more.
         let given = parameters.getAll("a")
         guard given.count <= 1 else {
-            return Self.json(.badRequest, Self.problem(status: "error", reason: "a: given more than once"))
+            return .answered(Self.json(.badRequest, Self.problem(status: "error", reason: "a: given more than once")))
         }
         let admission = admit(
             request,
@@ -125,24 +190,28 @@ extension PostbackResponder {
             cookie: false,
             style: .snippet
         )
-        if case .refused(let response) = admission { return response }
+        if case .refused(let response) = admission { return .answered(response) }
         let query: SnippetQuery
         do {
             query = try SnippetQuery(parameters, now: arrival)
         } catch let problem {
-            return Self.json(.badRequest, Self.problem(status: "error", reason: problem.description))
+            return .answered(Self.json(.badRequest, Self.problem(status: "error", reason: problem.description)))
         }
         guard let entry = models.model(for: query.app[...]) else {
-            return Self.json(
-                .badRequest,
-                Self.problem(
-                    status: "error",
-                    reason:
-                        "i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)"
+            return .answered(
+                Self.json(
+                    .badRequest,
+                    Self.problem(
+                        status: "error",
+                        reason:
+                            "i: unknown app \(query.app): no model for it (postbackd models add --bundle-id BUNDLE FILE)"
+                    )
                 )
             )
         }
-        guard admission.opens(entry.appID) else { return refuseApp(entry.appID, style: .snippet, field: nil) }
+        guard admission.opens(entry.appID) else {
+            return .answered(refuseApp(entry.appID, style: .snippet, field: nil))
+        }
         let call = DeviceCall(
             appID: entry.appID,
             device: SHA256Digest(hashing: Array(query.idfv.utf8)).bytes,
@@ -154,26 +223,7 @@ extension PostbackResponder {
             request: SHA256Digest(hashing: Array((request.uri.query ?? "").utf8)).bytes,
             recordsEvent: DeviceHistory.keeps(query.event, for: entry.model)
         )
-        switch await committer.record(call) {
-        case .unavailable(let reason):
-            var response = Self.json(
-                .serviceUnavailable,
-                Self.problem(status: "error", reason: "the call was not recorded: \(reason)")
-            )
-            response.headers[.retryAfter] = "5"
-            return response
-        case .recorded(nil):
-            return Self.json(.ok, #"{"status":"ok"}"#)
-        case .recorded(.some(let history)):
-            let state = history.state(
-                for: entry.model,
-                at: arrival,
-                currentFine: query.currentFine,
-                currentCoarse: query.currentCoarse,
-                currentLocked: query.locked
-            )
-            return Self.json(.ok, Self.snippetAnswer(entry.model.encode(state)))
-        }
+        return .record(call, entry, query)
     }
 
     /// The snippet's answer: `{"status":"ok","conversion_value":20,"skan_updated_coarse_value":1,

@@ -24,7 +24,7 @@ extension PostbackResponder {
 
     // MARK: GET /api/v1/report
 
-    func report(_ request: Request, context: ServeRequestContext) async -> Response {
+    func report(_ request: Request, context: Caller) async -> Answer {
         let admission = admit(
             request,
             context,
@@ -46,10 +46,10 @@ extension PostbackResponder {
         if let refusal = refuseUnscoped(parsed.query, admission) { return refusal }
         do {
             let (report, warning) = try await reader.read { store in try await parsed.read(store) }
-            var response = Response(
+            var response = Answer(
                 status: .ok,
                 headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: report.formatted(.json)))
+                body: ByteBuffer(string: report.formatted(.json))
             )
             if let warning { response.headers[.postbackdWarning] = warning.oneLine }
             return response
@@ -60,7 +60,7 @@ extension PostbackResponder {
 
     // MARK: GET /api/v1/summary
 
-    func summary(_ request: Request, context: ServeRequestContext) async -> Response {
+    func summary(_ request: Request, context: Caller) async -> Answer {
         let admission = admit(
             request,
             context,
@@ -81,10 +81,10 @@ extension PostbackResponder {
         if let refusal = refuseUnscoped(query, admission) { return refusal }
         do {
             let dashboard = try await reader.read { store in try await Dashboard.read(store, query, summaryOnly: true) }
-            return Response(
+            return Answer(
                 status: .ok,
                 headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: dashboard.summaryJSON + "\n"))
+                body: ByteBuffer(string: dashboard.summaryJSON + "\n")
             )
         } catch {
             return unreadable(error)
@@ -93,7 +93,7 @@ extension PostbackResponder {
 
     // MARK: GET /dashboard
 
-    func dashboard(_ request: Request, context: ServeRequestContext) async -> Response {
+    func dashboard(_ request: Request, context: Caller) async -> Answer {
         let admission = admit(
             request,
             context,
@@ -136,7 +136,7 @@ extension PostbackResponder {
 
     /// `GET /login`: the form; `POST /login`: checks the key (or `--dashboard-token`) and sets
     /// the session cookie. Wrong keys count against the client's address (``FailureLimiter``).
-    func login(_ request: Request, context: ServeRequestContext) async -> Response {
+    func login(_ request: Request, context: Caller) async -> Answer {
         guard keys.guards(.dashboard) else {
             return Self.redirect(to: Route.dashboard.rawValue)
         }
@@ -177,7 +177,7 @@ extension PostbackResponder {
     /// Narrows `options` to the key's apps: no `app_id` means its apps; an `app_id` it does not
     /// open is 403, as is asking Apple Ads side by side (which is not per app). Nil when the
     /// request may go on.
-    func scope(_ options: inout ReportRequest.Options, to admission: Admission, style: RefusalStyle) -> Response? {
+    func scope(_ options: inout ReportRequest.Options, to admission: Admission, style: RefusalStyle) -> Answer? {
         guard let apps = admission.apps else { return nil }
         if options.withAppleAds {
             return Self.json(
@@ -211,7 +211,7 @@ extension PostbackResponder {
 
     /// The last word on a key's apps, once the query is parsed: it filters by the key's apps
     /// and by nothing else. Nil when it may be read.
-    func refuseUnscoped(_ query: ReportQuery, _ admission: Admission) -> Response? {
+    func refuseUnscoped(_ query: ReportQuery, _ admission: Admission) -> Answer? {
         guard let apps = admission.apps else { return nil }
         guard !apps.isEmpty, !query.appIDs.isEmpty, Set(query.appIDs).isSubset(of: apps) else {
             logger.error("a query of a key of some apps was not narrowed to them; refused")
@@ -220,12 +220,10 @@ extension PostbackResponder {
         return nil
     }
 
-    func unreadable(_ error: any Error) -> Response {
+    func unreadable(_ error: any Error) -> Answer {
         logger.error("cannot read the report", metadata: ["serve.error": "\(error)"])
         let reason = (error as? StoreFault)?.publicReason ?? "the store could not be read now; retry later"
-        var response = Self.json(.serviceUnavailable, Self.problem(status: "unavailable", reason: reason))
-        response.headers[.retryAfter] = "5"
-        return response
+        return Self.unavailable(status: "unavailable", reason: reason)
     }
 
     // MARK: Parameters
@@ -290,8 +288,8 @@ extension PostbackResponder {
     static let contentSecurityPolicy =
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-    static func html(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(
+    static func html(_ status: HTTPResponse.Status, _ text: String) -> Answer {
+        Answer(
             status: status,
             headers: [
                 .contentType: "text/html; charset=utf-8",
@@ -300,16 +298,19 @@ extension PostbackResponder {
                 .xContentTypeOptions: "nosniff",
                 .referrerPolicy: "no-referrer",
             ],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text))
+            body: ByteBuffer(string: text)
         )
     }
 
-    static func redirect(to path: String) -> Response {
-        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
+    static func redirect(to path: String) -> Answer {
+        Answer(
+            status: .seeOther,
+            headers: [.location: path, .cacheControl: "no-store"]
+        )
     }
 
     /// A small page in the dashboard's style.
-    static func page(_ status: HTTPResponse.Status, title: String, body: String) -> Response {
+    static func page(_ status: HTTPResponse.Status, title: String, body: String) -> Answer {
         html(
             status,
             """
@@ -322,7 +323,7 @@ extension PostbackResponder {
         )
     }
 
-    static func loginPage(_ status: HTTPResponse.Status, message: String?) -> Response {
+    static func loginPage(_ status: HTTPResponse.Status, message: String?) -> Answer {
         page(
             status,
             title: "Sign in to the dashboard",

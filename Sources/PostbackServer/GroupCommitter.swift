@@ -35,14 +35,15 @@ final class GroupCommitter: Sendable {
         case unavailable(String)
     }
 
+    /// A postback waiting, and whom to tell (on the writer's thread; the reply must not block).
     private struct Waiting: Sendable {
         var submission: Submission
-        var continuation: CheckedContinuation<Receipt, Never>
+        var reply: @Sendable (Receipt) -> Void
     }
 
     private struct WaitingCall: Sendable {
         var call: DeviceCall
-        var continuation: CheckedContinuation<DeviceReceipt, Never>
+        var reply: @Sendable (DeviceReceipt) -> Void
     }
 
     /// What a request of `POST /v1/apple-ads/token` learns.
@@ -111,11 +112,16 @@ final class GroupCommitter: Sendable {
     /// Waits until `submission` is durable (or the store failed) and returns what became of it.
     func submit(_ submission: Submission) async -> Receipt {
         await withCheckedContinuation { continuation in
-            let accepted = handToWriter {
-                $0.pending.append(Waiting(submission: submission, continuation: continuation))
-            }
-            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down; retry later")) }
+            submit(submission) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// Hands `submission` to the writer; `reply` gets what became of it once that is durable
+    /// (or the store failed), on the writer's thread, or at once when closing. For callers on an
+    /// event loop (``HotRouteHandler``), which must not wait.
+    func submit(_ submission: Submission, reply: @escaping @Sendable (Receipt) -> Void) {
+        let accepted = handToWriter { $0.pending.append(Waiting(submission: submission, reply: reply)) }
+        if !accepted { reply(.unavailable("the server is shutting down; retry later")) }
     }
 
     /// Asks the writer, between two commits, whether the store accepts writes; nil when it does,
@@ -131,9 +137,15 @@ final class GroupCommitter: Sendable {
     /// history after it.
     func record(_ call: DeviceCall) async -> DeviceReceipt {
         await withCheckedContinuation { continuation in
-            let accepted = handToWriter { $0.calls.append(WaitingCall(call: call, continuation: continuation)) }
-            if !accepted { continuation.resume(returning: .unavailable("the server is shutting down; retry later")) }
+            record(call) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// Hands `call` to the writer; `reply` gets the device's history once the call is durable
+    /// (or the store failed), on the writer's thread, or at once when closing.
+    func record(_ call: DeviceCall, reply: @escaping @Sendable (DeviceReceipt) -> Void) {
+        let accepted = handToWriter { $0.calls.append(WaitingCall(call: call, reply: reply)) }
+        if !accepted { reply(.unavailable("the server is shutting down; retry later")) }
     }
 
     /// Waits until `token` is stored durably (or the store failed) and returns what storing it
@@ -282,11 +294,11 @@ final class GroupCommitter: Sendable {
                 "recording conversion value calls failed; answering 503",
                 group: waiting.count
             )
-            for call in waiting { call.continuation.resume(returning: .unavailable(reason)) }
+            for call in waiting { call.reply(.unavailable(reason)) }
             return
         }
         for (call, history) in zip(waiting, histories) {
-            call.continuation.resume(returning: .recorded(history))
+            call.reply(.recorded(history))
         }
     }
 
@@ -352,7 +364,7 @@ final class GroupCommitter: Sendable {
         } catch {
             let reason = unavailable(error, store: store, "commit failed; answering 503", group: group.count)
             metrics.commitFailed(group.count)
-            for waiting in group { waiting.continuation.resume(returning: .unavailable(reason)) }
+            for waiting in group { waiting.reply(.unavailable(reason)) }
             return
         }
         metrics.committed(group: group.count, duration: ContinuousClock.now - started)
@@ -362,7 +374,7 @@ final class GroupCommitter: Sendable {
             if case .quarantined(newRow: true) = outcome { newRows += 1 }
             summary.count(outcome, results[index])
             metrics.record(outcome, results[index], atSeconds: now.milliseconds / 1000)
-            waiting.continuation.resume(returning: .done(outcome))
+            waiting.reply(.done(outcome))
         }
         budget.withLock { $0.spend(newRows, at: now) }
     }

@@ -16,6 +16,30 @@ struct ServeRequestContext: RequestContext {
     }
 }
 
+/// Who sent a request: the connection's peer address.
+struct Caller {
+    let peer: SocketAddress?
+}
+
+/// A whole answer, its body in memory: what every route returns, so that the hot routes'
+/// answers are written from the event loop (``HotRouteHandler``) and the others handed to
+/// Hummingbird (``response``).
+struct Answer {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer
+
+    init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: ByteBuffer = ByteBuffer()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    var response: Response {
+        Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+}
+
 /// `serve`'s routes: the two report-attribution endpoints, the conversion value endpoints
 /// (``ConversionValueRoutes.swift``), the report API and the dashboard
 /// (``DashboardRoutes.swift``), health, readiness and metrics.
@@ -86,113 +110,118 @@ struct PostbackResponder: HTTPResponder {
         }
     }
 
+    /// Whether ``HotRouteHandler`` answers `route` taken with `method`, below Hummingbird: the
+    /// routes every device and app calls (HotPath.swift says why).
+    static func isHot(_ route: Route, _ method: HTTPRequest.Method) -> Bool {
+        switch route {
+        case .skadnetwork, .appattribution, .conversionValue: method == .post
+        case .snippet: method == .get || method == .head
+        default: false
+        }
+    }
+
+    /// Every route but the hot ones (``isHot(_:_:)``), which ``HotRouteHandler`` answers before
+    /// a request reaches Hummingbird.
     func respond(to request: Request, context: ServeRequestContext) async throws -> Response {
-        let arrival = UTCInstant.now()
         let started = ContinuousClock.now
+        let caller = Caller(peer: context.peer)
         let requestID = Self.requestID(request.headers[.xRequestID])
         let route = Route(path: request.uri.path)
-        var response: Response
+        var answer: Answer
         if let route {
             if route.takes(request.method) {
                 switch route {
-                case .skadnetwork, .appattribution:
-                    response = await receive(
-                        request,
-                        path: route == .appattribution ? .aak : .skan,
-                        context: context,
-                        arrival: arrival,
-                        requestID: requestID
+                case .skadnetwork, .appattribution, .conversionValue, .snippet:
+                    // HotRouteHandler takes every request of these with these methods.
+                    logger.error("a hot route reached the router", metadata: ["http.path": "\(route.rawValue)"])
+                    answer = Self.json(
+                        .internalServerError,
+                        Self.problem(status: "error", reason: "not answered here; retry")
                     )
-                case .conversionValue:
-                    response = await conversionValue(request, context: context, arrival: arrival)
-                case .snippet:
-                    response = await snippetConversionValue(request, context: context, arrival: arrival)
                 case .appleAdsToken:
-                    response = await appleAdsToken(request, context: context, arrival: arrival)
+                    answer = await appleAdsToken(request, context: caller, arrival: .now())
                 case .health:
-                    response = Self.json(.ok, #"{"status":"up"}"#)
+                    answer = Self.json(.ok, #"{"status":"up"}"#)
                 case .ready:
                     if let problem = await committer.checkWritable() {
                         logger.warning("not ready", metadata: ["serve.reason": "\(problem)"])
-                        response = Self.json(
-                            .serviceUnavailable,
-                            Self.problem(status: "unavailable", reason: "the store does not accept writes now")
-                        )
-                        response.headers[.retryAfter] = "5"
+                        answer = Self.unavailable(status: "unavailable", reason: "the store does not accept writes now")
                     } else {
-                        response = Self.json(.ok, #"{"status":"ready"}"#)
+                        answer = Self.json(.ok, #"{"status":"ready"}"#)
                     }
                 case .metrics:
-                    response = Response(
+                    answer = Answer(
                         status: .ok,
                         headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.text()))
+                        body: ByteBuffer(bytes: metrics.text())
                     )
                 case .report:
-                    response = await report(request, context: context)
+                    answer = await report(request, context: caller)
                 case .summary:
-                    response = await summary(request, context: context)
+                    answer = await summary(request, context: caller)
                 case .postbacks:
-                    response = await pullPostbacks(request, context: context)
+                    answer = await pullPostbacks(request, context: caller)
                 case .root:
-                    response = Self.redirect(to: Route.dashboard.rawValue)
+                    answer = Self.redirect(to: Route.dashboard.rawValue)
                 case .dashboard:
-                    response = await dashboard(request, context: context)
+                    answer = await dashboard(request, context: caller)
                 case .login:
-                    response = await login(request, context: context)
+                    answer = await login(request, context: caller)
                 case .openAPI:
-                    response = Self.json(.ok, openAPIDocument)
+                    answer = Self.json(.ok, openAPIDocument)
                 }
             } else {
                 let allowed = route.methods.map(\.rawValue).joined(separator: ", ")
-                response = Self.json(
+                answer = Self.json(
                     .methodNotAllowed,
                     Self.problem(status: "method_not_allowed", reason: "\(route.rawValue) takes \(allowed)")
                 )
-                response.headers[.allow] = route.methods.contains(.get) ? allowed + ", HEAD" : allowed
+                answer.headers[.allow] = route.methods.contains(.get) ? allowed + ", HEAD" : allowed
             }
         } else {
-            response = Self.json(.notFound, Self.problem(status: "not_found", reason: "no such endpoint"))
+            answer = Self.json(.notFound, Self.problem(status: "not_found", reason: "no such endpoint"))
         }
-        response.headers[.xRequestID] = requestID
-        metrics.request(route: route?.rawValue ?? "other", status: response.status.code)
+        finish(&answer, route: route, request.head, caller: caller, requestID: requestID, started: started)
+        return answer.response
+    }
+
+    /// What every answer gets, from either path: its request id, its count in the metrics, and
+    /// its line in the access log.
+    func finish(
+        _ answer: inout Answer,
+        route: Route?,
+        _ head: HTTPRequest,
+        caller: Caller,
+        requestID: String,
+        started: ContinuousClock.Instant
+    ) {
+        answer.headers[.xRequestID] = requestID
+        metrics.request(route: route?.rawValue ?? "other", status: answer.status.code)
         if accessLog {
+            let path = head.path.map { $0.split(separator: "?", maxSplits: 1).first.map(String.init) ?? $0 } ?? ""
             logger.info(
-                "\(request.method.rawValue) \(request.uri.path) \(response.status.code)",
+                "\(head.method.rawValue) \(path) \(answer.status.code)",
                 metadata: [
-                    "http.client": "\(clientAddressPolicy.stored(clientAddress(request, context)) ?? "-")",
+                    "http.client": "\(clientAddressPolicy.stored(clientAddress(head.headerFields, caller)) ?? "-")",
                     "http.request_id": "\(requestID)",
                     "http.duration_ms": "\((ContinuousClock.now - started).milliseconds)",
                 ]
             )
         }
-        return response
     }
 
-    /// One postback: read the body (at most ``maximumBody`` bytes), verify it, wait for its
-    /// commit, answer. `path` is the kind the report path it arrived at takes.
-    private func receive(
-        _ request: Request,
+    /// One postback, its body read whole (``HotRouteHandler`` refuses one over ``maximumBody``
+    /// bytes): verify it, hand it to the writer, and `reply` once its commit is durable (on the
+    /// writer's thread). `path` is the kind the report path it arrived at takes.
+    func receive(
+        _ head: HTTPRequest,
+        body: ByteBuffer,
         path: PostbackKind,
-        context: ServeRequestContext,
+        caller: Caller,
         arrival: UTCInstant,
-        requestID: String
-    ) async -> Response {
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBody {
-            return tooLarge()
-        }
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: maximumBody)
-        } catch is NIOTooManyBytesError {
-            return tooLarge()
-        } catch {
-            // The client went away or timed out mid-body: nothing to store, nobody to answer.
-            return Self.json(
-                .badRequest,
-                Self.problem(status: "incomplete", reason: "the request body did not arrive whole")
-            )
-        }
+        requestID: String,
+        reply: @escaping @Sendable (Answer) -> Void
+    ) {
         let bytes = Array(body.readableBytesView)
         let (result, digest) = verifiers.withVerifier { verifier in
             bytes.withUnsafeBufferPointer { buffer in
@@ -205,24 +234,21 @@ struct PostbackResponder: HTTPResponder {
             digest: digest,
             request: ReceivedRequest(
                 receivedAt: arrival,
-                clientAddress: clientAddressPolicy.stored(clientAddress(request, context)),
+                clientAddress: clientAddressPolicy.stored(clientAddress(head.headerFields, caller)),
                 requestID: requestID
             )
         )
-        switch await committer.submit(submission) {
-        case .unavailable(let reason):
-            var response = Self.json(
-                .serviceUnavailable,
-                Self.problem(status: "unavailable", reason: "the postback was not stored: \(reason)")
-            )
-            response.headers[.retryAfter] = "5"
-            return response
-        case .done(let outcome):
-            return Self.answer(outcome, result, requestID: requestID)
+        committer.submit(submission) { receipt in
+            switch receipt {
+            case .unavailable(let reason):
+                reply(Self.unavailable(status: "unavailable", reason: "the postback was not stored: \(reason)"))
+            case .done(let outcome):
+                reply(Self.answer(outcome, result, requestID: requestID))
+            }
         }
     }
 
-    private func tooLarge() -> Response {
+    func tooLarge() -> Answer {
         Self.json(
             .contentTooLarge,
             Self.problem(
@@ -233,7 +259,7 @@ struct PostbackResponder: HTTPResponder {
     }
 
     /// 200 for whatever retrying cannot change; 400 for a malformed body, naming the field.
-    static func answer(_ outcome: ReceiptOutcome, _ result: VerificationResult, requestID: String) -> Response {
+    static func answer(_ outcome: ReceiptOutcome, _ result: VerificationResult, requestID: String) -> Answer {
         var object = JSONObjectWriter()
         let status: String
         switch outcome {
@@ -252,12 +278,19 @@ struct PostbackResponder: HTTPResponder {
         return json(result.verdict == .malformed ? .badRequest : .ok, object.text)
     }
 
-    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(
-            status: status,
-            headers: [.contentType: "application/json"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n"))
-        )
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> Answer {
+        var body = ByteBuffer()
+        body.reserveCapacity(text.utf8.count + 1)
+        body.writeString(text)
+        body.writeInteger(UInt8(ascii: "\n"))
+        return Answer(status: status, headers: [.contentType: "application/json"], body: body)
+    }
+
+    /// 503 with `Retry-After: 5`: nothing of the request was stored.
+    static func unavailable(status: String, reason: String) -> Answer {
+        var answer = json(.serviceUnavailable, problem(status: status, reason: reason))
+        answer.headers[.retryAfter] = "5"
+        return answer
     }
 
     static func problem(status: String, reason: String) -> String {
@@ -269,12 +302,16 @@ struct PostbackResponder: HTTPResponder {
 
     /// The client's address: the last entry of the trusted proxy's header when configured,
     /// else the peer's IP address.
-    func clientAddress(_ request: Request, _ context: ServeRequestContext) -> String? {
-        if let name = clientAddressHeader, let value = request.headers[name] {
+    func clientAddress(_ headers: HTTPFields, _ caller: Caller) -> String? {
+        if let name = clientAddressHeader, let value = headers[name] {
             let last = (value.split(separator: ",").last ?? "").drop { $0 == " " }.reversed().drop { $0 == " " }
             if !last.isEmpty && last.count <= 64 { return String(last.reversed()) }
         }
-        return context.peer?.ipAddress
+        return caller.peer?.ipAddress
+    }
+
+    func clientAddress(_ request: Request, _ caller: Caller) -> String? {
+        clientAddress(request.headers, caller)
     }
 
     /// The client's `X-Request-Id` when it is short and plain, else a new random one.

@@ -19,7 +19,7 @@ extension PostbackResponder {
     static let defaultPullLimit = 1_000
     static let maximumPullLimit = 10_000
 
-    func pullPostbacks(_ request: Request, context: ServeRequestContext) async -> Response {
+    func pullPostbacks(_ request: Request, context: Caller) async -> Answer {
         let admission = admit(
             request,
             context,
@@ -82,13 +82,13 @@ extension PostbackResponder {
                 }
                 return (body, cursor, rows)
             }
-            return Response(
+            return Answer(
                 status: .ok,
                 headers: [
                     .contentType: "application/x-ndjson", .cacheControl: "no-store",
                     .postbackdCursor: cursor.position, .postbackdRows: String(rows),
                 ],
-                body: ResponseBody(byteBuffer: body)
+                body: body
             )
         } catch {
             return unreadable(error)

@@ -203,13 +203,11 @@ package struct ServeJob: Sendable {
             secureCookie: tls != nil,
             logger: logger
         )
-        let seconds = readTimeout.components.seconds
-        let http1 = HTTPServerBuilder.http1(
-            configuration: HTTP1Channel.Configuration(
-                additionalChannelHandlers: [RequestDeadlineHandler(bodyTimeout: .seconds(seconds))],
-                idleTimeout: .seconds(seconds)
-            )
-        )
+        let readTimeout = TimeAmount.seconds(self.readTimeout.components.seconds)
+        // The hot routes are answered below the router (HotPath.swift).
+        let http1 = HTTPServerBuilder { router in
+            ServeHTTP1Channel(responder: router, routes: responder, readTimeout: readTimeout)
+        }
         let host = self.host
         let listening = Mutex<String?>(nil)
         let app = Application(
@@ -252,9 +250,9 @@ package struct ServeJob: Sendable {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
+        let forwardTimeout = Duration.seconds(Int64(forward?.config.destinations.map(\.timeoutSeconds).max() ?? 0))
         configuration.maximumGracefulShutdownDuration =
-            readTimeout + .seconds(20) + .seconds(Int64(forward?.config.destinations.map(\.timeoutSeconds).max() ?? 0))
-            + (appleAds?.timeout ?? .zero)
+            self.readTimeout + .seconds(20) + forwardTimeout + (appleAds?.timeout ?? .zero)
         do {
             try await ServiceGroup(configuration: configuration).run()
         } catch {

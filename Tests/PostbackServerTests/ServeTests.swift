@@ -139,6 +139,46 @@ struct ServeTests {
         #expect(quarantine == ["malformed http device-retry-7"])
     }
 
+    @Test("pipelined requests are answered in order, the hot routes' and the router's alike")
+    func pipelined() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let server = try start(store)
+        let port = try #require(UInt16(server.base.split(separator: ":").last ?? ""))
+        let first = String(decoding: try Self.signed("11111111-0000-4000-8000-0000000000a1"), as: UTF8.self)
+        let second = String(decoding: try Self.signed("11111111-0000-4000-8000-0000000000a2"), as: UTF8.self)
+        func post(_ body: String, close: Bool = false) -> String {
+            "POST \(Self.skan) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.utf8.count)\r\n"
+                + (close ? "Connection: close\r\n" : "") + "\r\n" + body
+        }
+        let get = { (path: String) in "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }
+        // All in one write: a postback, a routed GET, the same postback, a 404, a HEAD of a hot
+        // route that takes GET (400: no query), another postback that closes.
+        let received = try Self.exchange(
+            post(first) + get("/healthz") + post(first) + get("/nowhere")
+                + "HEAD /api/v2/conversion_value HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + post(second, close: true),
+            port: port
+        )
+        let answers = received.components(separatedBy: "HTTP/1.1 ").dropFirst().map { String($0) }
+        let statuses = answers.map { $0.prefix(3) }
+        #expect(statuses == ["200", "200", "200", "404", "400", "200"], "\(received)")
+        let bodies = answers.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" }
+        if bodies.count == 6 {
+            #expect(bodies[0].contains(#""status":"stored""#))
+            #expect(bodies[1].contains(#""status":"up""#))
+            #expect(bodies[2].contains(#""status":"duplicate""#))
+            #expect(bodies[3].contains(#""status":"not_found""#))
+            #expect(bodies[4].isEmpty, "a HEAD's answer has no body: \(bodies[4])")
+            #expect(bodies[5].contains(#""status":"stored""#))
+        }
+        // The hot path's answers carry what Hummingbird's do.
+        for answer in answers {
+            #expect(answer.contains("\r\nDate: ") || answer.contains("\r\ndate: "), "\(answer)")
+            #expect(answer.lowercased().contains("\r\ncontent-length: "), "\(answer)")
+        }
+        #expect(server.stop() == 0)
+        #expect(try await store.strings("SELECT count(*) FROM postbacks") == ["2"])
+    }
+
     // MARK: Same verdicts as verify
 
     @Test("the vectors give verify's verdicts")

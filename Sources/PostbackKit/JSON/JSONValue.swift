@@ -153,22 +153,12 @@ private struct JSONTreeBuilder {
     }
 
     private mutating func string() -> String {
-        position += 1  // opening quote
-        let start = position
-        var escaped = false
-        while position < bytes.count {
-            let byte = bytes[position]
-            if byte == UInt8(ascii: "\\") {
-                escaped = true
-                position += 2
-                continue
-            }
-            if byte == UInt8(ascii: "\"") { break }
-            position += 1
-        }
-        let slice = JSONSlice(kind: .string, start: start, end: position, flag: escaped)
-        position += 1  // closing quote
-        return JSONText.string(bytes, slice)
+        let extent = scannedString(bytes, at: position)
+        position = extent.next
+        return JSONText.string(
+            bytes,
+            JSONSlice(kind: .string, start: extent.start, end: extent.end, flag: extent.escaped)
+        )
     }
 
     private mutating func skipWhitespace() {
@@ -200,4 +190,28 @@ extension JSONValue {
             return text
         }
     }
+}
+
+/// The string whose opening quote is at `position` in bytes the scanner has accepted: its
+/// content's range, whether it holds escapes, and the offset past its closing quote. Stays
+/// within `bytes` whatever they hold.
+func scannedString(
+    _ bytes: UnsafeBufferPointer<UInt8>,
+    at position: Int
+) -> (start: Int, end: Int, escaped: Bool, next: Int) {
+    var position = position + 1
+    let start = position
+    var escaped = false
+    while position < bytes.count {
+        let byte = bytes[position]
+        if byte == UInt8(ascii: "\\") {
+            escaped = true
+            position += 2
+            continue
+        }
+        if byte == UInt8(ascii: "\"") { break }
+        position += 1
+    }
+    let end = min(position, bytes.count)
+    return (min(start, end), end, escaped, position + 1)
 }

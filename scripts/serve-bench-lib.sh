@@ -105,7 +105,7 @@ floor() {
     echo "| GET /healthz through | rate (wrk -t$threads -c64, ${seconds} s) | server CPU per request | wrk CPU per request |"
     echo "|---|---|---|---|"
     start_server "$(sqlite_db floor)"
-    floor_rate=$(floor_row "serve (Hummingbird: router-less responder, request context, date)" "$server_pid")
+    floor_rate=$(floor_row "serve (Hummingbird's Application: request context, responder, date)" "$server_pid")
     stop_server
     local mode label
     for mode in core nio; do

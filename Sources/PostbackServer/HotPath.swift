@@ -113,6 +113,8 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var waiting = CircularBuffer<HTTPRequestPart>()
     /// Whether a read was held back while waiting.
     private var readHeld = false
+    /// Whether ``resume(context:)`` is under way.
+    private var resuming = false
     /// The client shut down its side while requests here were under way: Hummingbird is told
     /// once they are answered.
     private var inputClosed = false
@@ -150,6 +152,8 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .head:
                 return false  // the codec gives no head before an end
             case .body(let chunk):
+                // A GET's body is not read (Hummingbird's loop dropped it too).
+                if request.limit == 0 { return true }
                 guard request.body.readableBytes + chunk.readableBytes <= request.limit else {
                     state = .discarding
                     answer(tooLarge(request.route), to: request, context: context)
@@ -319,7 +323,12 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Takes the requests that waited, then lets reading go on if it was held.
     private func resume(context: ChannelHandlerContext) {
-        // Taken off first: answering a part at once (a conversion value) comes back here.
+        // A request answered at once (a conversion value) comes back here from within `take`:
+        // the loop below goes on with the next one instead, so a long run of pipelined requests
+        // is a loop, not a recursion as deep as the run.
+        guard !resuming else { return }
+        resuming = true
+        defer { resuming = false }
         var took = false
         while let part = waiting.popFirst() {
             guard take(part, context: context) else {

@@ -179,6 +179,30 @@ struct ServeTests {
         #expect(try await store.strings("SELECT count(*) FROM postbacks") == ["2"])
     }
 
+    @Test("thousands of pipelined requests behind a postback are all answered, and a GET's body is not read")
+    func longPipeline() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory)
+        let server = try start(store)
+        let port = try #require(UInt16(server.base.split(separator: ":").last ?? ""))
+        let postback = String(decoding: try Self.signed("11111111-0000-4000-8000-0000000000b1"), as: UTF8.self)
+        var text =
+            "POST \(Self.skan) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(postback.utf8.count)\r\n\r\n" + postback
+        // Answered at once, each: while the postback waits for its commit they queue behind it.
+        let state = "POST /v1/conversion-value HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+        text += String(repeating: state, count: 3_000)
+        // A GET of the snippet's route with a body: the body is skipped, the query answered.
+        text += "GET /api/v2/conversion_value HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello"
+        text += "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        let received = try Self.exchange(text, port: port)
+        let statuses = received.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses.count == 3_003, "\(statuses.count) answers")
+        #expect(statuses.first == "200")
+        #expect(statuses.dropFirst().prefix(3_000).allSatisfy { $0 == "400" })
+        #expect(Array(statuses.suffix(2)) == ["400", "200"], "\(statuses.suffix(2))")
+        #expect(received.contains(#""reason":"i: missing""#), "the snippet's GET was answered from its query")
+        #expect(server.stop() == 0)
+    }
+
     // MARK: Same verdicts as verify
 
     @Test("the vectors give verify's verdicts")

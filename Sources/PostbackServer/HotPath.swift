@@ -255,7 +255,7 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context, request: request, caller: caller), eventLoop: loop)
         return { answer in
-            let send = {
+            let send: @Sendable () -> Void = {
                 let (handler, context, request, caller) = bound.value
                 handler.answer(answer, to: request, caller: caller, requestID: requestID, context: context)
             }

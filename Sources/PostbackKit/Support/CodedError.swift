@@ -14,3 +14,34 @@ extension CodedError {
 
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
+
+/// The code of one coded error type: opaque to callers, compared by name, and declared in one
+/// line each (`extension ErrorCode where Domain == StoreError { static let unknownApp = Self("unknownApp") }`)
+/// instead of a private enum mirrored by static members in every error type.
+///
+/// `Domain` is the error type the code belongs to, so a code of one type cannot be passed to
+/// another.
+public struct ErrorCode<Domain>: Hashable, Sendable, CustomStringConvertible {
+    /// The code's name, as declared (for logs and tests; callers compare codes, not names).
+    public let name: String
+
+    package init(_ name: String) {
+        self.name = name
+    }
+
+    public var description: String { name }
+}
+
+/// Where in postbackd's source a coded error was made (`#fileID`, `#line`), as swift-asn1's
+/// `ASN1Error` keeps it: for a person reading a log or a bug report, never compared.
+public struct ErrorSource: Hashable, Sendable, CustomStringConvertible {
+    public let fileID: String
+    public let line: Int
+
+    package init(fileID: String, line: Int) {
+        self.fileID = fileID
+        self.line = line
+    }
+
+    public var description: String { "\(fileID):\(line)" }
+}

@@ -111,6 +111,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // PostbackKit's getting-started article (Examples/HummingbirdVerify, a package of its own
+        // for readers), built here too so that CI compiles it in the one build: without package
+        // access it sees PostbackKit's public API alone, as the example package does.
+        // A name of its own: the example's package depends on this one, and module names are unique.
+        // scripts/example-check.sh starts it and posts to it.
+        .executableTarget(
+            name: "HummingbirdVerifyExample",
+            dependencies: [
+                "PostbackKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Examples/HummingbirdVerify/Sources/HummingbirdVerify",
+            packageAccess: false
+        ),
         // Helpers shared by both test targets: repository paths, test keys, a postback
         // factory, temporary folders, running the built binary.
         .target(

@@ -8,9 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-swift package dump-symbol-graph --minimum-access-level public >"$work/dump.log" 2>&1 || { cat "$work/dump.log" >&2; exit 2; }
+# PostbackKit's public symbols, extracted from the module the debug build made (built here when
+# missing): `swift package dump-symbol-graph` would give the same graph for every module of the
+# package, minutes of work for the one module the catalog documents.
+swift build --target PostbackKit >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 2; }
+modules="$(swift build --show-bin-path)/Modules"
 mkdir "$work/symbols"
-cp "$(swift build --show-bin-path)/../symbolgraph/"PostbackKit*.symbols.json "$work/symbols/"
+extract=$(command -v swift-symbolgraph-extract || echo "$(dirname "$(readlink -f "$(command -v swift)")")/swift-symbolgraph-extract")
+"$extract" -module-name PostbackKit -target "$(uname -m)-unknown-linux-gnu" -I "$modules" \
+    -Xcc -fmodule-map-file="$PWD/Sources/CPostbackdOpenSSL/module.modulemap" \
+    -minimum-access-level public -output-dir "$work/symbols"
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 "$docc" convert Sources/PostbackKit/PostbackKit.docc --additional-symbol-graph-dir "$work/symbols" \
     --fallback-display-name PostbackKit --fallback-bundle-identifier PostbackKit \

@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# Builds Examples/HummingbirdVerify (PostbackKit's getting-started article, a package of its own
-# that sees only PostbackKit's public API), starts it on a free loopback port, and posts Apple's
-# sample postbacks to it: every valid one answers 200, a tampered one 400 naming the field.
+# Examples/HummingbirdVerify (PostbackKit's getting-started article, a package of its own that
+# sees only PostbackKit's public API): starts it on a free loopback port and posts Apple's sample
+# postbacks to it: every valid one answers 200, a tampered one 400 naming the field.
+#
+#   scripts/example-check.sh              the main package's HummingbirdVerifyExample target (the same
+#                                         source, without package access: public API alone),
+#                                         built by `swift build`, here when missing; the example's
+#                                         own manifest is read and must pin what the main one pins
+#   scripts/example-check.sh --package    the example built as a package of its own, as a reader
+#                                         builds it (a second build of Hummingbird and SwiftNIO)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 example=Examples/HummingbirdVerify
-swift build --package-path "$example" >&2
-bin=$(swift build --package-path "$example" --show-bin-path)/HummingbirdVerify
+if [ "${1:-}" = "--package" ]; then
+    swift build --package-path "$example" >&2
+    bin=$(swift build --package-path "$example" --show-bin-path)/HummingbirdVerify
+else
+    # The example's manifest is valid and depends on the Hummingbird the main package builds.
+    swift package --package-path "$example" dump-package >/dev/null
+    pin='hummingbird-project/hummingbird", exact: "[0-9.]*"'
+    [ "$(grep -o "$pin" "$example/Package.swift")" = "$(grep -o "$pin" Package.swift)" ] || {
+        echo "example-check: $example/Package.swift pins another Hummingbird than Package.swift" >&2
+        exit 1
+    }
+    bin="$(swift build --show-bin-path)/HummingbirdVerifyExample"
+    [ -x "$bin" ] || swift build --product HummingbirdVerifyExample >&2
+fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)

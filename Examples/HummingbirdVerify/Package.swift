@@ -1,7 +1,8 @@
 // swift-tools-version: 6.1
 // The getting-started article of PostbackKit's DocC catalog, as a package of its own that
 // depends on postbackd by path as anyone's would: it compiles against the public API only.
-// scripts/example-check.sh (run by CI) builds it, starts it and posts Apple's sample postbacks.
+// CI builds the same source as a target of postbackd's own package, without package access, and
+// scripts/example-check.sh starts it and posts Apple's sample postbacks (`--package` builds this one).
 import PackageDescription
 
 let package = Package(

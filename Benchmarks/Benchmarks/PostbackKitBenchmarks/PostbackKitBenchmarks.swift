@@ -44,6 +44,9 @@ let benchmarks: @Sendable () -> Void = {
     // One-off signatures, as `serve` checks them; after 1,024 signatures by one key the
     // verifier builds a fixed-base table for it, which the warm-up below leaves behind.
     let verifiers = VerifierPool()
+    guard verifiers.verify(postback).verdict == .valid else {
+        fatalError("the sample postback does not verify with Apple's keys")
+    }
     Benchmark(
         "VerifyPostbackP256",
         configuration: .init(warmupIterations: 2)
@@ -57,6 +60,10 @@ let benchmarks: @Sendable () -> Void = {
     // (the strict JSON scan, duplicate keys, types, the version's layout) and stops before the
     // signature: "no P-256 key is loaded".
     let scanners = VerifierPool(keys: KeyRing())
+    let scanned = scanners.verify(postback)
+    guard scanned.postback != nil, scanned.reason?.contains("no P-256 key is loaded") == true else {
+        fatalError("the scan did not read the postback whole: \(scanned.verdict) \(scanned.reason ?? "")")
+    }
     Benchmark("ScanPostbackJSON") { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(scanners.verify(postback))

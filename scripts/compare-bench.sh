@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paired benchmark of two postbackd builds (BENCHMARKS.md, "Issue 35"): the ingest path,
+# Paired benchmark of two postbackd builds (BENCHMARKS.md; docs/benchmarks/2026-11-25-storage-written-once.md): the ingest path,
 # aggregate and check on SQLite and PostgreSQL, the same corpus, the two builds in turn (A B A B …) so
 # that a comparison holds while the machine's speed drifts. Prints each figure's median wall
 # seconds for A and B and the median of the pairs' ratios B/A.

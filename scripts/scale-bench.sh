@@ -72,7 +72,7 @@ middle=$(python3 -c "import datetime as d; print(d.date.fromisoformat('$last') -
 # At most 3,200 days: ingest reads a forwarder's timestamp before 2018 (SKAdNetwork's first
 # year) as no timestamp and stores the postback as received when ingested, so a corpus of 20
 # years put 10.8 M of its 20 M postbacks on the day it was ingested (the figures of 2026-11-26
-# in BENCHMARKS.md). 20 M postbacks then hold 6,250 a day, 2.3 times the 1 M store's.
+# in docs/benchmarks/). 20 M postbacks then hold 6,250 a day, 2.3 times the 1 M store's.
 corpus() {
     local days=$(($2 * 365 / 1000000))
     [ "$days" -lt 365 ] && days=365

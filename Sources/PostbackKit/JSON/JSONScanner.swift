@@ -1,29 +1,6 @@
 /// Why some bytes are not the JSON postbackd accepts, and where.
 package struct JSONSyntaxError: CodedError, Sendable {
-    /// What kind of failure this is; errors compare equal by code.
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable {
-            case unexpectedEnd, unexpectedCharacter, duplicateKey, tooDeep, invalidString, invalidUTF8, invalidNumber
-        }
-        fileprivate let value: Value
-        /// The input ends where more is needed: empty, or inside a value, a string, an object
-        /// or an array.
-        package static let unexpectedEnd = Code(value: .unexpectedEnd)
-        /// A character that cannot be where it is: not a value, a quoted key, `:`, `,` or the
-        /// closing bracket expected, or anything after the end of the value.
-        package static let unexpectedCharacter = Code(value: .unexpectedCharacter)
-        /// An object names a key twice.
-        package static let duplicateKey = Code(value: .duplicateKey)
-        /// Arrays and objects nest deeper than the scanner follows.
-        package static let tooDeep = Code(value: .tooDeep)
-        /// A string holds an unescaped control character or line end, an unknown escape, or a
-        /// `\u` escape that is not four hexadecimal digits or a whole surrogate pair.
-        package static let invalidString = Code(value: .invalidString)
-        /// Bytes that are not UTF-8.
-        package static let invalidUTF8 = Code(value: .invalidUTF8)
-        /// A number JSON does not allow (a leading zero, no digit after `.` or in the exponent).
-        package static let invalidNumber = Code(value: .invalidNumber)
-    }
+    package typealias Code = ErrorCode<Self>
 
     package let code: Code
     /// Byte offset of the problem from the start of the scanned bytes.
@@ -38,6 +15,26 @@ package struct JSONSyntaxError: CodedError, Sendable {
         self.message = message
         self.offset = offset
     }
+}
+
+extension ErrorCode where Domain == JSONSyntaxError {
+    /// The input ends where more is needed: empty, or inside a value, a string, an object
+    /// or an array.
+    package static let unexpectedEnd = Self("unexpectedEnd")
+    /// A character that cannot be where it is: not a value, a quoted key, `:`, `,` or the
+    /// closing bracket expected, or anything after the end of the value.
+    package static let unexpectedCharacter = Self("unexpectedCharacter")
+    /// An object names a key twice.
+    package static let duplicateKey = Self("duplicateKey")
+    /// Arrays and objects nest deeper than the scanner follows.
+    package static let tooDeep = Self("tooDeep")
+    /// A string holds an unescaped control character or line end, an unknown escape, or a
+    /// `\u` escape that is not four hexadecimal digits or a whole surrogate pair.
+    package static let invalidString = Self("invalidString")
+    /// Bytes that are not UTF-8.
+    package static let invalidUTF8 = Self("invalidUTF8")
+    /// A number JSON does not allow (a leading zero, no digit after `.` or in the exponent).
+    package static let invalidNumber = Self("invalidNumber")
 }
 
 /// The kind of a scanned JSON value.

@@ -56,7 +56,7 @@ extension Postbackd.AppleAds {
                 summary = try await AppleAdsAddJob.run(location: database.location, input: input) { problem in
                     errors.line("postbackd apple-ads add: \(problem)")
                 }
-            } catch let error as TextLinesError {
+            } catch let error as PostbackKitError {
                 errors.flush()
                 throw failInput(error.description)
             } catch {

@@ -45,7 +45,7 @@ extension Postbackd {
                 let change: CampaignMappingChange
                 do {
                     change = try await CampaignsJob.add(database.location, files: files)
-                } catch let error as CampaignMappingError {
+                } catch let error as FileProblemsError {
                     throw failInput("no mapping was stored:\n" + error.description)
                 } catch {
                     throw failStore(error, database.location)

@@ -176,7 +176,7 @@ private func addFiles(
     output.flush()
     guard outcome.refused.isEmpty else {
         throw failInput(
-            outcome.refused.map { "nothing of \($0.file) was stored:\n" + $0.reason }.joined(separator: "\n")
+            outcome.refused.map { "nothing of \($0.file ?? "") was stored:\n" + $0.reason }.joined(separator: "\n")
         )
     }
 }

@@ -116,9 +116,7 @@ extension Postbackd {
             do {
                 let destination = try output.map(TextOutput.file) ?? .standardOutput()
                 try GenerateJob(options: options, keyFiles: key).run(output: destination)
-            } catch let error as InputError {
-                throw failInput(error.reason)
-            } catch let error as ECKeyError {
+            } catch let error as PostbackKitError {
                 throw failInput(error.reason)
             }
         }

@@ -81,7 +81,7 @@ extension Postbackd {
             let summary: IngestSummary
             do {
                 summary = try await job.run(errors: errors, showProgress: errors.isTerminal)
-            } catch let error as InputError {
+            } catch let error as PostbackKitError {
                 throw failInput(error.reason)
             } catch {
                 throw failStore(error, database.location, whileWriting: true)

@@ -77,7 +77,7 @@ extension Postbackd {
                         conversionType: conversionType.type,
                         location: database.location
                     )
-                } catch let error as ModelFilesError {
+                } catch let error as FileProblemsError {
                     throw failInput("no model was stored:\n" + error.description)
                 } catch let error as BundleIDConflict {
                     throw failInput("no model was stored: \(error)")

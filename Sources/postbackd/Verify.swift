@@ -88,7 +88,7 @@ extension Postbackd {
             let summary: VerificationSummary
             do {
                 summary = try await job.run(output: .standardOutput(), errors: .standardError())
-            } catch let error as InputError {
+            } catch let error as PostbackKitError {
                 throw failInput(error.reason)
             }
             if summary.unreadableFiles > 0 { throw ExitCode.usageOrInputError }

@@ -229,6 +229,6 @@ struct InputReaderTests {
         let second = try directory.write("1.json", postbacks[0])
         let (entries, _) = try readAll([first, second])
         #expect(entries.map(\.location.source) == [first, second])
-        #expect(throws: InputError.self) { try readAll([first, directory.path + "/missing.json"]) }
+        #expect(throws: PostbackKitError.self) { try readAll([first, directory.path + "/missing.json"]) }
     }
 }

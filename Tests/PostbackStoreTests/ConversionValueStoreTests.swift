@@ -122,10 +122,10 @@ struct ConversionValueStoreTests {
         #expect(listed.map(\.bundleID) == [nil, "com.example.game2"])
         #expect(try await store.count("app_bundles") == 1)
 
-        await #expect(throws: ModelFilesError.self) {
+        await #expect(throws: FileProblemsError.self) {
             _ = try await ModelsJob.add(files: [game], bundleID: "com example", location: store.location)
         }
-        await #expect(throws: ModelFilesError.self) {
+        await #expect(throws: FileProblemsError.self) {
             _ = try await ModelsJob.add(
                 files: [game, examples],
                 bundleID: "com.example.both",

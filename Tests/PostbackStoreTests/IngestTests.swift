@@ -176,7 +176,9 @@ struct IngestTests {
         await #expect(throws: DatabaseOpenError.self) {
             try await ingest([Repository.vectors], into: directory.path + "/missing/db.sqlite")
         }
-        await #expect(throws: InputError.self) { try await ingest([directory.path + "/missing.json"], into: database) }
+        await #expect(throws: PostbackKitError.self) {
+            try await ingest([directory.path + "/missing.json"], into: database)
+        }
     }
 
     @Test("the schema is created by migration, in WAL mode, and the run is logged")

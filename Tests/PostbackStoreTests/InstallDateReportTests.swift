@@ -342,7 +342,7 @@ struct InstallDateReportTests {
 
         // A file with a problem stores nothing.
         let bad = try directory.write("bad.csv", CampaignMapping.header + "\n3rpoyewmr9.skadnetwork,9,,,,,\n")
-        await #expect(throws: CampaignMappingError.self) { try await CampaignsJob.add(store.location, files: [bad]) }
+        await #expect(throws: FileProblemsError.self) { try await CampaignsJob.add(store.location, files: [bad]) }
         #expect(try await CampaignsJob.list(store.location, network: nil).count == 4)
     }
 }

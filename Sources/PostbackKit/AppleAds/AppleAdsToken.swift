@@ -187,22 +187,7 @@ package struct AppleAdsToken: Sendable, Hashable {
 /// A token submission (or Apple's attribution record for it) that cannot be used: the field
 /// and what is wrong with it.
 package struct AppleAdsTokenError: CodedError, Sendable {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case notJSON, missing, wrongType, invalidValue, tooLarge }
-        fileprivate let value: Value
-        /// The text is not JSON.
-        package static let notJSON = Code(value: .notJSON)
-        /// A field it needs is missing: `app_id`, `token`; `obtained_at` in a batch file;
-        /// a record's `attribution`.
-        package static let missing = Code(value: .missing)
-        /// The submission, or a field, holds another kind of JSON value than it takes.
-        package static let wrongType = Code(value: .wrongType)
-        /// A field's value cannot be used: not an App Store id, not a token (empty, too long,
-        /// bytes no token has), not an ISO 8601 time, a time more than an hour ahead.
-        package static let invalidValue = Code(value: .invalidValue)
-        /// A line of `apple-ads add` longer than it reads.
-        package static let tooLarge = Code(value: .tooLarge)
-    }
+    package typealias Code = ErrorCode<Self>
 
     package let code: Code
     /// The field at fault; nil for the body as a whole.
@@ -217,6 +202,21 @@ package struct AppleAdsTokenError: CodedError, Sendable {
         self.field = field
         self.message = message
     }
+}
+
+extension ErrorCode where Domain == AppleAdsTokenError {
+    /// The text is not JSON.
+    package static let notJSON = Self("notJSON")
+    /// A field it needs is missing: `app_id`, `token`; `obtained_at` in a batch file;
+    /// a record's `attribution`.
+    package static let missing = Self("missing")
+    /// The submission, or a field, holds another kind of JSON value than it takes.
+    package static let wrongType = Self("wrongType")
+    /// A field's value cannot be used: not an App Store id, not a token (empty, too long,
+    /// bytes no token has), not an ISO 8601 time, a time more than an hour ahead.
+    package static let invalidValue = Self("invalidValue")
+    /// A line of `apple-ads add` longer than it reads.
+    package static let tooLarge = Self("tooLarge")
 }
 
 /// A token's state. `pending` until Apple answers for good or the token expires; the token

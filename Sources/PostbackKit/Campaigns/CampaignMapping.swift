@@ -68,7 +68,7 @@ package enum CampaignMappingFile {
     /// Reads and checks the files (`-`: standard input) together: every problem, each naming
     /// its file and line, or every row. Rows of one network and prefix whose validity periods
     /// share a day are a problem naming both lines, across files too.
-    package static func read(_ paths: [String]) -> Result<[CampaignMapping], CampaignMappingError> {
+    package static func read(_ paths: [String]) -> Result<[CampaignMapping], FileProblemsError> {
         var rows: [CampaignMapping] = []
         var problems: [String] = []
         for path in paths {
@@ -89,7 +89,7 @@ package enum CampaignMappingFile {
             let more = problems.count - maximumProblems
             problems = Array(problems.prefix(maximumProblems)) + ["… and \(more) more problems"]
         }
-        return problems.isEmpty ? .success(rows) : .failure(CampaignMappingError(.invalid, problems: problems))
+        return problems.isEmpty ? .success(rows) : .failure(FileProblemsError(.invalid, problems: problems))
     }
 
     /// Parses one file's bytes; `source` names it in problems and rows. Returns the rows that
@@ -216,31 +216,6 @@ extension CampaignMapping {
         case (nil, let to?): "until \(to)"
         case (nil, nil): "always"
         }
-    }
-}
-
-/// Mapping files that cannot be added: every problem, each naming its file and line.
-package struct CampaignMappingError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case invalid, empty }
-        fileprivate let value: Value
-        /// The files cannot be added as they are: a file unreadable or empty, a header or row
-        /// that cannot be read, or rows of one network and prefix whose periods overlap. Every
-        /// problem is listed, each naming its file and line.
-        package static let invalid = Code(value: .invalid)
-        /// The files hold a header and no mapping row.
-        package static let empty = Code(value: .empty)
-    }
-
-    package let code: Code
-    /// One line per problem, each naming its file and line.
-    package let problems: [String]
-    /// The problems, one per line.
-    package var reason: String { problems.joined(separator: "\n") }
-
-    package init(_ code: Code, problems: [String]) {
-        self.code = code
-        self.problems = problems
     }
 }
 

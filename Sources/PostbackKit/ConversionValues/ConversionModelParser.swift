@@ -1,13 +1,7 @@
 /// Why a conversion model was refused: every problem found, each with its JSON path.
 public struct ConversionModelError: CodedError {
-    public struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case notJSON, invalid }
-        fileprivate let value: Value
-        /// The file is not JSON.
-        public static let notJSON = Code(value: .notJSON)
-        /// The JSON is not a valid model.
-        public static let invalid = Code(value: .invalid)
-    }
+    /// What kind of failure this is; errors compare equal by code.
+    public typealias Code = ErrorCode<Self>
 
     /// One problem: where (`$.fineGrainedConversionValueMappings[3].fineGrainedConversionValue`)
     /// and what.
@@ -25,6 +19,13 @@ public struct ConversionModelError: CodedError {
         self.code = code
         self.problems = problems
     }
+}
+
+extension ErrorCode where Domain == ConversionModelError {
+    /// The file is not JSON.
+    public static let notJSON = Self("notJSON")
+    /// The JSON is not a valid model.
+    public static let invalid = Self("invalid")
 }
 
 /// Reads conversion models in the Google Ads `SkAdNetworkConversionValueSchema` protobuf JSON

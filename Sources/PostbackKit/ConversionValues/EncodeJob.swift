@@ -23,14 +23,14 @@ package enum EncodeJob {
     /// `{"line": N, "error": "…"}` for a state that cannot be read, which is also reported to
     /// `errors`. The other lines are answered whatever one line holds.
     ///
-    /// - Throws: ``TextLinesError`` when the input cannot be opened or reading it fails part way.
+    /// - Throws: ``PostbackKitError`` when the input cannot be opened or reading it fails part way.
     package static func run(
         model: ConversionModel,
         input: String,
         explain: Bool,
         output: TextOutput,
         errors: TextOutput
-    ) throws(TextLinesError) -> Summary {
+    ) throws(PostbackKitError) -> Summary {
         let lines = try TextLines(input, maximumBytes: maximumLineBytes)
         var summary = Summary()
         while let next = try lines.next() {

@@ -3,25 +3,7 @@
 /// Errors compare equal by ``code``; ``reason`` is what a person reads.
 public struct UserStateError: CodedError, Sendable {
     /// What kind of failure this is; errors compare equal by code.
-    public struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case notJSON, missing, wrongType, invalidValue, tooLarge }
-        fileprivate let value: Value
-        /// The text is not JSON.
-        public static let notJSON = Code(value: .notJSON)
-        /// A field the state needs is missing: `elapsed_hours`, an event's `name` or `hours`, or
-        /// the `currency` of an event with revenue.
-        public static let missing = Code(value: .missing)
-        /// A field holds another kind of JSON value than it takes (a string for a number, an
-        /// object for an array).
-        public static let wrongType = Code(value: .wrongType)
-        /// A field's value cannot be used: a negative number, a fine value over 63, a coarse
-        /// value or currency code that does not exist, an empty event name, implausible revenue,
-        /// more than three windows.
-        public static let invalidValue = Code(value: .invalidValue)
-        /// The state is larger than is read: more than 10,000 events, or a line longer than
-        /// `postbackd encode` reads.
-        public static let tooLarge = Code(value: .tooLarge)
-    }
+    public typealias Code = ErrorCode<Self>
 
     /// What went wrong.
     public let code: Code
@@ -37,6 +19,24 @@ public struct UserStateError: CodedError, Sendable {
         self.field = field
         self.message = message
     }
+}
+
+extension ErrorCode where Domain == UserStateError {
+    /// The text is not JSON.
+    public static let notJSON = Self("notJSON")
+    /// A field the state needs is missing: `elapsed_hours`, an event's `name` or `hours`, or
+    /// the `currency` of an event with revenue.
+    public static let missing = Self("missing")
+    /// A field holds another kind of JSON value than it takes (a string for a number, an
+    /// object for an array).
+    public static let wrongType = Self("wrongType")
+    /// A field's value cannot be used: a negative number, a fine value over 63, a coarse
+    /// value or currency code that does not exist, an empty event name, implausible revenue,
+    /// more than three windows.
+    public static let invalidValue = Self("invalidValue")
+    /// The state is larger than is read: more than 10,000 events, or a line longer than
+    /// `postbackd encode` reads.
+    public static let tooLarge = Self("tooLarge")
 }
 
 /// Reads a user's state for encoding from JSON (spec, "Encoding"):

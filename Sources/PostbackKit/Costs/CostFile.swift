@@ -94,12 +94,12 @@ package enum CostFile {
     static let maximumSpendMicros: Int64 = 1_000_000_000_000 * 1_000_000
 
     /// Reads and checks a spend file (`-`: standard input).
-    package static func readCosts(_ path: String) -> Result<[CostRow], CostFileError> {
+    package static func readCosts(_ path: String) -> Result<[CostRow], FileProblemsError> {
         read(path, what: "a spend file") { parseCosts($0, source: $1) }
     }
 
     /// Reads and checks an exchange-rate file (`-`: standard input).
-    package static func readRates(_ path: String) -> Result<[ExchangeRate], CostFileError> {
+    package static func readRates(_ path: String) -> Result<[ExchangeRate], FileProblemsError> {
         read(path, what: "an exchange-rate file") { parseRates($0, source: $1) }
     }
 
@@ -107,17 +107,17 @@ package enum CostFile {
         _ path: String,
         what: String,
         _ parse: ([UInt8], String) -> (rows: [Row], problems: [String])
-    ) -> Result<[Row], CostFileError> {
+    ) -> Result<[Row], FileProblemsError> {
         let name = path == "-" ? "standard input" : path
         let bytes: [UInt8]
         do {
             bytes = try WholeFile.read(path, limit: maximumBytes, what: what)
         } catch {
-            return .failure(CostFileError(.invalid, file: name, problems: [error.reason]))
+            return .failure(FileProblemsError(.invalid, file: name, problems: [error.reason]))
         }
         var (rows, problems) = parse(bytes, name)
         if problems.isEmpty && rows.isEmpty {
-            return .failure(CostFileError(.empty, file: name, problems: ["\(name): no rows (only a header)"]))
+            return .failure(FileProblemsError(.empty, file: name, problems: ["\(name): no rows (only a header)"]))
         }
         guard problems.isEmpty else {
             if problems.count > maximumProblems {
@@ -125,7 +125,7 @@ package enum CostFile {
                 problems = Array(problems.prefix(maximumProblems)) + ["… and \(more) more problems"]
             }
             rows = []
-            return .failure(CostFileError(.invalid, file: name, problems: problems))
+            return .failure(FileProblemsError(.invalid, file: name, problems: problems))
         }
         return .success(rows)
     }
@@ -365,32 +365,5 @@ package enum CostFile {
             row(cells, record.line) { column, what in problems.append("\(source):\(record.line): \(column): \(what)") }
         }
         return problems
-    }
-}
-
-/// A spend or exchange-rate file that cannot be added: every problem, each naming its file,
-/// line and column.
-package struct CostFileError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case invalid, empty }
-        fileprivate let value: Value
-        /// The file cannot be added as it is: unreadable, a header without a required column or
-        /// with an unknown one, or rows that cannot be read. Every problem is listed.
-        package static let invalid = Code(value: .invalid)
-        /// The file holds a header and no row.
-        package static let empty = Code(value: .empty)
-    }
-
-    package let code: Code
-    /// The file as messages name it.
-    package let file: String
-    /// One line per problem: `FILE:LINE: column: what`.
-    package let problems: [String]
-    package var reason: String { problems.joined(separator: "\n") }
-
-    package init(_ code: Code, file: String, problems: [String]) {
-        self.code = code
-        self.file = file
-        self.problems = problems
     }
 }

@@ -14,13 +14,13 @@ package struct GenerateJob: Sendable {
         var signer = PostbackSigner(p192: nil, p256: nil)
         for path in keyFiles {
             guard let pem = readSmallFile(path) else {
-                throw InputError(.noSuchPath, "\(path): cannot read the key file")
+                throw PostbackKitError(.noSuchPath, "\(path): cannot read the key file")
             }
             let key: ECPrivateKey
             do {
                 key = try ECPrivateKey(pemRepresentation: pem)
             } catch {
-                throw InputError(.unreadable, "\(path): \(error)")
+                throw PostbackKitError(.unreadable, "\(path): \(error)")
             }
             switch key.curve {
             case .p192: signer.p192 = key

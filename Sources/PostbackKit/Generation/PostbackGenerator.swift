@@ -89,11 +89,11 @@ package struct PostbackGenerator {
     package init(options: GeneratorOptions, signer: PostbackSigner) throws {
         if options.kind != .aak {
             for version in options.versions where (version.curve == .p192 ? signer.p192 : signer.p256) == nil {
-                throw ECKeyError(.unreadable, "version \(version) needs a \(version.curve) private key")
+                throw PostbackKitError(.unreadable, "version \(version) needs a \(version.curve) private key")
             }
         }
         if options.kind != .skan && signer.p256 == nil {
-            throw ECKeyError(.unreadable, "AdAttributionKit postbacks need a P-256 private key")
+            throw PostbackKitError(.unreadable, "AdAttributionKit postbacks need a P-256 private key")
         }
         self.options = options
         self.signer = signer

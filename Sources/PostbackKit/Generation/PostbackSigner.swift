@@ -21,7 +21,7 @@ package struct PostbackSigner: Sendable {
         let p256 =
             readSmallFile(directory + "/p256-private.pem").map { try? ECPrivateKey(pemRepresentation: $0) } ?? nil
         guard p192 != nil || p256 != nil else {
-            throw ECKeyError(.unreadable, "\(directory): no readable p192-private.pem or p256-private.pem")
+            throw PostbackKitError(.unreadable, "\(directory): no readable p192-private.pem or p256-private.pem")
         }
         self.init(p192: p192, p256: p256)
     }
@@ -33,7 +33,7 @@ package struct PostbackSigner: Sendable {
     package func signed(_ postback: SKANPostback, asTestDevice: Bool = false) throws -> SKANPostback {
         let curve = postback.version.curve
         guard let key = curve == .p192 ? p192 : p256 else {
-            throw ECKeyError(.unreadable, "no \(curve) private key to sign version \(postback.version) with")
+            throw PostbackKitError(.unreadable, "no \(curve) private key to sign version \(postback.version) with")
         }
         var signed = postback
         let signature = try key.signature(for: postback.signedMessage(omittingSourceAppID: asTestDevice))
@@ -43,13 +43,13 @@ package struct PostbackSigner: Sendable {
 
     /// A compact JWS (ES256) over `header` and `payload` JSON text, as AdAttributionKit sends.
     package func jws(headerJSON: String, payloadJSON: String) throws -> String {
-        guard let key = p256 else { throw ECKeyError(.unreadable, "no P-256 private key to sign a JWS with") }
+        guard let key = p256 else { throw PostbackKitError(.unreadable, "no P-256 private key to sign a JWS with") }
         let signingInput =
             Base64.encode(Array(headerJSON.utf8), alphabet: .url) + "."
             + Base64.encode(Array(payloadJSON.utf8), alphabet: .url)
         let der = try key.signature(for: Array(signingInput.utf8))
         guard let raw = ECDSASignatureEncoding.raw(fromDER: der, coordinateLength: ECCurve.p256.coordinateLength) else {
-            throw ECKeyError(.unreadable, "OpenSSL produced a signature that is not DER")
+            throw PostbackKitError(.unreadable, "OpenSSL produced a signature that is not DER")
         }
         return signingInput + "." + Base64.encode(raw, alphabet: .url)
     }

@@ -6,27 +6,6 @@ import Musl
 import Darwin
 #endif
 
-/// Why the inputs of a run cannot be read at all.
-package struct InputError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case noSuchPath, unreadable }
-        fileprivate let value: Value
-        /// A path given on the command line does not exist.
-        static let noSuchPath = Code(value: .noSuchPath)
-        /// A path exists but cannot be opened or listed.
-        package static let unreadable = Code(value: .unreadable)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-
-}
-
 /// One input to read: a file, or standard input.
 package struct InputFile: Sendable, Hashable {
     /// The path to open; nil for standard input.
@@ -47,11 +26,11 @@ package enum InputPaths {
     /// (found recursively, hidden entries skipped) in byte order of their paths. `-` or no
     /// path at all means standard input.
     ///
-    /// - Throws: ``InputError`` when a path does not exist or a folder cannot be listed:
+    /// - Throws: ``PostbackKitError`` when a path does not exist or a folder cannot be listed:
     ///   checked for every path before anything is read.
     package static func expand(
         _ paths: [String]
-    ) throws(InputError) -> (files: [InputFile], diagnostics: [InputDiagnostic]) {
+    ) throws(PostbackKitError) -> (files: [InputFile], diagnostics: [InputDiagnostic]) {
         if paths.isEmpty { return ([.standardInput], []) }
         var files: [InputFile] = []
         var diagnostics: [InputDiagnostic] = []
@@ -63,7 +42,7 @@ package enum InputPaths {
             var info = stat()
             guard stat(path, &info) == 0 else {
                 let detail = String(cString: strerror(errno))
-                throw InputError(.noSuchPath, "\(path): \(detail); check the path (use - for standard input)")
+                throw PostbackKitError(.noSuchPath, "\(path): \(detail); check the path (use - for standard input)")
             }
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 var found: [String] = []
@@ -92,10 +71,10 @@ package enum InputPaths {
         return path
     }
 
-    private static func walk(directory: String, into found: inout [String]) throws(InputError) {
+    private static func walk(directory: String, into found: inout [String]) throws(PostbackKitError) {
         guard let handle = opendir(directory) else {
             let detail = String(cString: strerror(errno))
-            throw InputError(.unreadable, "\(directory): cannot list the folder: \(detail)")
+            throw PostbackKitError(.unreadable, "\(directory): cannot list the folder: \(detail)")
         }
         defer { closedir(handle) }
         var subdirectories: [String] = []

@@ -31,18 +31,18 @@ package final class TextLines {
     /// Opens `path` (`-`: standard input, through a copy of its descriptor, so that closing
     /// this leaves standard input open), for lines of at most `maximumBytes`.
     ///
-    /// - Throws: ``TextLinesError`` naming the input when it cannot be opened.
-    package init(_ path: String, maximumBytes: Int) throws(TextLinesError) {
+    /// - Throws: ``PostbackKitError`` naming the input when it cannot be opened.
+    package init(_ path: String, maximumBytes: Int) throws(PostbackKitError) {
         self.maximumBytes = maximumBytes
         if path == "-" {
             guard let standardInput = fdopen(dup(STDIN_FILENO), "rb") else {
-                throw TextLinesError(.cannotOpen, "cannot read standard input")
+                throw PostbackKitError(.cannotOpen, "cannot read standard input")
             }
             file = standardInput
             name = "standard input"
         } else {
             guard let opened = fopen(path, "rb") else {
-                throw TextLinesError(.cannotOpen, "cannot read \(path): \(String(cString: strerror(errno)))")
+                throw PostbackKitError(.cannotOpen, "cannot read \(path): \(String(cString: strerror(errno)))")
             }
             file = opened
             name = path
@@ -55,8 +55,8 @@ package final class TextLines {
 
     /// The next line that is not blank, without its line end; nil at the end of the input.
     ///
-    /// - Throws: ``TextLinesError`` when reading fails part way.
-    package func next() throws(TextLinesError) -> Line? {
+    /// - Throws: ``PostbackKitError`` when reading fails part way.
+    package func next() throws(PostbackKitError) -> Line? {
         while let line = try rawLine() {
             number += 1
             guard case .text(var bytes) = line else { return line }
@@ -68,7 +68,7 @@ package final class TextLines {
     }
 
     /// The bytes up to the next line feed (or the end), or nil when nothing is left.
-    private func rawLine() throws(TextLinesError) -> Line? {
+    private func rawLine() throws(PostbackKitError) -> Line? {
         var line: [UInt8] = []
         var length = 0
         var started = false
@@ -78,7 +78,7 @@ package final class TextLines {
                 position = 0
                 if chunkCount == 0 {
                     if ferror(file) != 0 {
-                        throw TextLinesError(.readFailed, "cannot read \(name) after line \(number)")
+                        throw PostbackKitError(.readFailed, "cannot read \(name) after line \(number)")
                     }
                     guard started else { return nil }
                     break
@@ -93,26 +93,5 @@ package final class TextLines {
             if foundEnd { break }
         }
         return length > maximumBytes ? .tooLong(length) : .text(line)
-    }
-}
-
-/// An input of lines (`encode`'s states, `apple-ads add`'s tokens) that cannot be read: the
-/// command stops, where one bad line would only be reported.
-package struct TextLinesError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case cannotOpen, readFailed }
-        fileprivate let value: Value
-        /// The file (or standard input) cannot be opened: no such file, not permitted.
-        package static let cannotOpen = Code(value: .cannotOpen)
-        /// Reading failed part way, after some lines were read.
-        package static let readFailed = Code(value: .readFailed)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
     }
 }

@@ -12,30 +12,30 @@ package enum WholeFile {
     /// The bytes of the file at `path` (`-`: standard input), at most `limit` of them.
     ///
     /// - Parameter what: what the file is, for the message (`a model file`).
-    /// - Throws: ``WholeFileError`` saying which: no such file, not permitted, a folder, over
+    /// - Throws: ``PostbackKitError`` saying which: no such file, not permitted, a folder, over
     ///   the limit (named), or a read that failed.
-    package static func read(_ path: String, limit: Int, what: String) throws(WholeFileError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int, what: String) throws(PostbackKitError) -> [UInt8] {
         let name = path == "-" ? "standard input" : path
         guard let file = path == "-" ? fdopen(dup(0), "rb") : fopen(path, "rb") else {
             let code = errno
             let detail = String(cString: strerror(code))
             switch code {
             case ENOENT, ENOTDIR:
-                throw WholeFileError(.notFound, "\(name): no such file (\(detail)); check the path")
+                throw PostbackKitError(.notFound, "\(name): no such file (\(detail)); check the path")
             case EACCES, EPERM:
-                throw WholeFileError(
+                throw PostbackKitError(
                     .notPermitted,
                     "\(name): not permitted to read it (\(detail)); check its permissions and its folders'"
                 )
             default:
-                throw WholeFileError(.unreadable, "\(name): cannot open it (\(detail))")
+                throw PostbackKitError(.unreadable, "\(name): cannot open it (\(detail))")
             }
         }
         defer { fclose(file) }
         var info = stat()
         if fstat(fileno(file), &info) == 0 {
             if (info.st_mode & S_IFMT) == S_IFDIR {
-                throw WholeFileError(.unreadable, "\(name): a folder, not \(what)")
+                throw PostbackKitError(.unreadable, "\(name): a folder, not \(what)")
             }
             if (info.st_mode & S_IFMT) == S_IFREG && Int(info.st_size) > limit {
                 throw tooLarge(name, size: Int(info.st_size), limit: limit, what: what)
@@ -49,7 +49,7 @@ package enum WholeFile {
             if bytes.count > limit { throw tooLarge(name, size: nil, limit: limit, what: what) }
             if count < chunk.count {
                 if ferror(file) != 0 {
-                    throw WholeFileError(.unreadable, "\(name): reading failed (\(String(cString: strerror(errno))))")
+                    throw PostbackKitError(.unreadable, "\(name): reading failed (\(String(cString: strerror(errno))))")
                 }
                 break
             }
@@ -57,9 +57,9 @@ package enum WholeFile {
         return bytes
     }
 
-    private static func tooLarge(_ name: String, size: Int?, limit: Int, what: String) -> WholeFileError {
+    private static func tooLarge(_ name: String, size: Int?, limit: Int, what: String) -> PostbackKitError {
         let sizeText = size.map { " (\(megabytes($0)) MiB)" } ?? ""
-        return WholeFileError(
+        return PostbackKitError(
             .tooLarge,
             "\(name) is larger\(sizeText) than the \(megabytes(limit)) MiB limit for \(what); is it the right file?"
         )
@@ -68,29 +68,5 @@ package enum WholeFile {
     private static func megabytes(_ bytes: Int) -> String {
         let tenths = (bytes * 10 + (1 << 19)) >> 20
         return tenths % 10 == 0 ? "\(tenths / 10)" : "\(tenths / 10).\(tenths % 10)"
-    }
-}
-
-/// Why a small file could not be read.
-package struct WholeFileError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case notFound, notPermitted, tooLarge, unreadable }
-        fileprivate let value: Value
-        /// No such file.
-        package static let notFound = Code(value: .notFound)
-        /// The user may not read it.
-        package static let notPermitted = Code(value: .notPermitted)
-        /// Larger than the limit.
-        package static let tooLarge = Code(value: .tooLarge)
-        /// A folder, or a read that failed.
-        package static let unreadable = Code(value: .unreadable)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
     }
 }

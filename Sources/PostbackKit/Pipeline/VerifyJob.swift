@@ -37,7 +37,7 @@ package struct VerifyJob: Sendable {
     /// The summary goes to `output` in text format and to `errors` in JSON format, so that
     /// JSON output stays pure JSON Lines.
     ///
-    /// - Throws: ``InputError`` when a path does not exist (before anything is read).
+    /// - Throws: ``PostbackKitError`` when a path does not exist (before anything is read).
     package func run(output: TextOutput, errors: TextOutput) async throws -> VerificationSummary {
         let (files, walkDiagnostics) = try InputPaths.expand(paths)
         for diagnostic in walkDiagnostics { errors.line(diagnostic.description) }

@@ -3,30 +3,7 @@
 /// Not thrown out of verification: it becomes the entry's ``VerificationResult`` (its verdict,
 /// field and reason).
 struct PostbackProblem: CodedError, Sendable {
-    /// What kind of failure this is; problems compare equal by code.
-    struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable {
-            case notJSON, tooLarge, wrongType, missingField, invalidValue, conflictingFields, unsupportedVersion
-        }
-        fileprivate let value: Value
-        /// The entry (or a JWS segment) is not JSON, or its file or array ended or broke inside it.
-        static let notJSON = Code(value: .notJSON)
-        /// The entry is over the size limit, or its JSON Lines line is.
-        static let tooLarge = Code(value: .tooLarge)
-        /// The entry, or a field, holds another kind of JSON value than it takes (an array for
-        /// the postback, a number for a string).
-        static let wrongType = Code(value: .wrongType)
-        /// A field the postback's version requires is missing or null.
-        static let missingField = Code(value: .missingField)
-        /// A field's value cannot be what it says: out of range, empty, too long, not a known
-        /// spelling, not canonical base64url.
-        static let invalidValue = Code(value: .invalidValue)
-        /// Two fields that exclude each other are both present (a fine and a coarse value, a
-        /// source app and a source domain).
-        static let conflictingFields = Code(value: .conflictingFields)
-        /// A SKAdNetwork version postbackd cannot verify: the verdict is `unsupported`.
-        static let unsupportedVersion = Code(value: .unsupportedVersion)
-    }
+    typealias Code = ErrorCode<Self>
 
     let code: Code
     /// The JSON field at fault, when one is.
@@ -50,4 +27,24 @@ struct PostbackProblem: CodedError, Sendable {
 
     /// `.unsupported` for a version postbackd cannot verify, else `.malformed`.
     package var verdict: Verdict { code == .unsupportedVersion ? .unsupported : .malformed }
+}
+
+extension ErrorCode where Domain == PostbackProblem {
+    /// The entry (or a JWS segment) is not JSON, or its file or array ended or broke inside it.
+    static let notJSON = Self("notJSON")
+    /// The entry is over the size limit, or its JSON Lines line is.
+    static let tooLarge = Self("tooLarge")
+    /// The entry, or a field, holds another kind of JSON value than it takes (an array for
+    /// the postback, a number for a string).
+    static let wrongType = Self("wrongType")
+    /// A field the postback's version requires is missing or null.
+    static let missingField = Self("missingField")
+    /// A field's value cannot be what it says: out of range, empty, too long, not a known
+    /// spelling, not canonical base64url.
+    static let invalidValue = Self("invalidValue")
+    /// Two fields that exclude each other are both present (a fine and a coarse value, a
+    /// source app and a source domain).
+    static let conflictingFields = Self("conflictingFields")
+    /// A SKAdNetwork version postbackd cannot verify: the verdict is `unsupported`.
+    static let unsupportedVersion = Self("unsupportedVersion")
 }

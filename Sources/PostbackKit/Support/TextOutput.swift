@@ -36,7 +36,7 @@ package final class TextOutput: Sendable {
     package static func file(_ path: String) throws -> TextOutput {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw InputError(.unreadable, "\(path): cannot write: \(String(cString: strerror(errno)))")
+            throw PostbackKitError(.unreadable, "\(path): cannot write: \(String(cString: strerror(errno)))")
         }
         return TextOutput(target: .descriptor(descriptor, owned: true))
     }

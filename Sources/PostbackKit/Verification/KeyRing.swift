@@ -31,25 +31,28 @@ package struct AAKKey: Sendable {
 
 /// Why keys could not be loaded.
 public struct KeyRingError: CodedError {
-    public struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case noSuchDirectory, noKeys, badKey }
-        fileprivate let value: Value
-        /// The `--keys` folder does not exist.
-        public static let noSuchDirectory = Code(value: .noSuchDirectory)
-        /// The folder holds none of the expected key files.
-        public static let noKeys = Code(value: .noKeys)
-        /// A key file cannot be read or is on the wrong curve.
-        public static let badKey = Code(value: .badKey)
-    }
+    /// What kind of failure this is; errors compare equal by code.
+    public typealias Code = ErrorCode<Self>
 
     public let code: Code
     public let reason: String
+    /// Where in postbackd the error was made, for a log or a bug report.
+    public let source: ErrorSource
 
-    init(_ code: Code, _ reason: String) {
+    init(_ code: Code, _ reason: String, fileID: String = #fileID, line: Int = #line) {
         self.code = code
         self.reason = reason
+        self.source = ErrorSource(fileID: fileID, line: line)
     }
+}
 
+extension ErrorCode where Domain == KeyRingError {
+    /// The `--keys` folder does not exist.
+    public static let noSuchDirectory = Self("noSuchDirectory")
+    /// The folder holds none of the expected key files.
+    public static let noKeys = Self("noKeys")
+    /// A key file cannot be read or is on the wrong curve.
+    public static let badKey = Self("badKey")
 }
 
 /// The public keys a run verifies with, by curve.

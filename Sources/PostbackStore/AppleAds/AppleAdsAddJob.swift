@@ -20,7 +20,7 @@ package enum AppleAdsAddJob {
     /// Reads `input` (a path, or `-` for standard input) into the store at `location`;
     /// `problem` gets one line per refused line.
     ///
-    /// - Throws: ``TextLinesError`` when the input cannot be opened (before the store is) or
+    /// - Throws: ``PostbackKitError`` when the input cannot be opened (before the store is) or
     ///   reading it fails part way.
     package static func run(
         location: StoreLocation,

@@ -54,7 +54,7 @@ package enum CampaignsJob {
         case .failure(let error): throw error
         }
         guard !rows.isEmpty else {
-            throw CampaignMappingError(
+            throw FileProblemsError(
                 .empty,
                 problems: ["\(files.joined(separator: ", ")): no mapping rows (only a header)"]
             )

@@ -6,7 +6,7 @@ package enum CostsJob {
     /// that was not (nothing of it stored).
     package struct Outcome: Sendable {
         package var changes: [CostChange] = []
-        package var refused: [CostFileError] = []
+        package var refused: [FileProblemsError] = []
     }
 
     /// Reads, checks and stores each spend file in its own transaction: a file with any problem
@@ -27,7 +27,7 @@ package enum CostsJob {
     private static func add<Row: Sendable>(
         _ location: StoreLocation,
         files: [String],
-        read: (String) -> Result<[Row], CostFileError>,
+        read: (String) -> Result<[Row], FileProblemsError>,
         store write: @Sendable (any PostbackStorage, [Row], String) async throws -> CostChange
     ) async throws -> Outcome {
         var outcome = Outcome()

@@ -18,7 +18,7 @@ package enum ModelsJob {
     /// its app's timeline of `conversionType`, in force from `effectiveFrom` (nil: from now, or
     /// from the beginning for the app's first model of that type).
     ///
-    /// - Throws: ``ModelFilesError`` naming each file and JSON path at fault (nothing is
+    /// - Throws: ``FileProblemsError`` naming each file and JSON path at fault (nothing is
     ///   stored then); ``BundleIDConflict``; ``DatabaseOpenError``.
     package static func add(
         files: [String],
@@ -66,7 +66,7 @@ package enum ModelsJob {
                 )
             }
         }
-        if !problems.isEmpty { throw ModelFilesError(.invalid, problems: problems) }
+        if !problems.isEmpty { throw FileProblemsError(.invalid, problems: problems) }
         let outcomes = try await PostbackStores.with(location) { store in
             let outcomes = try await store.addModels(
                 read,

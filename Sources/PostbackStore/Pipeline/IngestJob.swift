@@ -57,7 +57,7 @@ package struct IngestJob: Sendable {
 
     /// Runs the job. Diagnostics and progress go to `errors`; the caller prints the summary.
     ///
-    /// - Throws: ``InputError`` (a path does not exist) and ``DatabaseOpenError`` before
+    /// - Throws: ``PostbackKitError`` (a path does not exist) and ``DatabaseOpenError`` before
     ///   anything is read; a database error while writing (what was committed stays, and a
     ///   re-run completes it).
     package func run(errors: TextOutput, showProgress: Bool) async throws -> IngestSummary {

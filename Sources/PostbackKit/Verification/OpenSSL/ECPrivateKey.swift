@@ -22,17 +22,17 @@ package final class ECPrivateKey: @unchecked Sendable {
         }
         guard let key else {
             OpenSSLErrorQueue.clear()
-            throw ECKeyError(.unreadable, "not a PEM private key")
+            throw PostbackKitError(.unreadable, "not a PEM private key")
         }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC, let curve = openSSLCurve(of: key) else {
             EVP_PKEY_free(key)
-            throw ECKeyError(.unsupportedCurve, "not a P-192 or P-256 private key")
+            throw PostbackKitError(.unsupportedCurve, "not a P-192 or P-256 private key")
         }
         var der: UnsafeMutablePointer<UInt8>? = nil
         let length = i2d_PUBKEY(key, &der)
         guard length > 0, let der else {
             EVP_PKEY_free(key)
-            throw ECKeyError(.unreadable, "could not derive the public key")
+            throw PostbackKitError(.unreadable, "could not derive the public key")
         }
         let publicDER = Array(UnsafeBufferPointer(start: der, count: Int(length)))
         CPostbackdOpenSSL_free(der)
@@ -52,7 +52,7 @@ package final class ECPrivateKey: @unchecked Sendable {
     package func signature(forDigest digest: [UInt8]) throws -> [UInt8] {
         guard let signature = DeterministicECDSA.sign(digest: digest, key: pointer, curve: curve) else {
             OpenSSLErrorQueue.clear()
-            throw ECKeyError(.unreadable, "OpenSSL failed to sign")
+            throw PostbackKitError(.unreadable, "OpenSSL failed to sign")
         }
         return signature
     }

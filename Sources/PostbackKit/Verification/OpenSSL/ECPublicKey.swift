@@ -40,15 +40,15 @@ package final class ECPublicKey: @unchecked Sendable {
     private init(taking key: OpaquePointer?, source: String) throws {
         guard let key else {
             let detail = OpenSSLErrorQueue.drain().first.map { " (\($0))" } ?? ""
-            throw ECKeyError(.unreadable, "not a \(source) public key\(detail)")
+            throw PostbackKitError(.unreadable, "not a \(source) public key\(detail)")
         }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
             EVP_PKEY_free(key)
-            throw ECKeyError(.notECKey, "not an elliptic-curve key")
+            throw PostbackKitError(.notECKey, "not an elliptic-curve key")
         }
         guard let curve = openSSLCurve(of: key) else {
             EVP_PKEY_free(key)
-            throw ECKeyError(.unsupportedCurve, "the key is on a curve other than P-192 or P-256")
+            throw PostbackKitError(.unsupportedCurve, "the key is on a curve other than P-192 or P-256")
         }
         self.pointer = key
         self.curve = curve

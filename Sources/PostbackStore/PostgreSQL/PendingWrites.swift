@@ -92,3 +92,45 @@ extension PendingWrites.Candidate {
         )
     }
 }
+
+extension PendingWrites.Candidate {
+    /// A valid entry to store; `request`: received over HTTP.
+    init(
+        _ item: IngestEntry,
+        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource),
+        runID: Int64,
+        request: ReceivedRequest? = nil
+    ) {
+        self.init(
+            valid.postback,
+            item.result,
+            raw: item.raw,
+            digest: item.digest,
+            source: item.source,
+            location: item.entry.location,
+            receivedAt: item.receivedAt,
+            receivedSource: valid.receivedSource,
+            runID: runID,
+            request: request,
+            entry: request == nil ? 0 : item.index
+        )
+    }
+}
+
+extension PendingWrites.Refused {
+    /// An entry to quarantine; `request`: received over HTTP.
+    init(_ item: IngestEntry, runID: Int64, request: ReceivedRequest? = nil) {
+        self.init(
+            location: item.entry.location,
+            size: quarantinedSize(item.entry, rawCount: item.raw.count),
+            result: item.result,
+            raw: item.raw,
+            digest: item.digest,
+            source: item.source,
+            receivedAt: item.receivedAt,
+            runID: runID,
+            request: request,
+            entry: request == nil ? 0 : item.index
+        )
+    }
+}

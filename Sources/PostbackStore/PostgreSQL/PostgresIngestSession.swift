@@ -16,53 +16,21 @@ final class PostgresIngestSession: IngestSession {
     /// Keeps the batch for the next commit (sending it at once when many entries wait), and
     /// returns the entries it quarantines.
     ///
-    /// Nothing reaches the server until a commit: a transaction is then one multi-row insert
-    /// per table, whatever the number of batches, and can be retried whole.
+    /// Nothing reaches the server until a commit, or until ``PostgresStore/maximumPendingEntries``
+    /// entries wait: those are then committed at once, counted by the next ``commit()`` or
+    /// ``rollback()``. A transaction is one multi-row insert per table, whatever the number of
+    /// batches, and can be retried whole.
     func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry] {
         var quarantined: [QuarantinedEntry] = []
         let now = UTCInstant.now()
-        let entries = verified.batch.entries
-        let results = verified.results
-        for index in entries.indices {
-            let entry = entries[index]
-            let result = results[index]
+        verified.forEachIngestEntry(context, now: now) { item in
             pending.read += 1
-            let raw = verified.batch.bytes[entry.range]
-            let digest = verified.rawDigests[index]
-            let source = context.storedSource(entry.location.source)
-            guard result.verdict == .valid, let postback = result.postback else {
-                pending.refused.append(
-                    PendingWrites.Refused(
-                        location: entry.location,
-                        size: quarantinedSize(entry, rawCount: raw.count),
-                        result: result,
-                        raw: raw,
-                        digest: digest,
-                        source: source,
-                        receivedAt: context.rule.receivedTime(forwarderTimestamp: nil, now: now).0,
-                        runID: context.runID
-                    )
-                )
-                quarantined.append(QuarantinedEntry(location: entry.location, result: result))
-                continue
+            if let valid = item.valid {
+                pending.candidates.append(PendingWrites.Candidate(item, valid, runID: context.runID))
+            } else {
+                pending.refused.append(PendingWrites.Refused(item, runID: context.runID))
+                quarantined.append(QuarantinedEntry(location: item.entry.location, result: item.result))
             }
-            let (receivedAt, receivedSource) = context.rule.receivedTime(
-                forwarderTimestamp: postback.forwarderTimestamp,
-                now: now
-            )
-            pending.candidates.append(
-                PendingWrites.Candidate(
-                    postback,
-                    result,
-                    raw: raw,
-                    digest: digest,
-                    source: source,
-                    location: entry.location,
-                    receivedAt: receivedAt,
-                    receivedSource: receivedSource,
-                    runID: context.runID
-                )
-            )
         }
         if pending.read >= PostgresStore.maximumPendingEntries {
             flushed.add(try await flush())
@@ -77,9 +45,13 @@ final class PostgresIngestSession: IngestSession {
         return summary
     }
 
-    func rollback() async {
+    /// Drops what waits to be sent, and returns what the flushes since the last commit
+    /// committed: those rows stay, and so must their counts.
+    @discardableResult
+    func rollback() async -> IngestSummary {
         pending = PendingWrites()
-        flushed = IngestSummary()
+        defer { flushed = IngestSummary() }
+        return flushed
     }
 
     /// Writes everything pending in one transaction and returns what it counted.

@@ -127,18 +127,21 @@ extension PostgresStore {
                     detail: "the stored postback a copy conflicted with is not visible"
                 )
             }
-            // The digest is 128 bits of SHA-256: two keys sharing one is beyond reach, but if it
-            // ever happened the postback is quarantined, not counted as a duplicate.
-            guard
-                original.adNetworkID == copy.columns.adNetworkID, original.transactionID == copy.columns.transactionID,
-                original.sequenceIndex == copy.columns.sequenceIndex, original.kind == copy.kind,
-                original.keySpace == copy.keySpace.rawValue
-            else {
+            let decision = original.decide(
+                copy: copy.columns,
+                kind: copy.kind,
+                keySpace: copy.keySpace,
+                values: (copy.fine, copy.coarse, copy.country),
+                digest: copy.digest,
+                source: copy.source,
+                sourceIndex: copy.location.index
+            )
+            if case .digestCollision(let storedID) = decision {
                 refused.append(
                     PendingWrites.Refused(
                         location: copy.location,
                         size: copy.raw.count,
-                        result: digestCollision(copy.result, storedID: original.id),
+                        result: digestCollision(copy.result, storedID: storedID),
                         raw: copy.raw,
                         digest: copy.digest,
                         source: copy.source,
@@ -166,18 +169,16 @@ extension PostgresStore {
                 if copy.request != nil { outcomes[copy.entry] = .stored }
                 continue
             }
-            let comparison = CopyComparison(
-                stored: (original.fine, original.coarse, original.country, original.signed),
-                copy: (copy.fine, copy.coarse, copy.country, copy.columns.signed)
-            )
-            counts.countCopy(comparison)
-            if copy.request != nil { outcomes[copy.entry] = comparison.outcome }
-            let sameBytes = original.rawDigest == copy.digest
-            // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
-            if sameBytes && original.source == copy.source && original.sourceIndex == Int64(copy.location.index) {
-                continue
+            switch decision {
+            case .digestCollision: continue  // quarantined above
+            case .stored(let comparison):
+                counts.countCopy(comparison)
+                if copy.request != nil { outcomes[copy.entry] = comparison.outcome }
+            case .sighting(let comparison, let sameBytes):
+                counts.countCopy(comparison)
+                if copy.request != nil { outcomes[copy.entry] = comparison.outcome }
+                sightings.append(copy, postbackID: original.id, sameBytes: sameBytes, comparison: comparison)
             }
-            sightings.append(copy, postbackID: original.id, sameBytes: sameBytes, comparison: comparison)
         }
         if sightings.count > 0 {
             try await connection.send(sightings.insert, logger: logger)

@@ -10,49 +10,15 @@ extension PostgresStore {
         requests: [ReceivedRequest],
         runID: Int64
     ) async throws -> [ReceiptOutcome] {
-        let entries = verified.batch.entries
-        let results = verified.results
-        precondition(requests.count == entries.count, "one request per entry")
         var writes = PendingWrites()
-        writes.read = entries.count
-        for index in entries.indices {
-            let entry = entries[index]
-            let result = results[index]
-            let request = requests[index]
-            let raw = verified.batch.bytes[entry.range]
-            let digest = verified.rawDigests[index]
-            guard result.verdict == .valid, let postback = result.postback else {
-                writes.refused.append(
-                    PendingWrites.Refused(
-                        location: entry.location,
-                        size: quarantinedSize(entry, rawCount: raw.count),
-                        result: result,
-                        raw: raw,
-                        digest: digest,
-                        source: ReceivedRequest.source,
-                        receivedAt: request.receivedAt,
-                        runID: runID,
-                        request: request,
-                        entry: index
-                    )
-                )
-                continue
+        writes.read = requests.count
+        verified.forEachReceivedEntry(requests) { item in
+            let request = requests[item.index]
+            if let valid = item.valid {
+                writes.candidates.append(PendingWrites.Candidate(item, valid, runID: runID, request: request))
+            } else {
+                writes.refused.append(PendingWrites.Refused(item, runID: runID, request: request))
             }
-            writes.candidates.append(
-                PendingWrites.Candidate(
-                    postback,
-                    result,
-                    raw: raw,
-                    digest: digest,
-                    source: ReceivedRequest.source,
-                    location: entry.location,
-                    receivedAt: request.receivedAt,
-                    receivedSource: .http,
-                    runID: runID,
-                    request: request,
-                    entry: index
-                )
-            )
         }
         // A device waits for the answer: a broken-off transaction is retried briefly, then the
         // group is answered 503 and the devices retry later.
@@ -66,7 +32,7 @@ extension PostgresStore {
             answerBy: deadline
         ) {
             connection in
-            var outcomes = [ReceiptOutcome](repeating: .dropped, count: entries.count)
+            var outcomes = [ReceiptOutcome](repeating: .dropped, count: requests.count)
             _ = try await Self.write(writes, connection, logger: logger, outcomes: &outcomes, attempt: &attempt)
             return outcomes
         }

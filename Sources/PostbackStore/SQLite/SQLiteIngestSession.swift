@@ -32,56 +32,27 @@ final class SQLiteIngestSession: IngestSession {
                 uncommitted = IngestSummary()
                 prunedKeys = try SQLiteStore.prunedKeyGuard(db)
             }
-            // Indexed arrays rather than `verified.items`: the `Zip2Sequence` PostbackKit makes,
-            // iterated in this module, copied every result through its value witness (a
-            // profile of the ingest showed the extra retains and releases).
-            let entries = verified.batch.entries
-            let results = verified.results
-            for index in entries.indices {
-                let entry = entries[index]
-                let result = results[index]
+            try verified.forEachIngestEntry(context, now: now) { item in
                 uncommitted.read += 1
-                let raw = verified.batch.bytes[entry.range]
-                let digest = verified.rawDigests[index]
-                let source = context.storedSource(entry.location.source)
-                func refuse(_ result: VerificationResult, receivedAt: UTCInstant) throws {
-                    try SQLiteStore.quarantine(
-                        db,
-                        entry,
-                        result,
-                        raw: raw,
-                        digest: digest,
-                        source: source,
-                        receivedAt: receivedAt,
-                        runID: context.runID
-                    )
+                func refuse(_ result: VerificationResult) throws {
+                    try SQLiteStore.quarantine(db, item, result, runID: context.runID)
                     uncommitted.countQuarantined(result)
-                    quarantined.append(QuarantinedEntry(location: entry.location, result: result))
+                    quarantined.append(QuarantinedEntry(location: item.entry.location, result: result))
                 }
-                guard result.verdict == .valid, let postback = result.postback else {
-                    try refuse(result, receivedAt: context.rule.receivedTime(forwarderTimestamp: nil, now: now).0)
-                    continue
+                guard let valid = item.valid else {
+                    try refuse(item.result)
+                    return
                 }
-                let (receivedAt, receivedSource) = context.rule.receivedTime(
-                    forwarderTimestamp: postback.forwarderTimestamp,
-                    now: now
-                )
                 let outcome = try SQLiteStore.store(
                     db,
-                    postback,
-                    result,
-                    raw: raw,
-                    digest: digest,
-                    source: source,
-                    location: entry.location,
-                    receivedAt: receivedAt,
-                    receivedSource: receivedSource,
+                    item,
+                    valid,
                     runID: context.runID,
                     prunedKeys: prunedKeys,
                     counts: &uncommitted
                 )
                 if case .digestCollision(let storedID) = outcome {
-                    try refuse(digestCollision(result, storedID: storedID), receivedAt: receivedAt)
+                    try refuse(digestCollision(item.result, storedID: storedID))
                 }
             }
         }
@@ -98,11 +69,14 @@ final class SQLiteIngestSession: IngestSession {
     }
 
     /// Rolls back the open write transaction, if any: after a failed write, so that the
-    /// database holds only whole commits (a re-run writes the rest).
-    func rollback() {
+    /// database holds only whole commits (a re-run writes the rest). Nothing was committed
+    /// since the last commit, so nothing is counted.
+    @discardableResult
+    func rollback() -> IngestSummary {
         try? queue.writeWithoutTransaction { db in
             if db.isInsideTransaction { try db.rollback() }
         }
         uncommitted = IngestSummary()
+        return IngestSummary()
     }
 }

@@ -7,19 +7,16 @@ import PostbackKit
 extension SQLiteStore {
     static func store(
         _ db: Database,
-        _ postback: Postback,
-        _ result: VerificationResult,
-        raw: ArraySlice<UInt8>,
-        digest: [UInt8],
-        source: String,
-        location: EntryLocation,
-        receivedAt: UTCInstant,
-        receivedSource: ReceivedTimeSource,
+        _ item: IngestEntry,
+        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource),
         runID: Int64,
         request: ReceivedRequest? = nil,
         prunedKeys: PrunedKeyGuard,
         counts: inout IngestSummary
     ) throws -> StoreOutcome {
+        let (postback, receivedSource) = valid
+        let (result, raw, digest, source) = (item.result, item.raw, item.digest, item.source)
+        let (location, receivedAt) = (item.entry.location, item.receivedAt)
         let columns = StoredColumns(postback)
         let keySpace = KeySpace(result)
         var insert = SQLiteBinder(
@@ -97,26 +94,27 @@ extension SQLiteStore {
         }
         let stored = StoredPostback(lookup, dedupKey: dedupKey)
         lookup.reset()
-        // The digest is 128 bits of SHA-256: two keys sharing one is beyond reach, but if it ever
-        // happened the postback is quarantined, not counted as a duplicate.
-        guard
-            stored.adNetworkID == columns.adNetworkID, stored.transactionID == columns.transactionID,
-            stored.sequenceIndex == columns.sequenceIndex, stored.kind == postback.kind.rawValue,
-            stored.keySpace == keySpace.rawValue
-        else {
-            return .digestCollision(storedID: stored.id)
-        }
         let copyFine = postback.conversionValue?.fine
         let copyCoarse = postback.conversionValue?.coarse?.rawValue
-        let comparison = CopyComparison(
-            stored: (stored.fine, stored.coarse, stored.country, stored.signed),
-            copy: (copyFine, copyCoarse, postback.countryCode, columns.signed)
-        )
-        counts.countCopy(comparison)
-        let sameBytes = stored.rawDigest == digest
-        // Re-reading the stored copy itself (same source, position and bytes) adds nothing.
-        if sameBytes && stored.source == source && stored.sourceIndex == Int64(location.index) {
-            return .duplicate(comparison)
+        let comparison: CopyComparison
+        let sameBytes: Bool
+        switch stored.decide(
+            copy: columns,
+            kind: postback.kind.rawValue,
+            keySpace: keySpace,
+            values: (copyFine, copyCoarse, postback.countryCode),
+            digest: digest,
+            source: source,
+            sourceIndex: location.index
+        ) {
+        case .digestCollision(let storedID):
+            return .digestCollision(storedID: storedID)
+        case .stored(let copy):
+            counts.countCopy(copy)
+            return .duplicate(copy)
+        case .sighting(let copy, let same):
+            counts.countCopy(copy)
+            (comparison, sameBytes) = (copy, same)
         }
         let sighting = try db.cachedStatement(sql: request == nil ? Self.insertSighting : Self.insertReceivedSighting)
         var arguments: StatementArguments = [
@@ -134,7 +132,7 @@ extension SQLiteStore {
         return .duplicate(comparison)
     }
 
-    /// What ``store(_:_:_:raw:digest:source:location:receivedAt:receivedSource:runID:request:counts:)`` did.
+    /// What ``store(_:_:_:runID:request:prunedKeys:counts:)`` did.
     enum StoreOutcome {
         case stored
         /// A copy of a stored postback, and how it compares with it.
@@ -143,16 +141,8 @@ extension SQLiteStore {
         case digestCollision(storedID: Int64)
     }
 
-    static func quarantine(
-        _ db: Database,
-        _ entry: RawEntry,
-        _ result: VerificationResult,
-        raw: ArraySlice<UInt8>,
-        digest: [UInt8],
-        source: String,
-        receivedAt: UTCInstant,
-        runID: Int64
-    ) throws {
+    static func quarantine(_ db: Database, _ item: IngestEntry, _ result: VerificationResult, runID: Int64) throws {
+        let (entry, raw, digest, source, receivedAt) = (item.entry, item.raw, item.digest, item.source, item.receivedAt)
         let size = quarantinedSize(entry, rawCount: raw.count)
         let verdict = result.verdict == .valid ? Verdict.malformed : result.verdict
         let statement = try db.cachedStatement(sql: Self.insertQuarantine)

@@ -20,7 +20,10 @@ import PostbackKit
 ///   everything else is quarantined with its reason and bytes;
 /// - every write is idempotent, so a run killed at any point and started again ends as one
 ///   clean run would;
-/// - nothing an ingest session writes is durable, or counted, before its `commit()` returns;
+/// - nothing an ingest session writes is counted before its `commit()` or `rollback()` returns
+///   the counts, and nothing is durable before `commit()` but what an engine commits on its own
+///   to bound its memory (PostgreSQL, every 16,384 entries): `rollback()` drops the rest and
+///   returns the counts of that part, so a session's counts always equal what the store holds;
 /// - `aggregate` replaces its days' rows atomically: a concurrent report sees the old rows or
 ///   the new ones, never half of a run.
 package protocol PostbackStorage: Sendable {
@@ -70,8 +73,11 @@ package protocol IngestSession: AnyObject {
     /// Makes everything written since the last commit durable, and returns what it counted.
     func commit() async throws -> IngestSummary
 
-    /// Drops everything written since the last commit.
-    func rollback() async
+    /// Drops everything written since the last commit that is not yet durable, and returns
+    /// what stays: the counts of what the engine committed on its own since the last commit
+    /// (PostgreSQL, to bound its memory; nothing on SQLite).
+    @discardableResult
+    func rollback() async -> IngestSummary
 }
 
 /// Runs `body` with `session`, then rolls back what it did not commit, whether it returned or

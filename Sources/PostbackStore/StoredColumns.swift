@@ -112,25 +112,3 @@ struct SignedColumns: Equatable {
         redownload, conversion_type, marketplace_id, impression_type
         """
 }
-
-/// A stored postback as a copy is compared with it: what the engines' lookup of the copy's
-/// dedup key selects.
-struct StoredPostback {
-    var id: Int64
-    var source: String
-    var sourceIndex: Int64
-    var rawDigest: [UInt8]
-    var fine: Int?
-    var coarse: String?
-    var country: String?
-    var adNetworkID: String
-    var transactionID: String
-    var sequenceIndex: Int
-    var kind: String
-    var keySpace: String
-    var dedupKey: [UInt8]
-    var signed: SignedColumns
-    /// The id of the transaction that inserted it (PostgreSQL's `xmin`), where a commit can
-    /// succeed unanswered and the transaction's retry meets its own rows.
-    var insertedBy: String? = nil
-}

@@ -126,29 +126,35 @@ package struct IngestJob: Sendable {
                     logger.trace("transaction committed", metadata: ["ingest.read": "\(summary.read)"])
                     transactionEntries = 0
                 }
-                try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) {
-                    verified in
-                    if transactionEntries == 0 { transactionStarted = UTCInstant.now() }
-                    let quarantined = try await session.write(verified, context: context)
-                    transactionEntries += verified.batch.entries.count
-                    for item in quarantined where described < limit {
-                        progress.message(VerificationReport.textLine(item.location, item.result))
-                        described += 1
+                do {
+                    try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(reader) {
+                        verified in
+                        if transactionEntries == 0 { transactionStarted = UTCInstant.now() }
+                        let quarantined = try await session.write(verified, context: context)
+                        transactionEntries += verified.batch.entries.count
+                        for item in quarantined where described < limit {
+                            progress.message(VerificationReport.textLine(item.location, item.result))
+                            described += 1
+                        }
+                        for diagnostic in reader.takeDiagnostics() { progress.message(diagnostic.description) }
+                        if transactionEntries >= entriesPerTransaction
+                            || UTCInstant.now().milliseconds - transactionStarted.milliseconds
+                                >= Self.millisecondsPerTransaction
+                        {
+                            try await commit()
+                        }
+                        progress.update(
+                            postbacks: summary.read,
+                            bytesRead: reader.bytesRead,
+                            filesOpened: reader.filesOpened
+                        )
                     }
-                    for diagnostic in reader.takeDiagnostics() { progress.message(diagnostic.description) }
-                    if transactionEntries >= entriesPerTransaction
-                        || UTCInstant.now().milliseconds - transactionStarted.milliseconds
-                            >= Self.millisecondsPerTransaction
-                    {
-                        try await commit()
-                    }
-                    progress.update(
-                        postbacks: summary.read,
-                        bytesRead: reader.bytesRead,
-                        filesOpened: reader.filesOpened
-                    )
+                    try await commit()
+                } catch {
+                    // What the engine committed on its own stays stored: count it.
+                    summary.add(await session.rollback())
+                    throw error
                 }
-                try await commit()
             }
         } catch {
             // The session rolled back what it had not committed.

@@ -126,8 +126,8 @@ extension PostgresStore {
             case .integer: "\(name)::bigint"
             case .text: name
             case .bool: name
-            case .time: isoText(name)
-            case .day: "to_char(\(name), 'YYYY-MM-DD')"
+            case .time: SQLQuery.instantText(name).rendered(for: .postgres).sql
+            case .day: SQLQuery.dayText(name).rendered(for: .postgres).sql
             case .rawText: name
             case .hex: "encode(\(name), 'hex')"
             }
@@ -185,10 +185,4 @@ extension PostgresStore {
         }
         return String(digits)
     }
-}
-
-/// A `timestamptz` column as postbackd's ISO 8601 text (`2026-11-21T08:00:00.000Z`), as SQLite
-/// stores it.
-func isoText(_ column: String) -> String {
-    "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 }

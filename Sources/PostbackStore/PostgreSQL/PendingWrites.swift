@@ -1,0 +1,136 @@
+import Foundation
+import PostbackKit
+
+/// What ingest has handed the PostgreSQL store and not yet committed.
+struct PendingWrites {
+    struct Candidate {
+        var columns: StoredColumns
+        var kind: String
+        var keySpace: KeySpace
+        var result: VerificationResult
+        var fine: Int?
+        var coarse: String?
+        var country: String?
+        var raw: ArraySlice<UInt8>
+        var digest: [UInt8]
+        var dedupKey: [UInt8]
+        var source: String
+        var location: EntryLocation
+        var receivedAt: UTCInstant
+        var receivedSource: ReceivedTimeSource
+        var runID: Int64
+        /// Received over HTTP: the request, and the entry's position in its group.
+        var request: ReceivedRequest? = nil
+        var entry = 0
+        /// Section 9's inferences from the postback and `receivedAt`.
+        var inference: PostbackInference
+    }
+
+    struct Refused {
+        var location: EntryLocation
+        /// The whole entry's size, even when only a part of it was kept.
+        var size: Int
+        var result: VerificationResult
+        var raw: ArraySlice<UInt8>
+        var digest: [UInt8]
+        var source: String
+        var receivedAt: UTCInstant
+        var runID: Int64
+        /// Received over HTTP: the request, and the entry's position in its group.
+        var request: ReceivedRequest? = nil
+        var entry = 0
+    }
+
+    var read = 0
+    var candidates: [Candidate] = []
+    var refused: [Refused] = []
+
+    var isEmpty: Bool { read == 0 }
+}
+
+extension PendingWrites.Candidate {
+    init(
+        _ postback: Postback,
+        _ result: VerificationResult,
+        raw: ArraySlice<UInt8>,
+        digest: [UInt8],
+        source: String,
+        location: EntryLocation,
+        receivedAt: UTCInstant,
+        receivedSource: ReceivedTimeSource,
+        runID: Int64,
+        request: ReceivedRequest? = nil,
+        entry: Int = 0
+    ) {
+        let columns = StoredColumns(postback)
+        let keySpace = KeySpace(result)
+        self.init(
+            columns: columns,
+            kind: postback.kind.rawValue,
+            keySpace: keySpace,
+            result: result,
+            fine: postback.conversionValue?.fine,
+            coarse: postback.conversionValue?.coarse?.rawValue,
+            country: postback.countryCode,
+            raw: raw,
+            digest: digest,
+            dedupKey: DedupKeyDigest.digest(
+                kind: postback.kind.rawValue,
+                keySpace: keySpace.rawValue,
+                adNetworkID: columns.adNetworkID,
+                transactionID: columns.transactionID,
+                sequenceIndex: Int64(columns.sequenceIndex)
+            ),
+            source: source,
+            location: location,
+            receivedAt: receivedAt,
+            receivedSource: receivedSource,
+            runID: runID,
+            request: request,
+            entry: entry,
+            inference: PostbackInference(postback, receivedAt: receivedAt)
+        )
+    }
+}
+
+extension PendingWrites.Candidate {
+    /// A valid entry to store; `request`: received over HTTP.
+    init(
+        _ item: IngestEntry,
+        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource),
+        runID: Int64,
+        request: ReceivedRequest? = nil
+    ) {
+        self.init(
+            valid.postback,
+            item.result,
+            raw: item.raw,
+            digest: item.digest,
+            source: item.source,
+            location: item.entry.location,
+            receivedAt: item.receivedAt,
+            receivedSource: valid.receivedSource,
+            runID: runID,
+            request: request,
+            entry: request == nil ? 0 : item.index
+        )
+    }
+}
+
+extension PendingWrites.Refused {
+    /// An entry to quarantine; `request`: received over HTTP.
+    init(_ item: IngestEntry, runID: Int64, request: ReceivedRequest? = nil) {
+        self.init(
+            location: item.entry.location,
+            size: quarantinedSize(item.entry, rawCount: item.raw.count),
+            result: item.result,
+            raw: item.raw,
+            digest: item.digest,
+            source: item.source,
+            receivedAt: item.receivedAt,
+            runID: runID,
+            request: request,
+            entry: request == nil ? 0 : item.index
+        )
+    }
+}

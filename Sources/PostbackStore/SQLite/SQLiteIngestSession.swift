@@ -1,0 +1,82 @@
+import Foundation
+import GRDB
+import PostbackKit
+
+/// Ingest's writes on SQLite: one write transaction on the store's connection, open across
+/// batches and committed by ``commit()``. One task owns it.
+final class SQLiteIngestSession: IngestSession {
+    private let queue: DatabaseQueue
+    /// What the open write transaction has written, counted when it commits.
+    private var uncommitted = IngestSummary()
+    /// Which inserts check `pruned_keys`, read when the open write transaction began.
+    private var prunedKeys = PrunedKeyGuard()
+
+    init(queue: DatabaseQueue) {
+        self.queue = queue
+    }
+
+    /// Writes one verified batch, in input order, into the open write transaction, beginning
+    /// one if none is open, and returns the entries it quarantined.
+    ///
+    /// Nothing is durable, and nothing is counted in the run's summary, until ``commit()``.
+    /// A transaction holds many batches: each commit rewrites every index page the transaction
+    /// touched, and the dedup key's pages are touched at random, so fewer, larger commits write
+    /// far less (a commit per 256-postback batch spent more time in the kernel than in SQLite).
+    /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
+    func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
+        var quarantined: [QuarantinedEntry] = []
+        let now = UTCInstant.now()
+        try queue.writeWithoutTransaction { db in
+            if !db.isInsideTransaction {
+                try db.beginTransaction(.immediate)
+                uncommitted = IngestSummary()
+                prunedKeys = try SQLiteStore.prunedKeyGuard(db)
+            }
+            try verified.forEachIngestEntry(context, now: now) { item in
+                uncommitted.read += 1
+                func refuse(_ result: VerificationResult) throws {
+                    try SQLiteStore.quarantine(db, item, result, runID: context.runID)
+                    uncommitted.countQuarantined(result)
+                    quarantined.append(QuarantinedEntry(location: item.entry.location, result: result))
+                }
+                guard let valid = item.valid else {
+                    try refuse(item.result)
+                    return
+                }
+                let outcome = try SQLiteStore.store(
+                    db,
+                    item,
+                    valid,
+                    runID: context.runID,
+                    prunedKeys: prunedKeys,
+                    counts: &uncommitted
+                )
+                if case .digestCollision(let storedID) = outcome {
+                    try refuse(digestCollision(item.result, storedID: storedID))
+                }
+            }
+        }
+        return quarantined
+    }
+
+    func commit() throws -> IngestSummary {
+        try queue.writeWithoutTransaction { db in
+            guard db.isInsideTransaction else { return }
+            try db.commit()
+        }
+        defer { uncommitted = IngestSummary() }
+        return uncommitted
+    }
+
+    /// Rolls back the open write transaction, if any: after a failed write, so that the
+    /// database holds only whole commits (a re-run writes the rest). Nothing was committed
+    /// since the last commit, so nothing is counted.
+    @discardableResult
+    func rollback() -> IngestSummary {
+        try? queue.writeWithoutTransaction { db in
+            if db.isInsideTransaction { try db.rollback() }
+        }
+        uncommitted = IngestSummary()
+        return IngestSummary()
+    }
+}

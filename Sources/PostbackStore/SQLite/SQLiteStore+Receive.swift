@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import PostbackKit
+
+/// `serve`'s receipts on SQLite: a group of HTTP requests in one durable transaction.
+extension SQLiteStore {
+    package func receive(
+        _ verified: VerifiedBatch,
+        requests: [ReceivedRequest],
+        runID: Int64
+    ) throws -> [ReceiptOutcome] {
+        // One transaction for the whole group, committed with `synchronous = FULL` (the store
+        // was opened for `.receive`): durable when `write` returns.
+        try queue.write { db in
+            let prunedKeys = try Self.prunedKeyGuard(db)
+            var outcomes: [ReceiptOutcome] = []
+            outcomes.reserveCapacity(requests.count)
+            var counts = IngestSummary()
+            try verified.forEachReceivedEntry(requests) { item in
+                let request = requests[item.index]
+                /// - Parameter overBudget: quarantine even when the request may not (the budget
+                ///   is spent): for a valid postback, which is always kept.
+                func refuse(_ result: VerificationResult, overBudget: Bool = false) throws -> ReceiptOutcome {
+                    guard request.mayQuarantine || overBudget else { return .dropped }
+                    let size = quarantinedSize(item.entry, rawCount: item.raw.count)
+                    let verdict = result.verdict == .valid ? Verdict.malformed : result.verdict
+                    let count = try Int.fetchOne(
+                        db,
+                        sql: Self.upsertReceivedQuarantine,
+                        arguments: [
+                            verdict.rawValue, result.field, result.reason ?? "not a postback", result.kind?.rawValue,
+                            result.identity.version, result.identity.adNetworkID, result.identity.transactionID,
+                            Data(item.raw), size, Data(item.digest), item.source, item.entry.location.index,
+                            item.entry.location.line, item.receivedAt.iso8601, runID, request.clientAddress,
+                            request.requestID,
+                        ]
+                    )
+                    return .quarantined(newRow: count == 1)
+                }
+                guard let valid = item.valid else {
+                    outcomes.append(try refuse(item.result))
+                    return
+                }
+                let outcome = try Self.store(
+                    db,
+                    item,
+                    valid,
+                    runID: runID,
+                    request: request,
+                    prunedKeys: prunedKeys,
+                    counts: &counts
+                )
+                switch outcome {
+                case .stored: outcomes.append(.stored)
+                case .duplicate(let comparison): outcomes.append(comparison.outcome)
+                case .digestCollision(let storedID):
+                    outcomes.append(try refuse(digestCollision(item.result, storedID: storedID), overBudget: true))
+                }
+            }
+            return outcomes
+        }
+    }
+}

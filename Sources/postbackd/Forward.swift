@@ -91,7 +91,7 @@ extension Postbackd {
                 } else {
                     states = try await job.status()
                 }
-            } catch let error as ForwardError {
+            } catch let error as PostbackServerError {
                 throw failInput("\(config): \(error.description)")
             } catch {
                 throw failStore(error, database.location)

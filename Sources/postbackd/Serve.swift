@@ -363,7 +363,7 @@ extension Postbackd {
                     output.line(line)
                     output.flush()
                 }
-            } catch let error as ServeError {
+            } catch let error as PostbackServerError where error.code != .stopping {
                 throw failInput(error.reason)
             } catch {
                 throw failStore(error, database.location)

@@ -66,16 +66,19 @@ package enum EndpointDoctor {
     static let maximumAnswer = 64 << 10
 
     /// `https://HOST[:PORT][/]` taken apart, or why it is not that.
-    package static func parse(_ url: String) -> Result<(host: String, port: Int), EndpointError> {
+    package static func parse(_ url: String) -> Result<(host: String, port: Int), PostbackServerError> {
         let lower = url.lowercased()
         guard lower.hasPrefix("https://") else {
-            return .failure(EndpointError("\(url): not https://DOMAIN (devices post only over HTTPS)"))
+            return .failure(
+                PostbackServerError(.endpointUnusable, "\(url): not https://DOMAIN (devices post only over HTTPS)")
+            )
         }
         var rest = Substring(url.dropFirst("https://".count))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard !rest.isEmpty, !rest.contains("/"), !rest.contains("?"), !rest.contains("#"), !rest.contains("@") else {
             return .failure(
-                EndpointError(
+                PostbackServerError(
+                    .endpointUnusable,
                     "\(url): give the domain alone, https://DOMAIN: the doctor probes the paths devices post to"
                 )
             )
@@ -84,20 +87,16 @@ package enum EndpointDoctor {
         var port = 443
         if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]") {
             guard let number = Int(rest[rest.index(after: colon)...]), (1...65535).contains(number) else {
-                return .failure(EndpointError("\(url): the port is not a number from 1 to 65535"))
+                return .failure(
+                    PostbackServerError(.endpointUnusable, "\(url): the port is not a number from 1 to 65535")
+                )
             }
             port = number
             host = String(rest[..<colon])
         }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { return .failure(EndpointError("\(url): no host")) }
+        guard !host.isEmpty else { return .failure(PostbackServerError(.endpointUnusable, "\(url): no host")) }
         return .success((host, port))
-    }
-
-    /// Why an endpoint cannot be checked at all.
-    package struct EndpointError: Error, Sendable {
-        package var reason: String
-        init(_ reason: String) { self.reason = reason }
     }
 
     /// Checks `url` (`https://DOMAIN`, a port allowed) as ``EndpointDoctor`` says.
@@ -268,7 +267,9 @@ package enum EndpointDoctor {
                         if let leaf = chain.first {
                             waiter.complete(.success(leaf))
                         } else {
-                            waiter.complete(.failure(EndpointError("the server presented no certificate")))
+                            waiter.complete(
+                                .failure(PostbackServerError(.endpointUnusable, "the server presented no certificate"))
+                            )
                         }
                         verification.succeed(.certificateVerified)
                     }
@@ -286,7 +287,12 @@ package enum EndpointDoctor {
         }
         let deadline = channel.eventLoop.scheduleTask(in: options.timeout) {
             waiter.complete(
-                .failure(EndpointError("no TLS handshake within \(options.timeout.nanoseconds / 1_000_000_000) s"))
+                .failure(
+                    PostbackServerError(
+                        .endpointUnusable,
+                        "no TLS handshake within \(options.timeout.nanoseconds / 1_000_000_000) s"
+                    )
+                )
             )
         }
         defer { deadline.cancel() }
@@ -330,162 +336,27 @@ package enum EndpointDoctor {
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            waiter.complete(.failure(EndpointError("the server closed the connection during the TLS handshake")))
+            waiter.complete(
+                .failure(
+                    PostbackServerError(.endpointUnusable, "the server closed the connection during the TLS handshake")
+                )
+            )
             context.fireChannelInactive()
         }
     }
 
-    // MARK: The probes
-
-    struct Probe {
-        var path: String
-        var status: Int?
-        var milliseconds: Int
-        /// The `status` member of postbackd's JSON answer (`stored`, `duplicate`), if any.
-        var answerStatus: String?
-        var verdict: String?
-        var contentType: String?
-        var location: String?
-        var error: String?
-    }
-
-    struct Probes {
-        var results: [Probe] = []
-        /// The TLS error that stopped the verifying connection, when it did.
-        var tlsError: (any Error)?
-    }
-
-    private static func probeAll(host: String, port: Int, options: Options, verify: Bool) async -> Probes {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if verify {
-            if let caFile = options.caFile { tls.trustRoots = .file(caFile) }
-        } else {
-            tls.certificateVerification = .none
-        }
-        var configuration = HTTPClient.Configuration()
-        configuration.tlsConfiguration = tls
-        configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: options.connectTimeout, read: options.timeout)
-        configuration.decompression = .disabled
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let probes = await probe(client, host: host, port: port, options: options, verify: verify)
-        try? await client.shutdown()
-        return probes
-    }
-
-    private static func probe(
-        _ client: HTTPClient,
-        host: String,
-        port: Int,
-        options: Options,
-        verify: Bool
-    ) async -> Probes {
-        var probes = Probes()
-        let authority = (host.contains(":") ? "[\(host)]" : host) + (port == 443 ? "" : ":\(port)")
-        for path in paths {
-            var request = HTTPClientRequest(url: "https://\(authority)\(path)")
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "User-Agent", value: "postbackd-doctor")
-            request.body = .bytes(ByteBuffer(bytes: probePostback))
-            let started = ContinuousClock.now
-            var probe = Probe(path: path, milliseconds: 0)
-            do {
-                let response = try await client.execute(request, timeout: options.timeout)
-                probe.status = Int(response.status.code)
-                probe.contentType = response.headers.first(name: "Content-Type")
-                probe.location = response.headers.first(name: "Location")
-                var body = [UInt8]()
-                for try await chunk in response.body {
-                    if body.count < maximumAnswer { body += chunk.readableBytesView.prefix(maximumAnswer - body.count) }
-                }
-                if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
-                    probe.answerStatus = object["status"] as? String
-                    probe.verdict = object["verdict"] as? String
-                }
-            } catch {
-                if verify && isTLSError(error) {
-                    probes.tlsError = error
-                    return probes
-                }
-                probe.error = describe(error)
-            }
-            probe.milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
-            probes.results.append(probe)
-        }
-        return probes
-    }
-
-    /// What is wrong with one probe's answer, as a device meets it.
-    static func findings(_ probe: Probe, host: String) -> [DoctorFinding] {
-        let subject = "POST \(probe.path)"
-        guard let status = probe.status else {
-            return [
-                DoctorFinding(
-                    subject,
-                    .noAnswer,
-                    problem: "no answer: \(probe.error ?? "the connection ended") after \(probe.milliseconds) ms",
-                    fix: "route \(probe.path) on \(host) to postbackd serve and check that it runs"
-                )
-            ]
-        }
-        if status == 200 {
-            if ["stored", "duplicate"].contains(probe.answerStatus ?? ""), probe.verdict == "valid" { return [] }
-            let what =
-                probe.answerStatus.map {
-                    "\"status\":\"\($0)\"" + (probe.verdict.map { ", \"verdict\":\"\($0)\"" } ?? "")
-                }
-                ?? "a body that is not postbackd's JSON answer (Content-Type \(probe.contentType ?? "none"))"
-            return [
-                DoctorFinding(
-                    subject,
-                    .unexpectedAnswer,
-                    problem:
-                        "answered 200 with \(what): not postbackd's answer to a valid postback (stored or duplicate); the postback may be dropped",
-                    fix: "route \(probe.path) on \(host) to postbackd serve"
-                )
-            ]
-        }
-        let problem: String
-        let fix: String
-        switch status {
-        case 300..<400:
-            problem =
-                "answered \(status)\(probe.location.map { " to \($0)" } ?? ""): devices do not follow redirects, so the postback is lost"
-            fix =
-                "serve \(probe.path) at https://\(host) itself, without a redirect (a proxy that rewrites http to https or adds www)"
-        case 404:
-            problem = "answered 404: nothing serves this path"
-            fix = "route \(probe.path) on \(host) to postbackd serve"
-        case 405:
-            problem = "answered 405: something in front of postbackd refuses POST here"
-            fix = "let POST through to postbackd serve for \(probe.path)"
-        case 413:
-            problem = "answered 413 to a 1 KiB postback: a body limit in front of postbackd is too small"
-            fix = "allow request bodies of at least 64 KiB on \(probe.path)"
-        case 503:
-            problem =
-                "answered 503: postbackd could not commit (or a proxy has no backend); devices retry, but not forever"
-            fix = "check the store (postbackd check) and serve's log; check the proxy's backend"
-        default:
-            problem = "answered \(status): postbackd answers 200 to a valid postback"
-            fix = "route \(probe.path) on \(host) to postbackd serve"
-        }
-        return [DoctorFinding(subject, .unexpectedStatus, problem: problem, fix: fix)]
-    }
-
     // MARK: Helpers
 
-    private static func isTLSError(_ error: any Error) -> Bool {
+    static func isTLSError(_ error: any Error) -> Bool {
         error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError
     }
 
-    private static func isAddress(_ host: String) -> Bool {
+    static func isAddress(_ host: String) -> Bool {
         host.contains(":") || host.split(separator: ".").allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }
     }
 
     static func describe(_ error: any Error) -> String {
-        if let endpoint = error as? EndpointError { return endpoint.reason }
+        if let endpoint = error as? PostbackServerError { return endpoint.reason }
         if let client = error as? HTTPClientError {
             switch client {
             case .connectTimeout: return "no connection within the connect timeout"

@@ -116,7 +116,7 @@ final class DeliveryLedger: Sendable {
 
     private func send<Value>(_ request: Request, orFail reply: CheckedContinuation<Value, any Error>) {
         if case .terminated = continuation.yield(request) {
-            reply.resume(throwing: ForwardError(.stopping, "the forwarder is stopping"))
+            reply.resume(throwing: PostbackServerError(.stopping, "the forwarder is stopping"))
         }
     }
 

@@ -65,22 +65,7 @@ package struct ForwardConfig: Sendable {
 
     /// Why a config cannot be used: the JSON path and what is wrong.
     package struct Problem: CodedError {
-        package struct Code: Hashable, Sendable {
-            fileprivate enum Value: Hashable { case notJSON, invalidValue, duplicateName, reservedHeader }
-            fileprivate let value: Value
-            /// The file is not JSON.
-            package static let notJSON = Code(value: .notJSON)
-            /// A member is missing, of the wrong kind or out of its range (a name, a URL, a
-            /// payload, enriched `fields`, a template or one of its placeholders, a filter, a
-            /// header, a variable name, a number, a retry schedule whose ceiling is below its
-            /// base).
-            package static let invalidValue = Code(value: .invalidValue)
-            /// Two destinations have one name.
-            package static let duplicateName = Code(value: .duplicateName)
-            /// A header postbackd sets itself (`Content-Length`, `Host`, its delivery id and
-            /// signature).
-            package static let reservedHeader = Code(value: .reservedHeader)
-        }
+        package typealias Code = ErrorCode<Self>
 
         package let code: Code
         /// The JSON path at fault (`$.destinations[0].url`).
@@ -371,4 +356,17 @@ extension ForwardConfig.Destination {
     package static func deliveryID(dedupKey: [UInt8], destination: String) -> String {
         hexString(SHA256Digest(hashing: dedupKey + Array(destination.utf8)).bytes.prefix(16))
     }
+}
+
+extension ErrorCode where Domain == ForwardConfig.Problem {
+    /// The file is not JSON.
+    package static let notJSON = Self("notJSON")
+    /// A member is missing, of the wrong kind or out of its range (a name, a URL, a payload,
+    /// enriched `fields`, a template or one of its placeholders, a filter, a header, a variable
+    /// name, a number, a retry schedule whose ceiling is below its base).
+    package static let invalidValue = Self("invalidValue")
+    /// Two destinations have one name.
+    package static let duplicateName = Self("duplicateName")
+    /// A header postbackd sets itself (`Content-Length`, `Host`, its delivery id and signature).
+    package static let reservedHeader = Self("reservedHeader")
 }

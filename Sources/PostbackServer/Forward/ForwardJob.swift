@@ -29,11 +29,11 @@ package struct ForwardJob: Sendable {
     /// HMAC secrets by destination name, read from the environment.
     let secrets: [String: [UInt8]]
     /// A secret missing from the environment: delivering is refused, `status` is not.
-    let missingSecret: ForwardError?
+    let missingSecret: PostbackServerError?
 
     /// Reads each destination's HMAC secret from `environment`.
     ///
-    /// A variable unset or empty makes ``run(_:)`` throw ``ForwardError`` naming the
+    /// A variable unset or empty makes ``run(_:)`` throw ``PostbackServerError`` naming the
     /// destination and the variable (never a value).
     package init(
         location: StoreLocation,
@@ -47,13 +47,13 @@ package struct ForwardJob: Sendable {
         self.policy = policy
         self.logger = logger
         var secrets: [String: [UInt8]] = [:]
-        var missing: ForwardError?
+        var missing: PostbackServerError?
         for destination in config.destinations {
             guard let variable = destination.hmacSecretEnvironment else { continue }
             guard let secret = environment[variable], !secret.isEmpty else {
                 missing =
                     missing
-                    ?? ForwardError(
+                    ?? PostbackServerError(
                         .missingSecret,
                         "destination \(destination.name): the environment variable \(variable) (hmac_secret_env) is not set; set it to the HMAC secret"
                     )

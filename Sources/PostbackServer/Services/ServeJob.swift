@@ -56,6 +56,9 @@ package struct ServeJob: Sendable {
     /// bearer token or through the login form's cookie (never logged), beside the store's.
     package var dashboardToken: String?
     package var logger: Logger
+    /// Whether the hot routes are answered below the router (ServeHTTP1Channel.swift); only the
+    /// tests that compare both paths turn it off.
+    package var hotPath = true
 
     package static let defaultMaximumBody = 65_536
     package static let defaultMaximumConnections = 1_024
@@ -106,10 +109,10 @@ package struct ServeJob: Sendable {
     /// Serves until SIGTERM or SIGINT, then returns what it stored. `ready` gets the line to
     /// print once the server listens (`listening on http://127.0.0.1:8080`).
     ///
-    /// - Throws: ``ServeError`` (a certificate that cannot be read, an address that cannot be
+    /// - Throws: ``PostbackServerError`` (a certificate that cannot be read, an address that cannot be
     ///   listened on) and ``DatabaseOpenError`` before anything is received.
     package func run(ready: @escaping @Sendable (String) -> Void) async throws -> IngestSummary {
-        if let missing = forward?.missingSecret { throw ServeError(.missingSecret, missing.reason) }
+        if let missing = forward?.missingSecret { throw missing }
         let tlsConfiguration = try tls.map { try Self.serverTLS(certificate: $0.certificate, key: $0.key) }
         let scheme = tls == nil ? "http" : "https"
         // Every store is opened here, outside the service group: a PostgreSQL pool must outlive
@@ -204,9 +207,9 @@ package struct ServeJob: Sendable {
             logger: logger
         )
         let readTimeout = TimeAmount.seconds(self.readTimeout.components.seconds)
-        // The hot routes are answered below the router (HotPath.swift).
+        // The hot routes are answered below the router (ServeHTTP1Channel.swift says why).
         let http1 = HTTPServerBuilder { router in
-            ServeHTTP1Channel(responder: router, routes: responder, readTimeout: readTimeout)
+            ServeHTTP1Channel(responder: router, routes: responder, readTimeout: readTimeout, hotPath: hotPath)
         }
         let host = self.host
         let listening = Mutex<String?>(nil)
@@ -259,7 +262,7 @@ package struct ServeJob: Sendable {
             let summary = writer.summary
             try? await store.finishRun(runID, summary: summary, status: "failed", finishedAt: .now())
             if listening.withLock({ $0 }) == nil {
-                throw ServeError(
+                throw PostbackServerError(
                     .cannotListen,
                     "cannot listen on \(host):\(port): \(error); choose another --host or --port"
                 )
@@ -280,19 +283,22 @@ package struct ServeJob: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificate)
         } catch {
-            throw ServeError(
+            throw PostbackServerError(
                 .certificateUnreadable,
                 "cannot read the certificate chain in \(certificate) (--tls-cert): \(error); give a PEM file"
             )
         }
         guard !chain.isEmpty else {
-            throw ServeError(.noCertificate, "\(certificate) (--tls-cert) holds no certificate; give a PEM file")
+            throw PostbackServerError(
+                .noCertificate,
+                "\(certificate) (--tls-cert) holds no certificate; give a PEM file"
+            )
         }
         let privateKey: NIOSSLPrivateKey
         do {
             privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
         } catch {
-            throw ServeError(
+            throw PostbackServerError(
                 .keyUnreadable,
                 "cannot read the private key in \(key) (--tls-key): \(error); give an unencrypted PEM key"
             )
@@ -303,48 +309,5 @@ package struct ServeJob: Sendable {
         )
         configuration.minimumTLSVersion = .tlsv12
         return configuration
-    }
-}
-
-/// Runs the writer on its own thread until graceful shutdown, then lets it commit what waits.
-final class CommitterService: Service, Sendable {
-    let committer: GroupCommitter
-    let store: any PostbackStorage
-    let runID: Int64
-    let executor: DedicatedThreadExecutor
-    private let result = Mutex(IngestSummary())
-
-    init(committer: GroupCommitter, store: any PostbackStorage, runID: Int64, executor: DedicatedThreadExecutor) {
-        self.committer = committer
-        self.store = store
-        self.runID = runID
-        self.executor = executor
-    }
-
-    /// What the writer stored, once it has returned.
-    var summary: IngestSummary { result.withLock { $0 } }
-
-    func run() async throws {
-        let committer = self.committer
-        // Models added meanwhile (by `models add`, anywhere) are read every few seconds.
-        let reloader = Task {
-            while !Task.isCancelled {
-                try await Task.sleep(for: ModelDirectory.reloadInterval)
-                committer.reloadModels()
-            }
-        }
-        defer { reloader.cancel() }
-        let summary = await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await withTaskExecutorPreference(executor) {
-                    await committer.run(store: store, runID: runID)
-                }
-            } onGracefulShutdown: {
-                committer.close()
-            }
-        } onCancel: {
-            committer.close()
-        }
-        result.withLock { $0 = summary }
     }
 }

@@ -23,12 +23,9 @@ extension PostbackResponder {
         if case .refused(let response) = admission { return response }
         let body: ByteBuffer
         do {
-            body = try await request.body.collect(upTo: Self.maximumTokenBody)
+            body = try await request.body.collect(upTo: bodyLimit(.appleAdsToken))
         } catch is NIOTooManyBytesError {
-            return Self.json(
-                .contentTooLarge,
-                Self.error("the body is over \(Self.maximumTokenBody) bytes", field: nil)
-            )
+            return tooLarge(.appleAdsToken)
         } catch {
             return Self.json(.badRequest, Self.error("the request body did not arrive whole", field: nil))
         }

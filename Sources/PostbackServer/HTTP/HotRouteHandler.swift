@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -10,71 +9,7 @@ import NIOHTTPTypesHTTP1
 import PostbackKit
 import Synchronization
 
-// Why `serve` handles some HTTP itself (issue 42; BENCHMARKS.md has the figures).
-//
-// Every request Hummingbird answers crosses its per-connection task: the request parts go from
-// the event loop into an async sequence, the connection's task (on Swift's cooperative pool)
-// takes them, builds a request context and a logger, runs the responder, and sends the answer
-// back through an async writer to the event loop. Measured on two cores, that crossing is most
-// of what a request costs: `GET /healthz` through it took 54–83 µs of CPU, through a plain
-// SwiftNIO pipeline a fraction of that. The routes every device and app calls (the two
-// report-attribution paths and the two conversion value routes) are answered here instead, on
-// the event loop, by ``HotRouteHandler``: it reads the request whole, calls the same route code
-// the router would (verification, the group commit, models, keys), and writes the answer. A
-// postback's answer still waits for its commit: the writer calls back, and the answer hops to
-// the connection's event loop once. Every other route, and every other method on these paths,
-// goes on to Hummingbird unchanged.
-//
-// The handler sits after Hummingbird's connection state handler, so its idle timeout and
-// graceful shutdown's quiescing count these requests as they count their own, and after
-// ``RequestDeadlineHandler``, so the body deadline and the close after a 413 hold for both.
-
-/// `serve`'s HTTP/1 connections: the pipeline Hummingbird's `HTTP1Channel` builds (its decoder
-/// limits, its connection state handler, its request loop), with ``RequestDeadlineHandler`` and
-/// ``HotRouteHandler`` in it.
-struct ServeHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
-    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
-
-    let responder: HTTPChannelHandler.Responder
-    /// The routes the hot path answers (the same responder the router calls).
-    let routes: PostbackResponder
-    /// How long a client may take over a request's body, and may stay idle between requests.
-    let readTimeout: TimeAmount
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
-            // Hummingbird's HTTP1Channel defaults.
-            var limits = NIOHTTPDecoderLimitConfiguration()
-            limits.maxHeaderFieldSize = 80 * 1024
-            limits.maxHeaderListSize = 80 * 1024
-            limits.maxHeaderFieldCount = 1000
-            let pipeline = channel.pipeline.syncOperations
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false,
-                withErrorHandling: false,
-                withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: limits
-            )
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try pipeline.addHandler(RequestDeadlineHandler(bodyTimeout: readTimeout))
-            try pipeline.addHandler(
-                HTTPConnectionStateHandler(idleTimeout: .nanoseconds(readTimeout.nanoseconds), logger: logger)
-            )
-            try pipeline.addHandler(HotRouteHandler(routes: routes))
-            return try NIOAsyncChannel(
-                wrappingChannelSynchronously: channel,
-                configuration: .init(isOutboundHalfClosureEnabled: true)
-            )
-        }
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: value, logger: logger)
-    }
-}
-
-/// Answers the hot routes (``PostbackResponder/isHot(_:_:)``) on the event loop and hands every
+/// Answers the hot routes (``PostbackResponder/Route/isHot(_:)``) on the event loop and hands every
 /// other request on to Hummingbird, one request at a time: a request that arrives while another
 /// is being answered (pipelined) waits, with reading paused, so answers leave in order.
 final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -89,6 +24,8 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var body = ByteBuffer()
         /// The most body bytes the route reads.
         var limit: Int
+        /// The client's `X-Request-Id`, or a new one.
+        var requestID: String
         var started = ContinuousClock.now
         var arrival = UTCInstant.now()
     }
@@ -156,7 +93,7 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 if request.limit == 0 { return true }
                 guard request.body.readableBytes + chunk.readableBytes <= request.limit else {
                     state = .discarding
-                    answer(tooLarge(request.route), to: request, context: context)
+                    answer(routes.tooLarge(request.route), to: request, context: context)
                     return true
                 }
                 state = .idle  // the buffer is uniquely referenced while it grows
@@ -179,35 +116,20 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A new request: a hot one is read here, any other handed on.
     private func start(_ head: HTTPRequest, context: ChannelHandlerContext) {
-        guard let path = head.path, let route = PostbackResponder.Route(path: Self.pathOnly(path)),
-            PostbackResponder.isHot(route, head.method)
-        else {
+        guard let path = head.path, let route = PostbackResponder.Route.hot(path, head.method) else {
             state = .handedOn(requestEnded: false, answered: false)
             context.fireChannelRead(wrapInboundOut(.head(head)))
             return
         }
-        let limit =
-            switch route {
-            case .skadnetwork, .appattribution: routes.maximumBody
-            case .conversionValue: PostbackResponder.maximumStateBody
-            default: 0  // a GET's body is not read
-            }
-        let request = HotRequest(route: route, head: head, limit: limit)
+        let limit = routes.bodyLimit(route)
+        let requestID = PostbackResponder.requestID(head.headerFields[.xRequestID])
+        let request = HotRequest(route: route, head: head, limit: limit, requestID: requestID)
         if limit > 0, let length = head.headerFields[.contentLength].flatMap(Int.init), length > limit {
             state = .discarding
-            answer(tooLarge(route), to: request, context: context)
+            answer(routes.tooLarge(route), to: request, context: context)
             return
         }
         state = .reading(request)
-    }
-
-    private func tooLarge(_ route: PostbackResponder.Route) -> Answer {
-        route == .conversionValue ? PostbackResponder.stateTooLarge() : routes.tooLarge()
-    }
-
-    private static func pathOnly(_ path: String) -> String {
-        guard let query = path.utf8.firstIndex(of: UInt8(ascii: "?")) else { return path }
-        return String(path[..<query])
     }
 
     /// Answers `request`, read whole: at once, or when the writer calls back.
@@ -222,19 +144,18 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
             )
             self.answer(answer, to: request, caller: caller, context: context)
         case .skadnetwork, .appattribution:
-            let requestID = PostbackResponder.requestID(request.head.headerFields[.xRequestID])
-            let reply = onLoop(request, caller: caller, requestID: requestID, context: context)
+            let reply = onLoop(request, caller: caller, context: context)
             routes.receive(
                 request.head,
                 body: request.body,
                 path: request.route == .appattribution ? .aak : .skan,
                 caller: caller,
                 arrival: request.arrival,
-                requestID: requestID,
+                requestID: request.requestID,
                 reply: reply
             )
         default:
-            let reply = onLoop(request, caller: caller, requestID: nil, context: context)
+            let reply = onLoop(request, caller: caller, context: context)
             routes.snippetConversionValue(
                 Request(head: request.head, body: RequestBody(buffer: ByteBuffer())),
                 context: caller,
@@ -249,7 +170,6 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func onLoop(
         _ request: HotRequest,
         caller: Caller,
-        requestID: String?,
         context: ChannelHandlerContext
     ) -> @Sendable (Answer) -> Void {
         let loop = context.eventLoop
@@ -257,7 +177,7 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
         return { answer in
             let send: @Sendable () -> Void = {
                 let (handler, context, request, caller) = bound.value
-                handler.answer(answer, to: request, caller: caller, requestID: requestID, context: context)
+                handler.answer(answer, to: request, caller: caller, context: context)
             }
             if loop.inEventLoop {
                 send()
@@ -273,7 +193,6 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
         _ answer: Answer,
         to request: HotRequest,
         caller: Caller? = nil,
-        requestID: String? = nil,
         context: ChannelHandlerContext
     ) {
         if case .closed = state { return }
@@ -284,7 +203,7 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
             route: request.route,
             request.head,
             caller: caller,
-            requestID: requestID ?? PostbackResponder.requestID(request.head.headerFields[.xRequestID]),
+            requestID: request.requestID,
             started: request.started
         )
         var headers = answer.headers
@@ -384,33 +303,5 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
         state = .closed
         waiting.removeAll()
         context.fireChannelInactive()
-    }
-}
-
-/// The `Date` header's value (RFC 9110's IMF-fixdate), made once a second.
-enum HTTPDate {
-    private static let cache = Mutex<(second: Int, text: String)>((0, ""))
-    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    static func now() -> String {
-        let second = time(nil)
-        return cache.withLock { cache in
-            if cache.second != second {
-                cache = (second, format(second))
-            }
-            return cache.text
-        }
-    }
-
-    static func format(_ seconds: Int) -> String {
-        var clock = seconds
-        var parts = tm()
-        gmtime_r(&clock, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let day = days[Int(parts.tm_wday) % 7]
-        let month = months[Int(parts.tm_mon) % 12]
-        return "\(day), \(two(parts.tm_mday)) \(month) \(1900 + Int(parts.tm_year)) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

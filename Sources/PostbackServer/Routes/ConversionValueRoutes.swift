@@ -16,11 +16,6 @@ extension PostbackResponder {
 
     // MARK: POST /v1/conversion-value
 
-    /// 413: a state body over ``maximumStateBody`` bytes.
-    static func stateTooLarge() -> Answer {
-        json(.contentTooLarge, error("the body is over \(maximumStateBody) bytes", field: nil))
-    }
-
     /// The state in `body` (read whole: ``HotRouteHandler`` refuses one over
     /// ``maximumStateBody`` bytes), answered at once.
     func conversionValue(_ request: Request, body: ByteBuffer, context: Caller) -> Answer {
@@ -289,19 +284,7 @@ struct SnippetQuery {
 
     /// A parameter that cannot be used: the snippet is answered 400 with ``reason``.
     struct Problem: CodedError {
-        struct Code: Hashable, Sendable {
-            fileprivate enum Value: Hashable { case repeated, missing, tooLong, invalidValue }
-            fileprivate let value: Value
-            /// A parameter given twice.
-            static let repeated = Code(value: .repeated)
-            /// A parameter the answer needs is missing or empty (`i`, `n`, `idfv`).
-            static let missing = Code(value: .missing)
-            /// A parameter longer than it can be, or currency totals of more currencies.
-            static let tooLong = Code(value: .tooLong)
-            /// A value that cannot be used: not a time, a time in the future, not a conversion
-            /// value, not currency totals.
-            static let invalidValue = Code(value: .invalidValue)
-        }
+        typealias Code = ErrorCode<Self>
 
         let code: Code
         /// The parameter at fault (`skan_current_conversion_value`).
@@ -445,4 +428,16 @@ struct SnippetQuery {
         }
         return totals
     }
+}
+
+extension ErrorCode where Domain == SnippetQuery.Problem {
+    /// A parameter given twice.
+    static let repeated = Self("repeated")
+    /// A parameter the answer needs is missing or empty (`i`, `n`, `idfv`).
+    static let missing = Self("missing")
+    /// A parameter longer than it can be, or currency totals of more currencies.
+    static let tooLong = Self("tooLong")
+    /// A value that cannot be used: not a time, a time in the future, not a conversion value,
+    /// not currency totals.
+    static let invalidValue = Self("invalidValue")
 }

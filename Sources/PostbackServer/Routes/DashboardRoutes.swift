@@ -152,9 +152,9 @@ extension PostbackResponder {
         }
         let body: ByteBuffer
         do {
-            body = try await request.body.collect(upTo: Self.maximumLoginBody)
+            body = try await request.body.collect(upTo: bodyLimit(.login))
         } catch {
-            return Self.loginPage(.contentTooLarge, message: "The form was too large.")
+            return tooLarge(.login)
         }
         guard let given = Self.formValue("token", in: String(buffer: body)), !given.isEmpty,
             let key = keys.key(secret: given)

@@ -41,12 +41,12 @@ struct Answer {
 }
 
 /// `serve`'s routes: the two report-attribution endpoints, the conversion value endpoints
-/// (``ConversionValueRoutes.swift``), the report API and the dashboard
+/// (`ConversionValueRoutes.swift`), the report API and the dashboard
 /// (``DashboardRoutes.swift``), health, readiness and metrics.
 ///
-/// Routing is a switch over the path rather than Hummingbird's router, which answers a wrong
-/// method with 404: here an unknown path is 404 and a known path with another method is 405
-/// with `Allow`. Every outcome is an answer; nothing thrown reaches Hummingbird, so a 500 can
+/// Routing is a switch over ``Route``, the one table of routes, rather than Hummingbird's
+/// router, which answers a wrong method with 404: here an unknown path is 404 and a known path
+/// with another method is 405 with `Allow`. Every outcome is an answer; nothing thrown reaches Hummingbird, so a 500 can
 /// only come from a defect.
 struct PostbackResponder: HTTPResponder {
     typealias Context = ServeRequestContext
@@ -72,56 +72,9 @@ struct PostbackResponder: HTTPResponder {
     let secureCookie: Bool
     let logger: Logger
 
-    /// The routes, by path without its trailing slash (docs/openapi.yaml describes each).
-    enum Route: String, CaseIterable {
-        case skadnetwork = "/.well-known/skadnetwork/report-attribution"
-        case appattribution = "/.well-known/appattribution/report-attribution"
-        case conversionValue = "/v1/conversion-value"
-        case snippet = "/api/v2/conversion_value"
-        case appleAdsToken = "/v1/apple-ads/token"
-        case health = "/healthz"
-        case ready = "/readyz"
-        case metrics = "/metrics"
-        case report = "/api/v1/report"
-        case summary = "/api/v1/summary"
-        case postbacks = "/api/v1/postbacks"
-        case root = "/"
-        case dashboard = "/dashboard"
-        case login = "/login"
-        case openAPI = "/openapi.json"
-
-        init?(path: String) {
-            var path = Substring(path)
-            if path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
-            self.init(rawValue: String(path))
-        }
-
-        /// The methods the route takes (`GET` also takes `HEAD`).
-        var methods: [HTTPRequest.Method] {
-            switch self {
-            case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
-            case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard, .openAPI: [.get]
-            case .login: [.get, .post]
-            }
-        }
-
-        func takes(_ method: HTTPRequest.Method) -> Bool {
-            methods.contains(method) || (method == .head && methods.contains(.get))
-        }
-    }
-
-    /// Whether ``HotRouteHandler`` answers `route` taken with `method`, below Hummingbird: the
-    /// routes every device and app calls (HotPath.swift says why).
-    static func isHot(_ route: Route, _ method: HTTPRequest.Method) -> Bool {
-        switch route {
-        case .skadnetwork, .appattribution, .conversionValue: method == .post
-        case .snippet: method == .get || method == .head
-        default: false
-        }
-    }
-
-    /// Every route but the hot ones (``isHot(_:_:)``), which ``HotRouteHandler`` answers before
-    /// a request reaches Hummingbird.
+    /// Every route but the hot ones (``Route/isHot(_:)``), which ``HotRouteHandler`` answers
+    /// before a request reaches Hummingbird; the hot ones too where the hot path is off
+    /// (``ServeJob/hotPath``, for the tests that compare both paths).
     func respond(to request: Request, context: ServeRequestContext) async throws -> Response {
         let started = ContinuousClock.now
         let caller = Caller(peer: context.peer)
@@ -132,12 +85,7 @@ struct PostbackResponder: HTTPResponder {
             if route.takes(request.method) {
                 switch route {
                 case .skadnetwork, .appattribution, .conversionValue, .snippet:
-                    // HotRouteHandler takes every request of these with these methods.
-                    logger.error("a hot route reached the router", metadata: ["http.path": "\(route.rawValue)"])
-                    answer = Self.json(
-                        .internalServerError,
-                        Self.problem(status: "error", reason: "not answered here; retry")
-                    )
+                    answer = try await hot(route, request, caller: caller, requestID: requestID)
                 case .appleAdsToken:
                     answer = await appleAdsToken(request, context: caller, arrival: .now())
                 case .health:
@@ -246,16 +194,6 @@ struct PostbackResponder: HTTPResponder {
                 reply(Self.answer(outcome, result, requestID: requestID))
             }
         }
-    }
-
-    func tooLarge() -> Answer {
-        Self.json(
-            .contentTooLarge,
-            Self.problem(
-                status: "too_large",
-                reason: "the body is over \(maximumBody) bytes; a postback is under 1 KiB"
-            )
-        )
     }
 
     /// 200 for whatever retrying cannot change; 400 for a malformed body, naming the field.

@@ -521,6 +521,15 @@ extension PostbackStorage {
                 )
             }
             try await sql.execute("DELETE FROM deliveries WHERE postback_id IN (\(rows))")
+            if kind == .test || kind == .development {
+                // What `aggregate` counts of them stays: a day aggregated again reports the same.
+                try await sql.execute(
+                    """
+                    INSERT INTO pruned_postbacks (\(raw: AggregateSQL.postbackColumns))
+                    SELECT \(raw: AggregateSQL.postbackColumns) FROM postbacks WHERE \(selected)
+                    """
+                )
+            }
             let gone = try await sql.rows(
                 "DELETE FROM postbacks WHERE \(selected) RETURNING dedup_key, received_at, app_id"
             )

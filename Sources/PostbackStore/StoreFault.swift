@@ -15,40 +15,7 @@ import Glibc
 /// parentheses as detail, never alone. Commands exit with status 2 on it; `serve` logs it
 /// and answers 503 with ``publicReason`` (which does not name the store).
 package struct StoreFault: CodedError {
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        package var description: String { name }
-
-        /// The file cannot be opened or created (no such folder, no permission).
-        static let cannotOpen = Code(name: "cannot_open")
-        /// The file or folder holds no store (read-only commands do not create one).
-        package static let noStore = Code(name: "no_store")
-        /// The file is not a postbackd store (or not SQLite at all), or the database holds
-        /// tables postbackd did not make.
-        static let notPostbackd = Code(name: "not_postbackd")
-        /// A newer postbackd wrote the schema.
-        package static let newerSchema = Code(name: "newer_schema")
-        /// An older postbackd wrote the schema, and this command does not migrate.
-        package static let olderSchema = Code(name: "older_schema")
-        /// The database's pages are damaged (malformed, truncated, corrupt).
-        package static let damaged = Code(name: "damaged")
-        /// The disk (or the database's quota) is full.
-        static let diskFull = Code(name: "disk_full")
-        /// The store may not be written here: a read-only file, folder, mount or server.
-        static let readOnly = Code(name: "read_only")
-        /// The database user lacks a privilege the command needs.
-        package static let notPermitted = Code(name: "not_permitted")
-        /// Another process held the store locked for longer than the wait.
-        package static let locked = Code(name: "locked")
-        /// The disk failed a read or a write.
-        static let ioError = Code(name: "io_error")
-        /// The database server cannot be reached, went away, or has no such database.
-        package static let unreachable = Code(name: "unreachable")
-        /// The database server refused the user or password.
-        static let authenticationRefused = Code(name: "authentication_refused")
-        /// Anything else the store reported.
-        package static let failed = Code(name: "failed")
-    }
+    package typealias Code = ErrorCode<StoreFault>
 
     package let code: Code
     package let reason: String
@@ -223,3 +190,35 @@ func diskIsFull(_ path: String) -> Bool {
 
 /// The fault before anything is read: kept under its former name, which the jobs' documentation uses.
 package typealias DatabaseOpenError = StoreFault
+
+extension ErrorCode where Domain == StoreFault {
+    /// The file cannot be opened or created (no such folder, no permission).
+    static let cannotOpen = Self("cannot_open")
+    /// The file or folder holds no store (read-only commands do not create one).
+    package static let noStore = Self("no_store")
+    /// The file is not a postbackd store (or not SQLite at all), or the database holds
+    /// tables postbackd did not make.
+    static let notPostbackd = Self("not_postbackd")
+    /// A newer postbackd wrote the schema.
+    package static let newerSchema = Self("newer_schema")
+    /// An older postbackd wrote the schema, and this command does not migrate.
+    package static let olderSchema = Self("older_schema")
+    /// The database's pages are damaged (malformed, truncated, corrupt).
+    package static let damaged = Self("damaged")
+    /// The disk (or the database's quota) is full.
+    static let diskFull = Self("disk_full")
+    /// The store may not be written here: a read-only file, folder, mount or server.
+    static let readOnly = Self("read_only")
+    /// The database user lacks a privilege the command needs.
+    package static let notPermitted = Self("not_permitted")
+    /// Another process held the store locked for longer than the wait.
+    package static let locked = Self("locked")
+    /// The disk failed a read or a write.
+    static let ioError = Self("io_error")
+    /// The database server cannot be reached, went away, or has no such database.
+    package static let unreachable = Self("unreachable")
+    /// The database server refused the user or password.
+    static let authenticationRefused = Self("authentication_refused")
+    /// Anything else the store reported.
+    package static let failed = Self("failed")
+}

@@ -11,7 +11,7 @@ package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
     case postgres(PostgresURL)
 
     /// Parses `--db` (or the option named `option`, for its messages).
-    package init(_ text: String, option: String = "--db") throws(StoreLocationError) {
+    package init(_ text: String, option: String = "--db") throws(StoreError) {
         let lowered = text.lowercased()
         if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
             self = .postgres(try PostgresURL(text, option: option))
@@ -34,39 +34,6 @@ package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
         case .sqlite: "SQLite"
         case .postgres: "PostgreSQL"
         }
-    }
-}
-
-/// A `--db` value that looks like a PostgreSQL URL but is not a valid one.
-package struct StoreLocationError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable {
-            case incomplete, invalidHost, invalidPort, unknownParameter, invalidSSLMode, invalidSessionAttributes
-            case invalidConnectTimeout
-        }
-        fileprivate let value: Value
-        /// A part the URL needs is missing: the scheme, the user, the host or the database name.
-        package static let incomplete = Code(value: .incomplete)
-        /// An IPv6 host's `[` is not closed.
-        package static let invalidHost = Code(value: .invalidHost)
-        /// The port is not a number from 1 to 65535.
-        package static let invalidPort = Code(value: .invalidPort)
-        /// A query parameter other than `sslmode`, `target_session_attrs` and `connect_timeout`.
-        package static let unknownParameter = Code(value: .unknownParameter)
-        /// `sslmode` is not `disable`, `prefer` or `require`.
-        package static let invalidSSLMode = Code(value: .invalidSSLMode)
-        /// `target_session_attrs` is not one of libpq's six values.
-        package static let invalidSessionAttributes = Code(value: .invalidSessionAttributes)
-        /// `connect_timeout` is not a number of seconds from 1 to 3600.
-        package static let invalidConnectTimeout = Code(value: .invalidConnectTimeout)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
     }
 }
 
@@ -135,9 +102,9 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?PARAMETERS]`;
     /// user, password and database may be percent-encoded. The parameters are `sslmode`,
     /// `target_session_attrs` and `connect_timeout`, as libpq reads them.
-    package init(_ text: String, option: String = "--db") throws(StoreLocationError) {
-        func fail(_ code: StoreLocationError.Code, _ what: String) -> StoreLocationError {
-            StoreLocationError(
+    package init(_ text: String, option: String = "--db") throws(StoreError) {
+        func fail(_ code: StoreError.Code, _ what: String) -> StoreError {
+            StoreError(
                 code,
                 "\(option) \(Self.redacting(text)) is not a PostgreSQL URL: \(what); use postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|prefer|require&target_session_attrs=…&connect_timeout=SECONDS]"
             )

@@ -52,10 +52,8 @@ extension Postbackd {
             func run() async throws {
                 let outcome: AppAddOutcome
                 do {
-                    outcome = try await PostbackStores.with(database.location) { store in
-                        try await store.addApp(appID, name: name, bundleID: bundleID)
-                    }
-                } catch let error as AppError {
+                    outcome = try await AppsJob.add(database.location, appID: appID, name: name, bundleID: bundleID)
+                } catch let error as StoreError {
                     throw failInput(error.reason)
                 } catch {
                     throw failStore(error, database.location)
@@ -81,9 +79,7 @@ extension Postbackd {
             func run() async throws {
                 let (apps, policy): ([StoredApp], AppsPolicy)
                 do {
-                    (apps, policy) = try await PostbackStores.with(database.location, access: .readOnly) { store in
-                        (try await store.apps(), try await store.appsPolicy())
-                    }
+                    (apps, policy) = try await AppsJob.list(database.location)
                 } catch {
                     throw failStore(error, database.location)
                 }
@@ -106,9 +102,7 @@ extension Postbackd {
             func run() async throws {
                 let removed: Bool
                 do {
-                    removed = try await PostbackStores.with(database.location) { store in
-                        try await store.removeApp(appID)
-                    }
+                    removed = try await AppsJob.remove(database.location, appID: appID)
                 } catch {
                     throw failStore(error, database.location)
                 }
@@ -132,9 +126,7 @@ extension Postbackd {
             func run() async throws {
                 let (apps, policy): ([UnclaimedApp], AppsPolicy)
                 do {
-                    (apps, policy) = try await PostbackStores.with(database.location, access: .readOnly) { store in
-                        (try await store.unclaimedApps(), try await store.appsPolicy())
-                    }
+                    (apps, policy) = try await AppsJob.unclaimed(database.location)
                 } catch {
                     throw failStore(error, database.location)
                 }
@@ -160,9 +152,7 @@ extension Postbackd {
                 let output = TextOutput.standardOutput()
                 guard let policy else {
                     do {
-                        let current = try await PostbackStores.with(database.location, access: .readOnly) { store in
-                            try await store.appsPolicy()
-                        }
+                        let current = try await AppsJob.policy(database.location)
                         output.line(current.rawValue)
                     } catch {
                         throw failStore(error, database.location)
@@ -174,7 +164,7 @@ extension Postbackd {
                     throw failInput("\"\(policy)\" is not a policy: all or registered")
                 }
                 do {
-                    try await PostbackStores.with(database.location) { store in try await store.setAppsPolicy(chosen) }
+                    try await AppsJob.setPolicy(database.location, chosen)
                 } catch {
                     throw failStore(error, database.location)
                 }

@@ -94,12 +94,12 @@ extension Postbackd {
             let summary: ExportJob.Summary
             do {
                 summary = try await ExportJob.run(options, location: database.location)
-            } catch let error as ExportOutputError {
+            } catch let error as StoreError where error.code == .otherEngine {
+                throw failInput(error.description)
+            } catch let error as StoreError {
                 throw failInput(
                     error.description + (consumer == nil ? "" : "; the cursor of \(consumer ?? "") is unchanged")
                 )
-            } catch let error as ExportCursorError {
-                throw failInput(error.description)
             } catch {
                 throw failStore(error, database.location)
             }

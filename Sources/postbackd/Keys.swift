@@ -64,7 +64,7 @@ extension Postbackd {
                     let appIDs = try apps.map { try AccessKeySecret.parseApps($0) }
                     let scopes = try scope.map { try AccessScope.parse($0) } ?? AccessScope.defaults
                     created = try await AccessKeysJob.add(database.location, name: name, apps: appIDs, scopes: scopes)
-                } catch let error as AccessKeyError {
+                } catch let error as StoreError {
                     throw failInput(error.reason)
                 } catch {
                     throw failStore(error, database.location)
@@ -121,7 +121,7 @@ extension Postbackd {
                 let revoked: Bool
                 do {
                     revoked = try await AccessKeysJob.revoke(database.location, name: name)
-                } catch let error as AccessKeyError {
+                } catch let error as StoreError {
                     throw failInput(error.reason)
                 } catch {
                     throw failStore(error, database.location)

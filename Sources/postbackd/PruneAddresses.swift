@@ -39,12 +39,9 @@ extension Postbackd {
         }
 
         func run() async throws {
-            let cutoff = UTCInstant(milliseconds: UTCInstant.now().milliseconds - Int64(olderThan) * 86_400_000)
-            let cleared: ClearedAddresses
+            let (cutoff, cleared): (UTCInstant, ClearedAddresses)
             do {
-                cleared = try await PostbackStores.with(database.location) { store in
-                    try await store.clearClientAddresses(before: cutoff)
-                }
+                (cutoff, cleared) = try await PruneAddressesJob.run(database.location, olderThan: olderThan)
             } catch {
                 throw failStore(error, database.location, whileWriting: true)
             }

@@ -43,16 +43,11 @@ extension Postbackd {
             }
 
             func run() async throws {
-                var parsed: [(RetentionKind, Int?)] = []
+                let parsed: [(RetentionKind, Int?)]
                 do {
-                    for setting in settings { parsed.append(try RetentionError.setting(setting)) }
-                } catch {
+                    parsed = try await RetentionJob.set(database.location, settings)
+                } catch let error as StoreError {
                     throw failInput(error.reason)
-                }
-                do {
-                    try await PostbackStores.with(database.location) { store in
-                        try await store.setRetention(parsed)
-                    }
                 } catch {
                     throw failStore(error, database.location, whileWriting: true)
                 }
@@ -72,9 +67,7 @@ extension Postbackd {
             func run() async throws {
                 let rules: [RetentionRule]
                 do {
-                    rules = try await PostbackStores.with(database.location, access: .readOnly) { store in
-                        try await store.retentionRules()
-                    }
+                    rules = try await RetentionJob.rules(database.location)
                 } catch {
                     throw failStore(error, database.location)
                 }
@@ -141,16 +134,9 @@ extension Postbackd {
             let verb = dryRun ? "would remove" : "removed"
             let report: PruneReport
             do {
-                report = try await PostbackStores.with(database.location) { store in
-                    try await store.prune(
-                        dryRun: dryRun,
-                        full: full,
-                        batch: batch,
-                        progress: { pruned in
-                            output.line(Self.line(pruned, verb: verb))
-                            output.flush()
-                        }
-                    )
+                report = try await RetentionJob.prune(database.location, dryRun: dryRun, full: full, batch: batch) {
+                    output.line(Self.line($0, verb: verb))
+                    output.flush()
                 }
             } catch {
                 throw failStore(error, database.location, whileWriting: !dryRun)

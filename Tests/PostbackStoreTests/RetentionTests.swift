@@ -258,6 +258,46 @@ struct RetentionTests {
         #expect(lines.filter { $0.contains("\"raw\":null,\"raw_pruned\":true") }.count == dayOne - 1)
     }
 
+    /// The reports of every day, as `postbackd report` prints them (CSV and JSON): by day, by
+    /// app and network, every dimension, and the events.
+    func reports(_ store: TestStore) async throws -> [String] {
+        var printed: [String] = []
+        let every = AggregateDimension.allCases.map(\.rawValue).joined(separator: ",")
+        for (by, events) in [
+            ("date", false), ("date,app_id,ad_network_id", false), (every, false), ("date,app_id", true),
+        ] {
+            let query = ReportQuery(from: nil, to: nil, by: try AggregateDimension.list(by), events: events)
+            let report = try await ReportJob.run(store.location, query).report
+            printed += [report.formatted(.csv), report.formatted(.json)]
+        }
+        return printed
+    }
+
+    /// A day's report changes only when its production postbacks did: `aggregate` after the
+    /// test-mode and development postbacks were pruned (and then the raw bytes) counts them as
+    /// before (issue 59: test=30 development=30 raw=60 turned a day's 10,551 postbacks into
+    /// 10,056, its test_mode and development into 0).
+    @Test(
+        "a day aggregated again after its test, development and raw bytes were pruned reports the same",
+        arguments: TestEngine.available
+    )
+    func reportAfterPrune(_ engine: TestEngine) async throws {
+        let (store, _) = try await store(engine)
+        let reported = try await reports(store)
+        let tables = try await aggregates(store)
+        #expect(reported[0].contains(",1,1,"), "day one's test_mode and development: \(reported[0])")
+        _ = try await prune(store, [(.test, 1), (.development, 1)])
+        #expect(try await store.count("postbacks", where: "key_space <> 'production'") == 0)
+        let dayOne = try #require(UTCDay("2026-11-20"))
+        _ = try await AggregateJob.run(store.location, .range(from: dayOne, to: dayOne), policy: .midpoint)
+        #expect(try await reports(store) == reported)
+        _ = try await prune(store, [(.test, 1), (.development, 1), (.raw, 1)])
+        #expect(try await store.count("postbacks", where: "length(raw) > 0") == 1)
+        _ = try await AggregateJob.run(store.location, .all, policy: .midpoint)
+        #expect(try await reports(store) == reported)
+        #expect(try await aggregates(store) == tables)
+    }
+
     @Test("deliveries, Apple Ads tokens and runs by the time they finished", arguments: TestEngine.available)
     func byTime(_ engine: TestEngine) async throws {
         let (store, _) = try await store(engine)

@@ -33,8 +33,8 @@ struct SchemaUpgradeTests {
         try await PostbackStores.with(store.location) { _ in }
         // The state as the release before wrote it, and its migration log without v17 / 13
         // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
-        // costs, 16, the access keys and apps, 17, the retention, and 18, the sightings' index
-        // by day, undone too).
+        // costs, 16, the access keys and apps, 17, the retention, 18, the sightings' index
+        // by day, and 19, the pruned postbacks, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -47,7 +47,7 @@ struct SchemaUpgradeTests {
         case .postgres:
             try await store.execute(
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
-                "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs",
+                "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs, pruned_postbacks",
                 "DROP INDEX quarantine_received_day, sightings_received_day",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
@@ -112,6 +112,10 @@ struct SchemaUpgradeTests {
         ("v20: access keys, apps", "96baca216031c8c4103649029eff538a89180b680276d39748de6daec82ef3e5"),
         ("v21: retention, pruned keys", "074caa6d7eef543a1ef57440259bb802998aa2076e40ef16ac56307ad52c777c"),
         ("v22: sightings by day received", "6c0fad9983d47eccfb6da761041e88e6a6ed7d5d780840a74e7d7785e9e77ed8"),
+        (
+            "v23: pruned postbacks' aggregated columns",
+            "40f8ac1de24198078473916e0ef78df730a6aca90904f356da33327b477ca490"
+        ),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -134,6 +138,7 @@ struct SchemaUpgradeTests {
         (16, "1bbbf99ef51a153ed169c252404066538ff756effb3c661a2f9b16d2975dce9d"),
         (17, "aa0bbc38432441b9d0be94d32169b628962e5410ac843497a12fdfc0e1413d65"),
         (18, "642efeb82da2b5b27c6bd683e55eab4b033f59ddb6ace7ad6b8c6247b009a4c0"),
+        (19, "ce957a086bafddaae3bc37763ef8f802c7b6fb4392efa1525e8c9f6b656907d2"),
     ]
 
     private static func sha256(_ text: String) -> String {

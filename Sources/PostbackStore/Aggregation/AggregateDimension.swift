@@ -63,7 +63,7 @@ package enum AggregateDimension: String, Sendable, Hashable, CaseIterable {
     static let reportDefault: [AggregateDimension] = [.date, .adNetworkID]
 
     /// Parses `date,ad_network_id`, naming any unknown dimension.
-    package static func list(_ text: String) throws(DimensionError) -> [AggregateDimension] {
+    package static func list(_ text: String) throws(StoreError) -> [AggregateDimension] {
         try dimensionList(text, as: AggregateDimension.self)
     }
 
@@ -108,41 +108,22 @@ enum ApplePlacement: String, Sendable, CaseIterable {
     }
 }
 
-/// A `--by` name that is not a dimension (of `report`, or of `apple-ads report`).
-package struct DimensionError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case unknown }
-        fileprivate let value: Value
-        /// The name is not one of the report's dimensions.
-        package static let unknown = Code(value: .unknown)
-    }
-
-    package let code: Code
-    /// The name as given.
-    package let name: String
-    /// What a person reads: the name, and the dimensions there are.
-    package let reason: String
-
-    init(unknown name: String, dimensions: [String]) {
-        code = .unknown
-        self.name = name
-        reason = "\"\(name)\" is not a dimension; use \(dimensions.joined(separator: ", "))"
-    }
-}
-
 /// Parses `date,app_id` (spaces around names allowed, repeats dropped) into dimensions of a
 /// report.
 ///
-/// - Throws: ``DimensionError`` naming the first unknown name.
+/// - Throws: ``StoreError`` naming the first unknown name.
 func dimensionList<Dimension: RawRepresentable & Equatable & CaseIterable>(
     _ text: String,
     as _: Dimension.Type
-) throws(DimensionError) -> [Dimension] where Dimension.RawValue == String {
+) throws(StoreError) -> [Dimension] where Dimension.RawValue == String {
     var dimensions: [Dimension] = []
     for part in text.split(separator: ",") {
         let name = part.withoutSurroundingSpaces
         guard let dimension = Dimension(rawValue: name) else {
-            throw DimensionError(unknown: name, dimensions: Dimension.allCases.map(\.rawValue))
+            throw StoreError(
+                .unknownDimension,
+                "\"\(name)\" is not a dimension; use \(Dimension.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         if !dimensions.contains(dimension) { dimensions.append(dimension) }
     }

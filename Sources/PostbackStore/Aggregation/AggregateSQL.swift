@@ -12,6 +12,16 @@ enum AggregateSQL {
             "aggregate_fine_value_totals", "aggregate_daily_references",
         ] + DashboardTable.all.filter { $0.basis == .received }.flatMap { [$0.name, $0.name + "_revenue"] }
 
+    /// The columns of a postback that `aggregate` reads (SQLite reads them as they are), and
+    /// those `pruned_postbacks` keeps of each test-mode and development postback `prune`
+    /// removes, which `aggregate` reads as well: a day's report stays what it was.
+    static let postbackColumns = """
+        app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id, \
+        source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value, \
+        coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits, \
+        received_at
+        """
+
     /// The tables by install date: a run over some days received replaces their rows for the
     /// install dates those days can hold (``dashboardStatements(_:)``), not by `date`.
     static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap {

@@ -61,7 +61,7 @@ package enum AppleAdsDimension: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Parses `date,app_id`, naming any unknown dimension.
-    package static func list(_ text: String) throws(DimensionError) -> [AppleAdsDimension] {
+    package static func list(_ text: String) throws(StoreError) -> [AppleAdsDimension] {
         try dimensionList(text, as: AppleAdsDimension.self)
     }
 }

@@ -124,21 +124,3 @@ package struct ExportSelection: Sendable {
             + ")"
     }
 }
-
-/// A consumer's cursor this store cannot read.
-package struct ExportCursorError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case otherEngine }
-        fileprivate let value: Value
-        /// The cursor was made by the other engine (the consumer's store was moved or copied).
-        package static let otherEngine = Code(value: .otherEngine)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    package init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}

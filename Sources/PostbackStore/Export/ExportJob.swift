@@ -54,8 +54,8 @@ package enum ExportJob {
     /// flushed to disk: a run that fails at any point leaves the cursor where it was, and the
     /// next run exports the same rows again.
     ///
-    /// - Throws: ``ExportOutputError`` (the output cannot be written; nothing is recorded),
-    ///   ``ExportCursorError``, ``DatabaseOpenError``, store errors.
+    /// - Throws: ``StoreError`` (the output cannot be written; nothing is recorded),
+    ///   ``StoreError``, ``DatabaseOpenError``, store errors.
     package static func run(_ options: Options, location: StoreLocation) async throws -> Summary {
         try await PostbackStores.with(location) { store in
             let models = try await store.models().timelines
@@ -96,34 +96,10 @@ extension Optional {
     }
 }
 
-/// The output cannot be written (a full disk, a closed pipe): nothing was recorded.
-package struct ExportOutputError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case cannotCreate, cannotWrite, cannotFlush, cannotRename }
-        fileprivate let value: Value
-        /// The file (its `.partial` name) cannot be created.
-        package static let cannotCreate = Code(value: .cannotCreate)
-        /// A write failed (a full disk, a closed pipe).
-        package static let cannotWrite = Code(value: .cannotWrite)
-        /// What was written cannot be synced to disk.
-        package static let cannotFlush = Code(value: .cannotFlush)
-        /// The complete file cannot be renamed into place.
-        package static let cannotRename = Code(value: .cannotRename)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
-
 /// Writes a whole output at once: to a file under `NAME.partial`, synced and renamed into
 /// place (a reader never sees half of it), or to standard output when there is no path.
 package enum OutputFile {
-    /// - Throws: ``ExportOutputError`` naming the file and what failed.
+    /// - Throws: ``StoreError`` naming the file and what failed.
     package static func write(_ text: String, to path: String?) throws {
         let sink = try ExportSink(path: path)
         do {
@@ -150,7 +126,7 @@ final class ExportSink {
             let partial = path + ".partial"
             let descriptor = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else {
-                throw ExportOutputError(.cannotCreate, "\(partial): cannot write: \(String(cString: strerror(errno)))")
+                throw StoreError(.cannotCreate, "\(partial): cannot write: \(String(cString: strerror(errno)))")
             }
             self.descriptor = descriptor
             self.partial = partial
@@ -176,7 +152,7 @@ final class ExportSink {
                 } else if written < 0 && errno == EINTR {
                     continue
                 } else {
-                    throw ExportOutputError(
+                    throw StoreError(
                         .cannotWrite,
                         "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(errno)))"
                     )
@@ -191,7 +167,7 @@ final class ExportSink {
     func finish() throws {
         try drain()
         if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP {
-            throw ExportOutputError(
+            throw StoreError(
                 .cannotFlush,
                 "\(partial ?? "standard output"): cannot flush to disk: \(String(cString: strerror(errno)))"
             )
@@ -199,7 +175,7 @@ final class ExportSink {
         if let partial, let path {
             close(descriptor)
             guard rename(partial, path) == 0 else {
-                throw ExportOutputError(
+                throw StoreError(
                     .cannotRename,
                     "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))"
                 )

@@ -22,12 +22,12 @@ package enum AccessScope: String, Sendable, Hashable, CaseIterable, Comparable {
     }
 
     /// `report,dashboard`: the scopes, in order.
-    package static func parse(_ text: String) throws(AccessKeyError) -> [AccessScope] {
+    package static func parse(_ text: String) throws(StoreError) -> [AccessScope] {
         var scopes = Set<AccessScope>()
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let name = part.withoutSurroundingSpaces
             guard let scope = AccessScope(rawValue: String(name)) else {
-                throw AccessKeyError(
+                throw StoreError(
                     .invalidScope,
                     "unknown scope \"\(String(name.prefix(64)).escapedForTerminal)\"; known: "
                         + allCases.map(\.rawValue).joined(separator: ", ")
@@ -75,28 +75,6 @@ package struct StoredAccessKey: Sendable, Hashable {
     }
 }
 
-/// A key `keys add` or `keys revoke` refused, or a name, app list or scope list it could not read.
-package struct AccessKeyError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case invalidName, invalidApps, invalidScope, nameTaken, unknownName }
-        fileprivate let value: Value
-        package static let invalidName = Code(value: .invalidName)
-        package static let invalidApps = Code(value: .invalidApps)
-        package static let invalidScope = Code(value: .invalidScope)
-        /// A key of that name exists (revoked keys keep their names).
-        package static let nameTaken = Code(value: .nameTaken)
-        package static let unknownName = Code(value: .unknownName)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    package init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
-
 /// Secrets: made, hashed and recognised.
 package enum AccessKeySecret {
     /// Every secret `keys add` makes begins so, so that a leaked one is recognisable (in a
@@ -128,14 +106,14 @@ package enum AccessKeySecret {
     }
 
     /// A key's name: 1 to 64 letters, digits, `.`, `_` and `-`, so that it prints safely.
-    package static func checkName(_ name: String) throws(AccessKeyError) {
+    package static func checkName(_ name: String) throws(StoreError) {
         guard (1...64).contains(name.utf8.count),
             name.utf8.allSatisfy({
                 $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
                     || (0x61...0x7A).contains($0)
             })
         else {
-            throw AccessKeyError(
+            throw StoreError(
                 .invalidName,
                 "\"\(String(name.prefix(64)).escapedForTerminal)\" is not a key name: 1 to 64 letters, digits, '.', '_' or '-'"
             )
@@ -146,12 +124,12 @@ package enum AccessKeySecret {
     package static let maximumApps = 100
 
     /// `123,456`: App Store ids (positive), ascending, each once.
-    package static func parseApps(_ text: String) throws(AccessKeyError) -> [Int64] {
+    package static func parseApps(_ text: String) throws(StoreError) -> [Int64] {
         var apps = Set<Int64>()
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let trimmed = part.withoutSurroundingSpaces
             guard let id = Int64(trimmed), id > 0 else {
-                throw AccessKeyError(
+                throw StoreError(
                     .invalidApps,
                     "\"\(String(trimmed.prefix(64)).escapedForTerminal)\" is not an App Store id (a positive number)"
                 )
@@ -159,7 +137,7 @@ package enum AccessKeySecret {
             apps.insert(id)
         }
         guard apps.count <= maximumApps else {
-            throw AccessKeyError(
+            throw StoreError(
                 .invalidApps,
                 "\(apps.count) apps: a key opens at most \(maximumApps) (the report's filter); give --all-apps for more"
             )
@@ -210,7 +188,7 @@ extension PostbackStorage {
             )
             if let row = existing.first {
                 let revoked = try row.optionalString(0)
-                throw AccessKeyError(
+                throw StoreError(
                     .nameTaken,
                     "a key named \(name) exists\(revoked.map { " (revoked \($0))" } ?? ""); choose another name"
                 )
@@ -250,7 +228,7 @@ extension PostbackStorage {
                 "SELECT revoked_at IS NULL FROM access_keys WHERE name = \(name)"
             )
             guard let row = rows.first else {
-                throw AccessKeyError(.unknownName, "no key is named \(name.escapedForTerminal) (postbackd keys list)")
+                throw StoreError(.unknownName, "no key is named \(name.escapedForTerminal) (postbackd keys list)")
             }
             guard try row.bool(0) else { return false }
             try await sql.execute(

@@ -1015,6 +1015,43 @@ enum PostgresSchema {
                 """#
             ]
         ),
+        // Pruned test-mode and development postbacks stay countable (issue 59); see the SQLite
+        // migration v23.
+        Migration(
+            version: 19,
+            name: "pruned postbacks' aggregated columns",
+            statements: [
+                #"""
+                CREATE TABLE pruned_postbacks (
+                    app_id bigint NOT NULL,
+                    ad_network_id text NOT NULL,
+                    kind text NOT NULL,
+                    key_space text NOT NULL,
+                    version text,
+                    campaign_id bigint,
+                    source_identifier text,
+                    source_app_id bigint,
+                    source_domain text,
+                    fidelity_type integer,
+                    redownload boolean,
+                    did_win boolean,
+                    postback_sequence_index integer NOT NULL,
+                    country_code text,
+                    fine_value integer,
+                    coarse_value text,
+                    conversion_type text,
+                    marketplace_id text,
+                    install_date date,
+                    crowd_anonymity_tier integer,
+                    source_identifier_digits integer,
+                    received_at timestamptz NOT NULL
+                )
+                """#,
+                #"""
+                CREATE INDEX pruned_postbacks_received_day ON pruned_postbacks (((received_at AT TIME ZONE 'UTC')::date))
+                """#,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -118,7 +118,9 @@ extension PostgresStore {
                             WHERE (received_at AT TIME ZONE 'UTC')::date > days.day)
                     FROM days WHERE days.day IS NOT NULL
                 )
-                SELECT to_char(day, 'YYYY-MM-DD') FROM days WHERE day IS NOT NULL ORDER BY 1
+                SELECT to_char(day, 'YYYY-MM-DD') FROM days WHERE day IS NOT NULL
+                UNION SELECT DISTINCT to_char((received_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') FROM pruned_postbacks
+                ORDER BY 1
                 """,
                 logger: logger
             ).decode(String.self) {
@@ -180,26 +182,30 @@ extension PostgresStore {
         binds.append(aggregation.day.description)
         binds.append(aggregation.changing.sorted())
         binds.append(aggregation.breakpoints)
-        for try await row in try await reader.send(
-            PostgresQuery(unsafeSQL: selectPostbacks, binds: binds),
-            logger: logger
-        ) {
-            var postback = try AggregatedPostback(row)
-            if let bucket = postback.receivedBucket {
-                postback.receivedAt = ConversionModels.representative(
-                    bucket: bucket,
-                    breakpoints: aggregation.breakpoints,
-                    day: aggregation.day
-                )
+        // A day's stored postbacks, then what `prune` removed of its test and development ones.
+        for select in [selectPostbacks, selectPrunedPostbacks] {
+            for try await row in try await reader.send(PostgresQuery(unsafeSQL: select, binds: binds), logger: logger) {
+                var postback = try AggregatedPostback(row)
+                if let bucket = postback.receivedBucket {
+                    postback.receivedAt = ConversionModels.representative(
+                        bucket: bucket,
+                        breakpoints: aggregation.breakpoints,
+                        day: aggregation.day
+                    )
+                }
+                aggregation.add(postback)
             }
-            aggregation.add(postback)
         }
     }
 
     /// A day's postbacks, identical ones counted together. For the apps in `$2`, whose decoding
     /// changes within the day (``DayAggregation/changing``), the bucket of `received_at` among
     /// the day's breakpoints `$3`: their postbacks group by it, the others' as before.
-    static let selectPostbacks = """
+    static let selectPostbacks = selectAggregated(from: "postbacks")
+    static let selectPrunedPostbacks = selectAggregated(from: "pruned_postbacks")
+
+    private static func selectAggregated(from table: String) -> String {
+        """
         SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
             coarse_value, conversion_type, marketplace_id, (install_date - DATE '1970-01-01')::integer,
@@ -207,12 +213,13 @@ extension PostgresStore {
             CASE WHEN app_id = ANY($2::bigint[])
                 THEN width_bucket(floor(extract(epoch FROM received_at) * 1000)::bigint, $3::bigint[]) END,
             COUNT(*)::bigint
-        FROM postbacks WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date AND \(AppsSQL.claimed)
+        FROM \(table) WHERE (received_at AT TIME ZONE 'UTC')::date = $1::date AND \(AppsSQL.claimed)
         GROUP BY app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
             source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
             coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits,
             22
         """
+    }
 
     /// Writes a day's rows (nothing for nil), each table's with one `COPY`
     /// (``AggregateCopyRows``).

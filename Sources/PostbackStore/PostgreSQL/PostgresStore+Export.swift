@@ -178,7 +178,7 @@ extension PostgresStore {
         guard cursor.position.hasPrefix("postgres:"), !digits.isEmpty,
             digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else {
-            throw ExportCursorError(
+            throw StoreError(
                 .otherEngine,
                 "the cursor \(cursor) was not made by a PostgreSQL store; export without --consumer, or with a new one"
             )

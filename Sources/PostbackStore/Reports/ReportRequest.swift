@@ -205,24 +205,7 @@ package struct ReportRequest: Sendable, Hashable {
 /// Unlike other coded errors, ``reason`` leaves the option out: an HTTP answer gives it apart
 /// (`{"field": "by", …}`), and ``description`` (`--by: …`) is what the command prints.
 package struct ReportRequestError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable {
-            case invalidValue, reversedPeriod, tooManyValues, notWithAppleAds, invalidParameter
-        }
-        fileprivate let value: Value
-        /// A value that cannot be read: not a date, a date basis, a dimension, an app id or an
-        /// ad network id.
-        package static let invalidValue = Code(value: .invalidValue)
-        /// The period starts after it ends.
-        package static let reversedPeriod = Code(value: .reversedPeriod)
-        /// More apps or ad networks than one request may name.
-        package static let tooManyValues = Code(value: .tooManyValues)
-        /// `--with-apple-ads` with what it cannot show beside Apple Ads' counts.
-        package static let notWithAppleAds = Code(value: .notWithAppleAds)
-        /// A query parameter that a route reading reports checks itself: unknown, or given
-        /// twice.
-        package static let invalidParameter = Code(value: .invalidParameter)
-    }
+    package typealias Code = ErrorCode<ReportRequestError>
 
     package let code: Code
     /// The option's name without dashes (`by`, `from`, `app-id`, …).
@@ -237,4 +220,19 @@ package struct ReportRequestError: CodedError {
         self.option = option
         self.reason = reason
     }
+}
+
+extension ErrorCode where Domain == ReportRequestError {
+    /// A value that cannot be read: not a date, a date basis, a dimension, an app id or an
+    /// ad network id.
+    package static let invalidValue = Self("invalidValue")
+    /// The period starts after it ends.
+    package static let reversedPeriod = Self("reversedPeriod")
+    /// More apps or ad networks than one request may name.
+    package static let tooManyValues = Self("tooManyValues")
+    /// `--with-apple-ads` with what it cannot show beside Apple Ads' counts.
+    package static let notWithAppleAds = Self("notWithAppleAds")
+    /// A query parameter that a route reading reports checks itself: unknown, or given
+    /// twice.
+    package static let invalidParameter = Self("invalidParameter")
 }

@@ -907,5 +907,38 @@ package enum PostbackSchema {
                 CREATE INDEX sightings_received_day ON sightings (substr(received_at, 1, 10));
                 """#
         ),
+        // Pruned test-mode and development postbacks stay countable (issue 59): the columns
+        // `aggregate` reads of each (no transaction id, no bytes), so that a day aggregated
+        // again after a prune reports what it reported before.
+        Migration(
+            "v23: pruned postbacks' aggregated columns",
+            sql: #"""
+                CREATE TABLE pruned_postbacks (
+                    app_id INTEGER NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    key_space TEXT NOT NULL,
+                    version TEXT,
+                    campaign_id INTEGER,
+                    source_identifier TEXT,
+                    source_app_id INTEGER,
+                    source_domain TEXT,
+                    fidelity_type INTEGER,
+                    redownload INTEGER,
+                    did_win INTEGER,
+                    postback_sequence_index INTEGER NOT NULL,
+                    country_code TEXT,
+                    fine_value INTEGER,
+                    coarse_value TEXT,
+                    conversion_type TEXT,
+                    marketplace_id TEXT,
+                    install_date TEXT,
+                    crowd_anonymity_tier INTEGER,
+                    source_identifier_digits INTEGER,
+                    received_at TEXT NOT NULL
+                );
+                CREATE INDEX pruned_postbacks_received_day ON pruned_postbacks (substr(received_at, 1, 10));
+                """#
+        ),
     ]
 }

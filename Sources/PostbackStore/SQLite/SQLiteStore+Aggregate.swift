@@ -154,9 +154,24 @@ extension SQLiteStore {
 
     /// Reads `aggregation`'s day's postbacks into it.
     private static func read(_ db: Database, into aggregation: inout DayAggregation) throws {
-        let day = aggregation.day
-        let rows = SQLiteRowReader(try db.cachedStatement(sql: Self.selectPostbacks), textArguments: [day.description])
         let changing = aggregation.changing
+        // A day's stored postbacks, then what `prune` removed of its test and development ones.
+        for select in [Self.selectPostbacks, Self.selectPrunedPostbacks] {
+            let rows = SQLiteRowReader(
+                try db.cachedStatement(sql: select),
+                textArguments: [aggregation.day.description]
+            )
+            try read(rows, db, changing: changing, into: &aggregation)
+        }
+    }
+
+    private static func read(
+        _ rows: SQLiteRowReader,
+        _ db: Database,
+        changing: Set<Int64>,
+        into aggregation: inout DayAggregation
+    ) throws {
+        let day = aggregation.day
         while try rows.next(db) {
             var postback = AggregatedPostback(rows)
             if !changing.isEmpty && changing.contains(postback.appID),
@@ -173,19 +188,26 @@ extension SQLiteStore {
         }
     }
 
-    static let selectPostbacks = """
-        SELECT app_id, ad_network_id, kind, key_space, version, campaign_id, source_identifier, source_app_id,
-            source_domain, fidelity_type, redownload, did_win, postback_sequence_index, country_code, fine_value,
-            coarse_value, conversion_type, marketplace_id, install_date, crowd_anonymity_tier, source_identifier_digits,
-            received_at
-        FROM postbacks WHERE substr(received_at, 1, 10) = ? AND \(AppsSQL.claimed)
+    static let selectPostbacks = selectAggregated(from: "postbacks")
+    static let selectPrunedPostbacks = selectAggregated(from: "pruned_postbacks")
+
+    private static func selectAggregated(from table: String) -> String {
         """
+        SELECT \(AggregateSQL.postbackColumns)
+        FROM \(table) WHERE substr(received_at, 1, 10) = ? AND \(AppsSQL.claimed)
+        """
+    }
 
     private static func days(_ selection: DaySelection, _ db: Database) throws -> [UTCDay] {
         switch selection {
         case .all:
-            return try String.fetchAll(db, sql: "SELECT DISTINCT substr(received_at, 1, 10) FROM postbacks ORDER BY 1")
-                .compactMap(UTCDay.init)
+            return try String.fetchAll(
+                db,
+                sql: """
+                    SELECT substr(received_at, 1, 10) FROM postbacks
+                    UNION SELECT substr(received_at, 1, 10) FROM pruned_postbacks ORDER BY 1
+                    """
+            ).compactMap(UTCDay.init)
         case .range:
             return selection.days
         }

@@ -70,7 +70,7 @@ extension SQLiteStore {
     static func exportPosition(_ cursor: ExportCursor?) throws -> Int64 {
         guard let cursor else { return 0 }
         guard cursor.position.hasPrefix("sqlite:"), let id = Int64(cursor.position.dropFirst("sqlite:".count)) else {
-            throw ExportCursorError(
+            throw StoreError(
                 .otherEngine,
                 "the cursor \(cursor) was not made by an SQLite store; export without --consumer, or with a new one"
             )

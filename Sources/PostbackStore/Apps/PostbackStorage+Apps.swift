@@ -1,70 +1,12 @@
 import PostbackKit
 
-/// Which stored postbacks count: every app's (`all`, the default), or only registered apps'
-/// (`registered`). Under `registered`, a postback of an app no one registered is stored as
-/// usual (verified, deduplicated, quarantined when bad) but unclaimed: no aggregate, report,
-/// dashboard, export, pull or forward counts it, until its app is registered.
-package enum AppsPolicy: String, Sendable, Hashable, CaseIterable {
-    case all
-    case registered
-}
-
-/// A registered app (`postbackd apps add`).
-package struct StoredApp: Sendable, Hashable {
-    package var appID: Int64
-    package var name: String?
-    package var bundleID: String?
-    package var addedAt: String
-}
-
-/// An app id of stored postbacks that is not registered.
-package struct UnclaimedApp: Sendable, Hashable {
-    package var appID: Int64
-    package var postbacks: Int
-    package var firstSeen: String
-    package var lastSeen: String
-}
-
-/// What `apps add` did.
-package enum AppAddOutcome: String, Sendable, Hashable {
-    case added, updated, unchanged
-}
-
-/// An app id, name or bundle identifier `apps` cannot take, or an app it does not know.
-package struct AppError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case invalidValue, unknownApp }
-        fileprivate let value: Value
-        package static let invalidValue = Code(value: .invalidValue)
-        package static let unknownApp = Code(value: .unknownApp)
-    }
-
-    package let code: Code
-    package let reason: String
-
-    package init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
-
-/// The statements of the app registry, the same on both engines.
-enum AppsSQL {
-    /// True for a `postbacks` row that counts: the policy is `all`, or its app is registered.
-    /// Both engines evaluate the two subqueries once per statement.
-    static let claimed =
-        "(coalesce((SELECT value FROM settings WHERE name = 'apps_policy'), 'all') <> 'registered' OR app_id IN (SELECT app_id FROM apps))"
-
-    static let policyName = "apps_policy"
-}
-
 extension PostbackStorage {
     /// Registers `appID`, or updates the name and bundle identifier given of a registered app.
     package func addApp(_ appID: Int64, name: String?, bundleID: String?) async throws -> AppAddOutcome {
-        guard appID > 0 else { throw AppError(.invalidValue, "\(appID) is not an App Store id (a positive number)") }
+        guard appID > 0 else { throw StoreError(.invalidValue, "\(appID) is not an App Store id (a positive number)") }
         for (option, value) in [("--name", name), ("--bundle-id", bundleID)] {
             if let value, !(1...255).contains(value.utf8.count) {
-                throw AppError(.invalidValue, "\(option): 1 to 255 bytes")
+                throw StoreError(.invalidValue, "\(option): 1 to 255 bytes")
             }
         }
         let now = UTCInstant.now()
@@ -180,64 +122,5 @@ extension PostbackStorage {
                 """
             )
         }
-    }
-}
-
-/// `postbackd apps`: the app registry, its policy, and the apps seen but not registered.
-package enum AppsJob {
-    package static func table(_ apps: [StoredApp], policy: AppsPolicy) -> String {
-        let header =
-            "policy: \(policy.rawValue)"
-            + (policy == .all ? " (every app's postbacks count)" : " (only these apps' postbacks count)") + "\n"
-        guard !apps.isEmpty else { return header + "no registered apps (postbackd apps add APP_ID)\n" }
-        func column(_ name: String, right: Bool = false, _ cell: (StoredApp) -> String) -> TableColumn {
-            TableColumn(header: name, rightAligned: right, cells: apps.map(cell), priority: 90)
-        }
-        let columns = [
-            column("app", right: true) { String($0.appID) }, column("name") { $0.name ?? "–" },
-            column("bundle id") { $0.bundleID ?? "–" }, column("added") { $0.addedAt },
-        ]
-        return header
-            + TableColumn.lines(columns, rows: apps.count).map(\.trailingSpacesRemoved).joined(separator: "\n") + "\n"
-    }
-
-    package static func json(_ apps: [StoredApp]) -> String {
-        apps.map { app in
-            var object = JSONObjectWriter()
-            object.add("app_id", app.appID)
-            object.add("name", app.name)
-            object.add("bundle_id", app.bundleID)
-            object.add("added_at", app.addedAt)
-            return object.text + "\n"
-        }.joined()
-    }
-
-    package static func unclaimedTable(_ apps: [UnclaimedApp], policy: AppsPolicy) -> String {
-        guard !apps.isEmpty else { return "every app with stored postbacks is registered\n" }
-        func column(_ name: String, right: Bool = false, _ cell: (UnclaimedApp) -> String) -> TableColumn {
-            TableColumn(header: name, rightAligned: right, cells: apps.map(cell), priority: 90)
-        }
-        let columns = [
-            column("app", right: true) { String($0.appID) },
-            column("postbacks", right: true) { formatCount($0.postbacks) }, column("first seen") { $0.firstSeen },
-            column("last seen") { $0.lastSeen },
-        ]
-        let note =
-            policy == .registered
-            ? "policy registered: these postbacks are counted nowhere until their app is registered (postbackd apps add APP_ID, then postbackd aggregate)"
-            : "policy all: these postbacks are counted; under postbackd apps policy registered they would not be"
-        return TableColumn.lines(columns, rows: apps.count).map(\.trailingSpacesRemoved).joined(separator: "\n") + "\n"
-            + note + "\n"
-    }
-
-    package static func unclaimedJSON(_ apps: [UnclaimedApp]) -> String {
-        apps.map { app in
-            var object = JSONObjectWriter()
-            object.add("app_id", app.appID)
-            object.add("postbacks", app.postbacks)
-            object.add("first_seen", app.firstSeen)
-            object.add("last_seen", app.lastSeen)
-            return object.text + "\n"
-        }.joined()
     }
 }

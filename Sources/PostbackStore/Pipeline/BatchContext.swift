@@ -1,0 +1,16 @@
+import PostbackKit
+
+/// What the writer needs to know about a batch beyond the verification results.
+package struct BatchContext {
+    package var runID: Int64
+    package var rule: ReceivedTimeRule
+    /// The name stored for a source: the canonical path (so that re-reading a file by
+    /// another path adds nothing), `-` for standard input.
+    package var storedSource: (String) -> String
+
+    package init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
+        self.runID = runID
+        self.rule = rule
+        self.storedSource = storedSource
+    }
+}

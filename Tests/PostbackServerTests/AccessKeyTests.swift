@@ -12,7 +12,11 @@ import Glibc
 
 /// Keys scoped to apps (`postbackd keys`), the limit on wrong keys, and what `serve` stores of
 /// client addresses: the built binary on a loopback port, a real HTTP client, both engines.
-@Suite("postbackd serve: keys scoped to apps, the sign-in limit, client addresses", .serialized)
+@Suite(
+    "postbackd serve: keys scoped to apps, the sign-in limit, client addresses",
+    .serialized,
+    .timeLimit(.minutes(5))
+)
 struct AccessKeyTests {
     let directory: TemporaryDirectory
     /// The sample's apps: a game and a marketplace, each with postbacks and a model.

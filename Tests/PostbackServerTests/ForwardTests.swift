@@ -18,7 +18,7 @@ import Glibc
 
 /// `postbackd forward` against a real HTTP receiver in the test process that fails a share of
 /// requests, times out on some and rejects one postback; on both engines.
-@Suite("Forward", .serialized)
+@Suite("Forward", .serialized, .timeLimit(.minutes(5)))
 struct ForwardTests {
     let directory: TemporaryDirectory
     static let secret = "forward-test-secret"
@@ -357,9 +357,9 @@ struct ForwardTests {
         let config = try config(receiver.port, concurrency: 4, timeout: 1)
         let errors = Pipe()
         let process = try await following(store, config, until: receiver, errors: errors)
+        // `kill` returns once the primary is gone; the outage lasts as long as the promotion.
         try primary.kill()
         let atKill = receiver.delivered("network").count
-        try await Task.sleep(for: .seconds(3))
         try standby.promote()
         let deadline = Date().addingTimeInterval(90)
         while receiver.delivered("network").count < production.count && Date() < deadline && process.isRunning {

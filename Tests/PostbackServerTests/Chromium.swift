@@ -18,6 +18,9 @@ struct Chromium {
     static let skipNotice =
         "headless Chromium is not installed: the browser cases are skipped (apt-get install chromium; .ci/run installs it)"
 
+    /// The browser cases, skipped without a browser.
+    static let cases = SkippedCases(skipped: installed == nil, notice: skipNotice)
+
     init(directory: TemporaryDirectory) throws {
         guard let found = Self.installed else {
             throw ServerError(

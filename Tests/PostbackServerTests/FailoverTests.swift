@@ -120,8 +120,10 @@ struct FailoverTests {
         let answered = Tally()
         let load = Task { await Self.load(bodies, to: server, client: client, answered: answered) }
         while answered.value.load(ordering: .relaxed) < 800 { try await Task.sleep(for: .milliseconds(20)) }
-        // `kill` returns once the primary is gone; the switch lasts as long as the promotion.
         try primary.kill()
+        // The switch itself, as an operator's promotion takes a while: the requests sent in it are
+        // what this test is about (answered 200 once stored, or 503), so this wait stays.
+        try await Task.sleep(for: .seconds(3))
         try standby.promote()
         let promoted = ContinuousClock.now
         let answers = await load.value
@@ -335,7 +337,14 @@ struct FailoverTests {
         try holder.run()
         let more = try Postbackd.generated(count: 50, seed: 44, duplicates: 0, invalid: 0)
         try more.write(toFile: file, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .seconds(1))
+        // Once the holding transaction has its id (its INSERT done), not after a fixed second.
+        let holding =
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%INSERT INTO hold%'"
+        for _ in 0..<200 {
+            let run = try Shell.run("psql -X -q -At \(Shell.quoted(primaryURL)) -c \(Shell.quoted(holding))", in: ".")
+            if run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
         #expect(try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file]).status == 0)
         let onStandby = TestStore(engine: .postgres, location: try StoreLocation(readers.description))
         for _ in 0..<40 where (try? await onStandby.count("postbacks")) != 650 {

@@ -8,7 +8,11 @@ import Testing
 /// The app registry: under `apps policy registered`, postbacks of unregistered apps are stored
 /// but counted nowhere until their app is registered. The built binary, `serve` on a loopback
 /// port, a real HTTP client, both engines.
-@Suite("postbackd apps: unregistered traffic out of every total, claimed by registration", .serialized)
+@Suite(
+    "postbackd apps: unregistered traffic out of every total, claimed by registration",
+    .serialized,
+    .timeLimit(.minutes(5))
+)
 struct AppsTests {
     let directory: TemporaryDirectory
 

@@ -133,7 +133,10 @@ struct DoctorPlistTests {
 
     // MARK: The command
 
-    @Test("the command: 0 for a sound plist, 1 with a block per finding, 2 for a file it cannot read")
+    @Test(
+        "the command: 0 for a sound plist, 1 with a block per finding, 2 for a file it cannot read",
+        .timeLimit(.minutes(5))
+    )
     func command() throws {
         let good = try Postbackd.run(["doctor", "--plist", try Self.fixture("good")])
         #expect(good.status == 0, "\(good.standardOutput)\(good.standardError)")

@@ -17,7 +17,8 @@ import Glibc
 @Suite(
     "failover to a synchronous standby",
     .serialized,
-    .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
+    .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set"),
+    .timeLimit(.minutes(10))
 )
 struct FailoverTests {
     let directory: TemporaryDirectory
@@ -120,6 +121,8 @@ struct FailoverTests {
         let load = Task { await Self.load(bodies, to: server, client: client, answered: answered) }
         while answered.value.load(ordering: .relaxed) < 800 { try await Task.sleep(for: .milliseconds(20)) }
         try primary.kill()
+        // The switch itself, as an operator's promotion takes a while: the requests sent in it are
+        // what this test is about (answered 200 once stored, or 503), so this wait stays.
         try await Task.sleep(for: .seconds(3))
         try standby.promote()
         let promoted = ContinuousClock.now
@@ -179,7 +182,8 @@ struct FailoverTests {
         process.standardError = errors
         try process.run()
 
-        // Killed once a part of the file is committed, promoted 3 s later.
+        // Killed once a part of the file is committed, then promoted (`kill` returns once the
+        // primary is gone).
         let primaryStore = TestStore(engine: .postgres, location: try StoreLocation(try primary.url()))
         while process.isRunning {
             let count =
@@ -189,7 +193,6 @@ struct FailoverTests {
         }
         #expect(process.isRunning, "the kill lands mid-run")
         try primary.kill()
-        try await Task.sleep(for: .seconds(3))
         try standby.promote()
         let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let standardOutput = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -334,7 +337,14 @@ struct FailoverTests {
         try holder.run()
         let more = try Postbackd.generated(count: 50, seed: 44, duplicates: 0, invalid: 0)
         try more.write(toFile: file, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .seconds(1))
+        // Once the holding transaction has its id (its INSERT done), not after a fixed second.
+        let holding =
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%INSERT INTO hold%'"
+        for _ in 0..<200 {
+            let run = try Shell.run("psql -X -q -At \(Shell.quoted(primaryURL)) -c \(Shell.quoted(holding))", in: ".")
+            if run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
         #expect(try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file]).status == 0)
         let onStandby = TestStore(engine: .postgres, location: try StoreLocation(readers.description))
         for _ in 0..<40 where (try? await onStandby.count("postbacks")) != 650 {
@@ -427,10 +437,19 @@ struct FailoverTests {
         while answered.value.load(ordering: .relaxed) < 500 { try await Task.sleep(for: .milliseconds(20)) }
         _ = try netem("partition")
         let cut = ContinuousClock.now
-        try await Task.sleep(for: .seconds(30))
+        try await Task.sleep(for: .seconds(30))  // the partition itself, not a wait
         let healed = ContinuousClock.now
         _ = try netem("heal")
-        try await Task.sleep(for: .seconds(20))
+        // The load goes on past the recovery bound (12 s) until 400 more answers came, enough for
+        // the checks below of what was stored after it.
+        let bound = healed + .seconds(12)
+        var atBound: Int?
+        while ContinuousClock.now < healed + .seconds(60) {
+            let count = answered.value.load(ordering: .relaxed)
+            if let atBound, count - atBound >= 400 { break }
+            if atBound == nil && ContinuousClock.now > bound { atBound = count }
+            try await Task.sleep(for: .milliseconds(50))
+        }
         stop.value.store(true, ordering: .relaxed)
         let answers = await load.value
 

@@ -77,6 +77,9 @@ final class ServerProcess: Sendable {
         throw ServerError(description: "serve did not print 'listening on' within 60 s")
     }
 
+    /// The loopback port it listens on, for raw exchanges.
+    var port: UInt16 { UInt16(base.split(separator: ":").last ?? "") ?? 0 }
+
     var standardOutput: String { output.text }
     var standardError: String { errors.text }
 

@@ -19,20 +19,11 @@ struct StorageConformanceTests {
         try TestKeys.signer.signed(postback).jsonText(extraFields: extra)
     }
 
-    @Test(
-        "the PostgreSQL cases run",
-        .enabled(if: TestEngine.postgresURL == nil || ProcessInfo.processInfo.environment["CI"] != nil, "they do")
-    )
+    @Test("the PostgreSQL cases run", .enabled(if: TestEngine.postgresCases.noticeRuns, "they do"))
     func postgresCasesRun() {
         // On a machine without a server the PostgreSQL cases are skipped, and this says so;
         // CI starts one, and fails here if it did not.
-        if TestEngine.postgresURL == nil {
-            print("notice: " + TestEngine.skipNotice)
-        }
-        #expect(
-            ProcessInfo.processInfo.environment["CI"] == nil || TestEngine.postgresURL != nil,
-            "CI must run the PostgreSQL cases: \(TestEngine.skipNotice)"
-        )
+        #expect(TestEngine.postgresCases.noticed(), "CI must run the PostgreSQL cases: \(TestEngine.skipNotice)")
     }
 
     @Test(

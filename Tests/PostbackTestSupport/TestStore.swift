@@ -24,6 +24,9 @@ package enum TestEngine: String, Sendable, CustomStringConvertible {
     package static let skipNotice =
         "POSTBACKD_TEST_POSTGRES_URL is not set: the PostgreSQL cases are skipped (export POSTBACKD_TEST_POSTGRES_URL=$(scripts/postgres-dev.sh start))"
 
+    /// The PostgreSQL cases, skipped without a server.
+    package static let postgresCases = SkippedCases(skipped: postgresURL == nil, notice: skipNotice)
+
     package var description: String { rawValue }
 }
 

@@ -2,10 +2,11 @@ import Foundation
 import PostbackKit
 import PostbackStore
 import PostbackTestSupport
+import Synchronization
 import Testing
 
 /// `postbackd ingest`, run as the built binary on real files and real databases.
-@Suite("postbackd ingest")
+@Suite("postbackd ingest", .timeLimit(.minutes(10)))
 struct IngestCommandTests {
     let directory: TemporaryDirectory
 
@@ -186,15 +187,16 @@ struct IngestCommandTests {
         )
 
         let shared = try await TestStore.make(engine, in: directory, name: "shared")
-        nonisolated(unsafe) var runs: [Postbackd.Run?] = [nil, nil, nil, nil]
+        let runs = Mutex<[Postbackd.Run?]>([nil, nil, nil, nil])
         DispatchQueue.concurrentPerform(iterations: 4) { index in
-            runs[index] = try? Postbackd.run([
+            let run = try? Postbackd.run([
                 "ingest", "--format", "json", "--db", shared.argument, "--keys", TestKeys.directory,
                 "--commit-every", "500", inputs[index],
             ])
+            runs.withLock { $0[index] = run }
         }
         var summaries: [[String: Int]] = []
-        for run in runs {
+        for run in runs.withLock({ $0 }) {
             let run = try #require(run)
             #expect(run.status == 0, "\(run.standardError)")
             summaries.append(try summary(run))
@@ -224,15 +226,14 @@ struct IngestCommandTests {
         }
         for round in 0..<(engine == .sqlite ? 8 : 4) {
             let store = try await TestStore.make(engine, in: directory, name: "race-\(round)")
-            nonisolated(unsafe) var statuses: [Int32] = [-1, -1, -1]
-            nonisolated(unsafe) var messages: [String] = ["", "", ""]
+            let results = Mutex<[(status: Int32, message: String)]>(Array(repeating: (-1, ""), count: 3))
             DispatchQueue.concurrentPerform(iterations: 3) { index in
                 let run = try? Postbackd.run([
                     "ingest", "--db", store.argument, "--keys", TestKeys.directory, inputs[index],
                 ])
-                statuses[index] = run?.status ?? -1
-                messages[index] = run?.standardError ?? ""
+                results.withLock { $0[index] = (run?.status ?? -1, run?.standardError ?? "") }
             }
+            let (statuses, messages) = results.withLock { ($0.map(\.status), $0.map(\.message)) }
             #expect(statuses == [0, 0, 0], "round \(round): \(messages)")
             #expect(try await store.count("postbacks") == 60)
             #expect(try await store.count("ingest_runs", where: "status = 'completed'") == 3)

@@ -8,7 +8,8 @@ import Testing
 /// edited by hand; a newer schema stops every command.
 @Suite(
     "storage faults and check (PostgreSQL)",
-    .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
+    .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set"),
+    .timeLimit(.minutes(5))
 )
 struct PostgresFaultCommandTests {
     let directory: TemporaryDirectory

@@ -1,0 +1,70 @@
+import PostbackKit
+
+/// One column of the table format.
+struct TableColumn {
+    var header: String
+    var rightAligned: Bool
+    var cells: [String]
+    var total: String? = nil
+    /// Lower priorities are hidden first when the table is too wide (90 and up never are).
+    var priority: Int
+    var truncatable = false
+    /// A width to truncate text cells to.
+    var limit: Int? = nil
+
+    var width: Int {
+        let natural = max(header.count, cells.map(\.count).max() ?? 0, total?.count ?? 0)
+        return limit.map { min($0, natural) } ?? natural
+    }
+
+    /// The header, a rule, `rows` rows, and (when a column has one) a rule and the totals.
+    static func lines(_ columns: [TableColumn], rows: Int) -> [String] {
+        // Cells may hold text from outside (campaign and app names): a terminal shows it, it
+        // does not act on it.
+        let columns = columns.map { column in
+            var column = column
+            column.header = column.header.escapedForTerminal
+            column.cells = column.cells.map(\.escapedForTerminal)
+            column.total = column.total?.escapedForTerminal
+            return column
+        }
+        let rule = columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  ")
+        var lines = [line(columns.map { ($0.header, $0) }), rule]
+        for index in 0..<rows { lines.append(line(columns.map { ($0.cells[index], $0) })) }
+        if columns.contains(where: { $0.total != nil }) {
+            lines.append(rule)
+            lines.append(line(columns.map { ($0.total ?? "", $0) }))
+        }
+        return lines
+    }
+
+    static func width(of columns: [TableColumn]) -> Int {
+        columns.reduce(0) { $0 + $1.width } + max(0, columns.count - 1) * 2
+    }
+
+    static func line(_ cells: [(String, TableColumn)]) -> String {
+        cells.map { text, column in
+            let width = column.width
+            let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
+            let padding = String(repeating: " ", count: width - shown.count)
+            return column.rightAligned ? padding + shown : shown + padding
+        }.joined(separator: "  ")
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters.
+func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+        if !line.isEmpty && line.count + 1 + word.count > width {
+            lines.append(line)
+            line = "  "
+        }
+        line += (line.isEmpty || line == "  " ? "" : " ") + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines
+}
+
+/// Revenue per currency as `{"USD": {"min": …, "max": …, "estimate": …}}`.

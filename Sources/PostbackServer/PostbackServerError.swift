@@ -3,20 +3,10 @@ import PostbackKit
 /// Why `serve` could not start, or `forward` (or `serve`'s forwarder) cannot go on: the target's
 /// one coded error for errors that carry only a message. The command exits with status 2
 /// saying so.
-package struct PostbackServerError: CodedError {
-    package typealias Code = ErrorCode<Self>
+package typealias PostbackServerError = MessageError<PostbackServerErrorDomain>
 
-    package let code: Code
-    package let reason: String
-    /// Where it was made.
-    package let source: ErrorSource
-
-    init(_ code: Code, _ reason: String, fileID: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.source = ErrorSource(fileID: fileID, line: line)
-    }
-}
+/// The domain of ``PostbackServerError``'s codes.
+package enum PostbackServerErrorDomain: Sendable {}
 
 extension ErrorCode where Domain == PostbackServerError {
     /// A forwarding destination's HMAC secret is not in the environment: nothing is delivered.

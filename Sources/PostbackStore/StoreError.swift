@@ -7,20 +7,10 @@ import PostbackKit
 /// Errors whose fields callers read keep types of their own: ``StoreFault`` (its public
 /// reason, for `serve`'s 503), ``ReportRequestError`` (its option, an HTTP answer's `field`),
 /// ``BundleIDConflict`` (caught by type inside a transaction, to roll it back).
-package struct StoreError: CodedError {
-    package typealias Code = ErrorCode<StoreError>
+package typealias StoreError = MessageError<StoreErrorDomain>
 
-    package let code: Code
-    package let reason: String
-    /// Where in postbackd's source it was thrown.
-    package let source: ErrorSource
-
-    package init(_ code: Code, _ reason: String, fileID: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.source = ErrorSource(fileID: fileID, line: line)
-    }
-}
+/// The domain of ``StoreError``'s codes.
+package enum StoreErrorDomain: Sendable {}
 
 // `apps`: an app id, name or bundle identifier that cannot be used, and `retention set`: a
 // setting that cannot be used.

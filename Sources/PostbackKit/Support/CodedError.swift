@@ -45,3 +45,23 @@ public struct ErrorSource: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(fileID):\(line)" }
 }
+
+/// The one coded error of a target, for errors that carry only a message (swift-certificates'
+/// `CertificateError`): a code, the reason a person reads, and where in postbackd it was made.
+/// Each target names its own (`typealias StoreError = MessageError<StoreErrorDomain>`), so that
+/// its codes (`extension ErrorCode where Domain == StoreError`) are its alone; errors whose
+/// fields callers read keep types of their own.
+public struct MessageError<Domain: Sendable>: CodedError, Sendable {
+    public typealias Code = ErrorCode<Self>
+
+    public let code: Code
+    public let reason: String
+    /// Where in postbackd's source it was made.
+    public let source: ErrorSource
+
+    package init(_ code: Code, _ reason: String, fileID: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.source = ErrorSource(fileID: fileID, line: line)
+    }
+}

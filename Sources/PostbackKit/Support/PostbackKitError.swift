@@ -3,19 +3,10 @@
 ///
 /// Errors compare equal by ``code``; ``reason`` is what a person reads, and ``source`` says where
 /// in postbackd it was made.
-package struct PostbackKitError: CodedError {
-    package typealias Code = ErrorCode<Self>
+package typealias PostbackKitError = MessageError<PostbackKitErrorDomain>
 
-    package let code: Code
-    package let reason: String
-    package let source: ErrorSource
-
-    package init(_ code: Code, _ reason: String, fileID: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.source = ErrorSource(fileID: fileID, line: line)
-    }
-}
+/// The domain of ``PostbackKitError``'s codes.
+package enum PostbackKitErrorDomain: Sendable {}
 
 extension ErrorCode where Domain == PostbackKitError {
     /// A path given on the command line does not exist.

@@ -341,16 +341,7 @@ package final class PostgresStore: StoreEngine {
 /// A PostgreSQL store failed while working, after it opened: the engine's one error, in the
 /// coded shape of ``StoreFault`` (which says it to a person, naming the store).
 struct PostgresStoreError: CodedError {
-    struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case connectionLost, connectionWait, failed }
-        fileprivate let value: Value
-        /// The connection closed before the server answered a statement (a retry can heal it).
-        static let connectionLost = Code(value: .connectionLost)
-        /// No pooled connection became free, or could be opened, within the wait.
-        static let connectionWait = Code(value: .connectionWait)
-        /// A transaction failed, after its retries: the server's error, or a defect.
-        static let failed = Code(value: .failed)
-    }
+    typealias Code = ErrorCode<Self>
 
     let code: Code
     let reason: String
@@ -405,6 +396,15 @@ struct PostgresStoreError: CodedError {
         if let error = error as? PostgresStoreError { return (error.sqlState, error.connectionLost) }
         return ((error as? PSQLError)?.serverInfo?[.sqlState], isRetryable(error))
     }
+}
+
+extension ErrorCode where Domain == PostgresStoreError {
+    /// The connection closed before the server answered a statement (a retry can heal it).
+    static let connectionLost = Self("connectionLost")
+    /// No pooled connection became free, or could be opened, within the wait.
+    static let connectionWait = Self("connectionWait")
+    /// A transaction failed, after its retries: the server's error, or a defect.
+    static let failed = Self("failed")
 }
 
 /// PostgresNIO's errors in words, without the query's bound values (which may hold postbacks)

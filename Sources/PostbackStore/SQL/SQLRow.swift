@@ -140,16 +140,7 @@ package struct SQLRow: Sendable {
 /// A row that is not what the statement that read it promises: a store that postbackd did not
 /// write, or a defect. The coded shape of ``StoreFault``.
 package struct SQLReadError: CodedError {
-    package struct Code: Hashable, Sendable {
-        fileprivate enum Value: Hashable { case missingColumn, typeMismatch, noRow }
-        fileprivate let value: Value
-        /// The row has fewer columns than read.
-        package static let missingColumn = Code(value: .missingColumn)
-        /// A column holds another type than the one read.
-        package static let typeMismatch = Code(value: .typeMismatch)
-        /// A statement that answers one row answered none.
-        package static let noRow = Code(value: .noRow)
-    }
+    package typealias Code = ErrorCode<Self>
 
     package let code: Code
     package let reason: String
@@ -158,6 +149,15 @@ package struct SQLReadError: CodedError {
         self.code = code
         self.reason = reason
     }
+}
+
+extension ErrorCode where Domain == SQLReadError {
+    /// The row has fewer columns than read.
+    package static let missingColumn = Self("missingColumn")
+    /// A column holds another type than the one read.
+    package static let typeMismatch = Self("typeMismatch")
+    /// A statement that answers one row answered none.
+    package static let noRow = Self("noRow")
 }
 
 /// Where a job's statements run: one engine's connection inside one transaction

@@ -15,7 +15,7 @@ import Glibc
 @Suite(
     "postbackd serve: keys scoped to apps, the sign-in limit, client addresses",
     .serialized,
-    .timeLimit(.minutes(5))
+    .timeLimit(.minutes(20))
 )
 struct AccessKeyTests {
     let directory: TemporaryDirectory

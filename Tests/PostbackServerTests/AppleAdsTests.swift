@@ -20,7 +20,7 @@ import Glibc
 /// against a stand-in for Apple's attribution endpoint: a real HTTP server on loopback that
 /// speaks the documented protocol (POST, token as the text/plain body; 200 record, 400, 404,
 /// 500) and answers by scenario, chosen by the token's prefix.
-@Suite("Apple Ads", .serialized, .timeLimit(.minutes(5)))
+@Suite("Apple Ads", .serialized, .timeLimit(.minutes(20)))
 struct AppleAdsTests {
     let directory: TemporaryDirectory
     static let app: Int64 = 525_463_029

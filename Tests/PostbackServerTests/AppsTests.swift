@@ -11,7 +11,7 @@ import Testing
 @Suite(
     "postbackd apps: unregistered traffic out of every total, claimed by registration",
     .serialized,
-    .timeLimit(.minutes(5))
+    .timeLimit(.minutes(20))
 )
 struct AppsTests {
     let directory: TemporaryDirectory

@@ -7,7 +7,7 @@ import Testing
 
 /// docs/openapi.yaml against the routes `serve` has: the document `GET /openapi.json` answers
 /// names every route with its methods, and nothing else.
-@Suite("the HTTP contract", .timeLimit(.minutes(5)))
+@Suite("the HTTP contract", .timeLimit(.minutes(20)))
 struct ContractTests {
     let directory: TemporaryDirectory
 

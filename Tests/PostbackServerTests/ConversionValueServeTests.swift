@@ -11,7 +11,7 @@ import Glibc
 
 /// The conversion value endpoints of `postbackd serve`: the built binary on a loopback port, a
 /// real HTTP client, both engines.
-@Suite("postbackd serve: conversion values", .serialized, .timeLimit(.minutes(5)))
+@Suite("postbackd serve: conversion values", .serialized, .timeLimit(.minutes(20)))
 struct ConversionValueServeTests {
     let directory: TemporaryDirectory
     static let game = Repository.path("SamplePostbacks/models/app-1254734734-game.json")

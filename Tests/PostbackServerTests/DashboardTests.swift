@@ -13,7 +13,7 @@ import Glibc
 /// The report API, the summary and the dashboard of `postbackd serve`, and `report --format
 /// html`: the built binary on a loopback port, a real HTTP client, a real browser (headless
 /// Chromium), both engines.
-@Suite("postbackd serve: report API and dashboard", .serialized, .timeLimit(.minutes(5)))
+@Suite("postbackd serve: report API and dashboard", .serialized, .timeLimit(.minutes(20)))
 struct DashboardTests {
     let directory: TemporaryDirectory
 

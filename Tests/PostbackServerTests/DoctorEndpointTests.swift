@@ -10,7 +10,7 @@ import Glibc
 /// `postbackd doctor --endpoint`: the built binary against `postbackd serve` over HTTPS and
 /// against small HTTPS servers that answer wrongly, all on loopback ports chosen at run time,
 /// with certificates from a test authority made at run time (Fixtures/doctor/make-test-ca.sh).
-@Suite("doctor --endpoint", .serialized, .timeLimit(.minutes(5)))
+@Suite("doctor --endpoint", .serialized, .timeLimit(.minutes(20)))
 struct DoctorEndpointTests {
     let directory: TemporaryDirectory
     let certificates: String

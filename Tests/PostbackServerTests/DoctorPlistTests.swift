@@ -135,7 +135,7 @@ struct DoctorPlistTests {
 
     @Test(
         "the command: 0 for a sound plist, 1 with a block per finding, 2 for a file it cannot read",
-        .timeLimit(.minutes(5))
+        .timeLimit(.minutes(20))
     )
     func command() throws {
         let good = try Postbackd.run(["doctor", "--plist", try Self.fixture("good")])

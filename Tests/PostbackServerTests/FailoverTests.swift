@@ -18,7 +18,7 @@ import Glibc
     "failover to a synchronous standby",
     .serialized,
     .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set"),
-    .timeLimit(.minutes(10))
+    .timeLimit(.minutes(25))
 )
 struct FailoverTests {
     let directory: TemporaryDirectory

@@ -18,7 +18,7 @@ import Glibc
 
 /// `postbackd forward` against a real HTTP receiver in the test process that fails a share of
 /// requests, times out on some and rejects one postback; on both engines.
-@Suite("Forward", .serialized, .timeLimit(.minutes(5)))
+@Suite("Forward", .serialized, .timeLimit(.minutes(20)))
 struct ForwardTests {
     let directory: TemporaryDirectory
     static let secret = "forward-test-secret"

@@ -16,7 +16,7 @@ import Glibc
 /// requests (good, bad, oversized, HEAD, pipelined) go through both, and the answers are
 /// compared byte for byte, but for the `Date` header and the request ids the server makes: a
 /// Hummingbird upgrade that changes what the router writes splits them here.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(20)))
 struct HotPathParityTests {
     static let skan = "/.well-known/skadnetwork/report-attribution"
     static let aak = "/.well-known/appattribution/report-attribution"

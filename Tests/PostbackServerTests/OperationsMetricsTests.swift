@@ -10,7 +10,7 @@ import Testing
 /// series labelled by the registered apps, kept across a restart from the store; and every
 /// metric the rules and the dashboard name is one `serve` exposes. The built binary, `serve` on
 /// a loopback port, a real HTTP client.
-@Suite("serve's metrics for the alert rules and the dashboard", .serialized, .timeLimit(.minutes(5)))
+@Suite("serve's metrics for the alert rules and the dashboard", .serialized, .timeLimit(.minutes(20)))
 struct OperationsMetricsTests {
     let directory: TemporaryDirectory
     static let skan = "/.well-known/skadnetwork/report-attribution/"

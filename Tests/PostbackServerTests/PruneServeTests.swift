@@ -4,7 +4,7 @@ import Testing
 
 /// `postbackd prune` beside a running `serve`: the built binaries, a loopback port, a real
 /// HTTP client, both engines.
-@Suite("postbackd prune while serve receives", .serialized, .timeLimit(.minutes(5)))
+@Suite("postbackd prune while serve receives", .serialized, .timeLimit(.minutes(20)))
 struct PruneServeTests {
     let directory: TemporaryDirectory
 

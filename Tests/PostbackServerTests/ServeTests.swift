@@ -12,7 +12,7 @@ import Glibc
 #endif
 
 /// `postbackd serve`: the built binary on a loopback port, a real HTTP client, both engines.
-@Suite("postbackd serve", .serialized, .timeLimit(.minutes(5)))
+@Suite("postbackd serve", .serialized, .timeLimit(.minutes(20)))
 struct ServeTests {
     let directory: TemporaryDirectory
     static let skan = "/.well-known/skadnetwork/report-attribution"

@@ -327,8 +327,8 @@ struct DashboardStoreTests {
                 // 14: Apple Ads install ids (13, renaming a token state, runs again as it is).
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
                 // 15: costs and exchange rates; 16: access keys and apps; 17: retention; 18: the
-                // sightings by day received.
-                "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs",
+                // sightings by day received; 19: what a prune removed of test and development postbacks.
+                "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs, pruned_postbacks",
                 "DROP INDEX quarantine_received_day, sightings_received_day",
                 "DELETE FROM postbackd_migrations WHERE version >= 8"
             )

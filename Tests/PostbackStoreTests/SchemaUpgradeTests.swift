@@ -237,7 +237,7 @@ struct SchemaUpgradeTests {
 
     @Test(
         "an SQLite store of each release migrates to exactly a new store's schema, every row kept",
-        .timeLimit(.minutes(5)),
+        .timeLimit(.minutes(20)),
         arguments: releases
     )
     func sqliteUpgrade(_ release: String) throws {
@@ -322,7 +322,7 @@ struct SchemaUpgradeTests {
     @Test(
         "a PostgreSQL dump of each release restored and opened migrates to exactly a new store's schema, every row kept",
         .enabled(if: TestEngine.postgresURL != nil, "\(TestEngine.skipNotice)"),
-        .timeLimit(.minutes(5)),
+        .timeLimit(.minutes(20)),
         arguments: releases
     )
     func postgresUpgrade(_ release: String) async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// AdAttributionKit postbacks beside SKAdNetwork ones: generated, verified, ingested,
 /// aggregated and reported by the built binary.
-@Suite("AdAttributionKit beside SKAdNetwork", .timeLimit(.minutes(5)))
+@Suite("AdAttributionKit beside SKAdNetwork", .timeLimit(.minutes(20)))
 struct AAKCommandTests {
     let directory: TemporaryDirectory
     let database: String

@@ -5,7 +5,7 @@ import Testing
 
 /// campaigns add/list, report by the section 9 dimensions, and verify's inferences, run as the
 /// built binary.
-@Suite("postbackd campaigns, install dates and tiers", .timeLimit(.minutes(5)))
+@Suite("postbackd campaigns, install dates and tiers", .timeLimit(.minutes(20)))
 struct CampaignsCommandTests {
     let directory: TemporaryDirectory
 

@@ -4,7 +4,7 @@ import PostbackTestSupport
 import Testing
 
 /// costs add/list and rates add/list, and report --currency, run as the built binary.
-@Suite("postbackd costs and rates", .timeLimit(.minutes(5)))
+@Suite("postbackd costs and rates", .timeLimit(.minutes(20)))
 struct CostsCommandTests {
     let directory: TemporaryDirectory
 

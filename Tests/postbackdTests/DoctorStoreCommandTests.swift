@@ -6,7 +6,7 @@ import Testing
 /// `postbackd doctor --db`, run as the built binary on both engines: a store whose app stopped
 /// sending after a steady week is named (text, JSON, the Prometheus textfile, exit 1); a store
 /// with nothing wrong exits 0; a store that cannot be read exits 2 without its password.
-@Suite("postbackd doctor --db", .serialized, .timeLimit(.minutes(5)))
+@Suite("postbackd doctor --db", .serialized, .timeLimit(.minutes(20)))
 struct DoctorStoreCommandTests {
     let directory: TemporaryDirectory
     static let day: Int64 = 86_400_000

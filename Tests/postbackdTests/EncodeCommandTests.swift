@@ -3,7 +3,7 @@ import PostbackTestSupport
 import Testing
 
 /// `postbackd encode`, run as the built binary: from a model file and from the store.
-@Suite("postbackd encode", .timeLimit(.minutes(5)))
+@Suite("postbackd encode", .timeLimit(.minutes(20)))
 struct EncodeCommandTests {
     let directory: TemporaryDirectory
     let model = Repository.path("SamplePostbacks/models/app-525463029-apple-examples.json")

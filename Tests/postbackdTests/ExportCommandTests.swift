@@ -3,7 +3,7 @@ import PostbackTestSupport
 import Testing
 
 /// `postbackd export` as a user runs it.
-@Suite("postbackd export", .timeLimit(.minutes(5)))
+@Suite("postbackd export", .timeLimit(.minutes(20)))
 struct ExportCommandTests {
     let directory: TemporaryDirectory
 

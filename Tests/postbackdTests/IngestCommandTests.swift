@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// `postbackd ingest`, run as the built binary on real files and real databases.
-@Suite("postbackd ingest", .timeLimit(.minutes(10)))
+@Suite("postbackd ingest", .timeLimit(.minutes(25)))
 struct IngestCommandTests {
     let directory: TemporaryDirectory
 

@@ -4,7 +4,7 @@ import PostbackTestSupport
 import Testing
 
 /// `postbackd models` over time, run as the built binary: the README's tour of a new schema.
-@Suite("postbackd models: timelines", .timeLimit(.minutes(5)))
+@Suite("postbackd models: timelines", .timeLimit(.minutes(20)))
 struct ModelsCommandTests {
     let directory: TemporaryDirectory
 

@@ -10,7 +10,7 @@ import Glibc
 /// `--db postgres://…` from the command line: the main job gives SQLite's numbers, and a
 /// database that cannot be used stops every command before it reads input, without ever
 /// printing the password.
-@Suite("postbackd on PostgreSQL", .timeLimit(.minutes(5)))
+@Suite("postbackd on PostgreSQL", .timeLimit(.minutes(20)))
 struct PostgresCommandTests {
     let directory: TemporaryDirectory
 

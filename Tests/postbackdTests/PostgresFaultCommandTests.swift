@@ -9,7 +9,7 @@ import Testing
 @Suite(
     "storage faults and check (PostgreSQL)",
     .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set"),
-    .timeLimit(.minutes(5))
+    .timeLimit(.minutes(20))
 )
 struct PostgresFaultCommandTests {
     let directory: TemporaryDirectory

@@ -4,7 +4,7 @@ import PostbackTestSupport
 import Testing
 
 /// models, aggregate, report and verify --model, run as the built binary.
-@Suite("postbackd models, aggregate and report", .timeLimit(.minutes(5)))
+@Suite("postbackd models, aggregate and report", .timeLimit(.minutes(20)))
 struct ReportCommandTests {
     let directory: TemporaryDirectory
     let database: String

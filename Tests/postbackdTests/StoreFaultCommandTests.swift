@@ -11,7 +11,7 @@ import Glibc
 /// Storage faults on real SQLite files, from the command line: every command meets them with
 /// exit 2 and one sentence naming the store and what to do; the commands that read need no
 /// write permission and leave nothing behind; `check` finds damage and hand-edited rows.
-@Suite("storage faults and check (SQLite)", .timeLimit(.minutes(5)))
+@Suite("storage faults and check (SQLite)", .timeLimit(.minutes(20)))
 struct StoreFaultCommandTests {
     let directory: TemporaryDirectory
 

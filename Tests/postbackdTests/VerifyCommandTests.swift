@@ -4,7 +4,7 @@ import PostbackTestSupport
 import Testing
 
 /// `postbackd verify`, run as a user runs it: the built binary, real files, exit statuses.
-@Suite("postbackd verify", .timeLimit(.minutes(5)))
+@Suite("postbackd verify", .timeLimit(.minutes(20)))
 struct VerifyCommandTests {
     @Test("every vector gives its expected verdict through the CLI, as JSON Lines")
     func vectors() throws {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # docs/openapi.yaml, the HTTP contract of `serve` (OpenAPI 3.1), is what `GET /openapi.json`
-# answers: this script writes it as JSON into Sources/PostbackServer/OpenAPIDocument.swift,
+# answers: this script writes it as JSON into Sources/PostbackServer/Routes/OpenAPIDocument.swift,
 # so that the binary carries it (no resource files to install beside it).
 #
-#   scripts/openapi.sh          regenerate Sources/PostbackServer/OpenAPIDocument.swift
+#   scripts/openapi.sh          regenerate Sources/PostbackServer/Routes/OpenAPIDocument.swift
 #   scripts/openapi.sh --check  exit 1, with the difference, when that file is not what
 #                               docs/openapi.yaml says
 #
@@ -18,7 +18,7 @@ case "${1:-}" in
     *) echo "usage: scripts/openapi.sh [--check]" >&2; exit 2 ;;
 esac
 
-target=Sources/PostbackServer/OpenAPIDocument.swift
+target=Sources/PostbackServer/Routes/OpenAPIDocument.swift
 # The first python3 with PyYAML: the one on PATH, or Debian's (python3-yaml) beside a pyenv.
 python=""
 for candidate in python3 /usr/bin/python3; do

@@ -200,6 +200,11 @@ extension Postbackd {
         )
         var appleAdsRetryAfter: Int = 60
 
+        /// Hidden: the wrong-key limit's window (a minute). Only the limit's own test lengthens
+        /// it, so that ten wrong keys on a loaded machine cannot straddle the window's end.
+        @Option(help: .hidden)
+        var keyFailureWindow: Int = 60
+
         /// `--read-db`, checked: a PostgreSQL URL, beside a PostgreSQL `--db`.
         var readLocation: StoreLocation? {
             get throws {
@@ -223,6 +228,7 @@ extension Postbackd {
         func validate() throws {
             _ = try readLocation
             try AppleAdsExchangeOptions.check(endpoint: appleAdsEndpoint, option: "--apple-ads-endpoint")
+            guard keyFailureWindow >= 1 else { throw ValidationError("--key-failure-window must be at least 1") }
             guard appleAdsRetryAfter >= 1 else { throw ValidationError("--apple-ads-retry-after must be at least 1") }
             if (tlsCert == nil) != (tlsKey == nil) {
                 throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
@@ -330,7 +336,7 @@ extension Postbackd {
 
         func run() async throws {
             let readLocation = try readLocation
-            let job = ServeJob(
+            var job = ServeJob(
                 location: database.location,
                 readLocation: readLocation,
                 keyRing: try keys.keyRing(),
@@ -356,6 +362,7 @@ extension Postbackd {
                 dashboardToken: try theDashboardToken(),
                 logger: Logger(label: "postbackd.serve")
             )
+            job.keyFailureWindow = .seconds(keyFailureWindow)
             let summary: IngestSummary
             do {
                 summary = try await job.run { line in

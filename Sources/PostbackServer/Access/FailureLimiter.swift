@@ -6,12 +6,12 @@ import PostbackStore
 import ServiceLifecycle
 import Synchronization
 
-/// Failed sign-ins and failed keys per client address: at most ``limit`` a minute, then every
-/// request of that address that needs a key is answered 429 until the minute is over. Bounded:
-/// past ``maximumAddresses`` addresses the oldest windows are forgotten.
+/// Failed sign-ins and failed keys per client address: at most ``limit`` a window (a minute),
+/// then every request of that address that needs a key is answered 429 until the window is over.
+/// Bounded: past ``maximumAddresses`` addresses the oldest windows are forgotten.
 final class FailureLimiter: Sendable {
     static let limit = 10
-    static let windowMs: Int64 = 60_000
+    static let defaultWindowMs: Int64 = 60_000
     static let maximumAddresses = 65_536
 
     private struct Window {
@@ -20,8 +20,12 @@ final class FailureLimiter: Sendable {
     }
 
     private let windows = Mutex<[String: Window]>([:])
+    /// How long a window lasts, from an address's first failure in it.
+    let windowMs: Int64
 
-    init() {}
+    init(windowMs: Int64 = FailureLimiter.defaultWindowMs) {
+        self.windowMs = max(1, windowMs)
+    }
 
     /// What failures are counted under: an IPv4 address, an IPv6 /64 (one client's usual
     /// allocation, which it could otherwise walk through), or the text as given.
@@ -31,13 +35,13 @@ final class FailureLimiter: Sendable {
         return IPAddress(bytes: Array(parsed.bytes.prefix(8)) + Array(repeating: 0, count: 8)).text + "/64"
     }
 
-    /// Seconds until `address` may try again, when it has failed ``limit`` times this minute.
+    /// Seconds until `address` may try again, when it has failed ``limit`` times this window.
     func retryAfter(_ address: String, nowMs: Int64 = UTCInstant.now().milliseconds) -> Int? {
         windows.withLock { windows in
-            guard let window = windows[address], nowMs - window.startMs < Self.windowMs,
+            guard let window = windows[address], nowMs - window.startMs < windowMs,
                 window.failures >= Self.limit
             else { return nil }
-            return Int((window.startMs + Self.windowMs - nowMs + 999) / 1000)
+            return Int((window.startMs + windowMs - nowMs + 999) / 1000)
         }
     }
 
@@ -45,7 +49,7 @@ final class FailureLimiter: Sendable {
     func fail(_ address: String, nowMs: Int64 = UTCInstant.now().milliseconds) {
         windows.withLock { windows in
             if windows.count >= Self.maximumAddresses {
-                windows = windows.filter { nowMs - $0.value.startMs < Self.windowMs }
+                windows = windows.filter { nowMs - $0.value.startMs < windowMs }
                 // Still full within the minute: the oldest half goes, the newest (an attacker's
                 // current window among them) stays.
                 if windows.count >= Self.maximumAddresses {
@@ -53,7 +57,7 @@ final class FailureLimiter: Sendable {
                     windows = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
                 }
             }
-            if let window = windows[address], nowMs - window.startMs < Self.windowMs {
+            if let window = windows[address], nowMs - window.startMs < windowMs {
                 windows[address]?.failures = window.failures + 1
             } else {
                 windows[address] = Window(startMs: nowMs, failures: 1)

@@ -59,6 +59,10 @@ package struct ServeJob: Sendable {
     /// Whether the hot routes are answered below the router (ServeHTTP1Channel.swift); only the
     /// tests that compare both paths turn it off.
     package var hotPath = true
+    /// How long the wrong-key limit's window lasts (``FailureLimiter``): a minute. Only the
+    /// test of the limit lengthens it (`serve`'s hidden `--key-failure-window`), so that a
+    /// slow machine cannot let the window pass between its ten wrong keys.
+    package var keyFailureWindow: Duration = .seconds(60)
 
     package static let defaultMaximumBody = 65_536
     package static let defaultMaximumConnections = 1_024
@@ -197,7 +201,7 @@ package struct ServeJob: Sendable {
             committer: committer,
             metrics: metrics,
             keys: keys,
-            limiter: FailureLimiter(),
+            limiter: FailureLimiter(windowMs: keyFailureWindow.milliseconds),
             maximumBody: maximumBody,
             clientAddressHeader: clientAddressHeader.flatMap { HTTPField.Name($0) },
             clientAddressPolicy: clientAddressPolicy,

@@ -119,23 +119,8 @@ package protocol DeliveryQueue: PostbackStorage {
 }
 
 /// A store that exchanges Apple Ads tokens (see ``AppleAdsExchangeRules``). Adding tokens,
-/// recording outcomes and reading the queue are written once.
-package protocol AppleAdsTokenQueue: PostbackStorage {
-    /// Closes every pending token past its 24 hours as `expired` (deleting the token) unless a
-    /// request for it is in flight, then leases up to `limit` tokens, earliest due first, to
-    /// `holder` until `leaseUntilMs`: those due by `dueByMs`, and those waiting for one of the
-    /// quick retries of a 404 that are due by `nowMs` (`fetch --once` passes its start as
-    /// `dueByMs`, so that a pass ends). Concurrent claims never return one token twice.
-    /// Returns the leased tokens and how many expired.
-    func claimAppleAdsTokens(
-        limit: Int,
-        nowMs: Int64,
-        dueByMs: Int64,
-        leaseUntilMs: Int64,
-        holder: String
-    )
-        async throws -> (claimed: [AppleAdsClaim], expired: Int)
-}
+/// claiming them, recording outcomes and reading the queue are written once (AppleAdsSQL.swift).
+package protocol AppleAdsTokenQueue: PostbackStorage {}
 
 /// A store that exports its rows in the order they were stored (`export`, and `forward`'s
 /// discovery). Its cursors are written once.

@@ -1,8 +1,9 @@
 import PostbackKit
 
-/// Apple Ads tokens and records on both engines: adding tokens, recording outcomes, and what
-/// `apple-ads status`, `report` and `fetch` read. Claiming them stays each engine's
-/// (PostgreSQL's `FOR UPDATE SKIP LOCKED`).
+/// Apple Ads tokens and records on both engines: adding tokens, claiming them, recording
+/// outcomes, and what `apple-ads status`, `report` and `fetch` read, each statement written
+/// once (the claim's `FOR UPDATE SKIP LOCKED` is PostgreSQL's spelling of what SQLite's one
+/// writer gives).
 extension PostbackStorage {
     package func addAppleAdsTokens(
         _ tokens: [AppleAdsToken],
@@ -124,8 +125,71 @@ extension PostbackStorage {
     }
 }
 
-/// The exchange's own: recording outcomes, and when the next token is due.
+/// The exchange's own: claiming tokens, recording outcomes, and when the next token is due.
 extension AppleAdsTokenQueue {
+    /// Closes every pending token past its 24 hours as `expired` (deleting the token) unless a
+    /// request for it is in flight, then leases up to `limit` tokens, earliest due first, to
+    /// `holder` until `leaseUntilMs`: those due by `dueByMs`, and those waiting for one of the
+    /// quick retries of a 404 that are due by `nowMs` (`fetch --once` passes its start as
+    /// `dueByMs`, so that a pass ends). Concurrent claims never return one token twice: on
+    /// PostgreSQL the rows are taken `FOR UPDATE SKIP LOCKED`, so that several exchanging
+    /// processes (`serve --apple-ads` on several machines) share the tokens without waiting
+    /// for each other; SQLite's one writer makes each claim whole. The rows are picked once, in
+    /// a materialized CTE (as `IN (subquery)`, PostgreSQL's planner may run a locking subquery
+    /// again and again). Returns the leased tokens, by id, and how many expired.
+    package func claimAppleAdsTokens(
+        limit: Int,
+        nowMs: Int64,
+        dueByMs: Int64,
+        leaseUntilMs: Int64,
+        holder: String
+    ) async throws -> (claimed: [AppleAdsClaim], expired: Int) {
+        try await withSQL("claim Apple Ads tokens", .write) { sql in
+            var expired = 0
+            try await sql.forEachRow(
+                """
+                WITH closing AS MATERIALIZED (
+                    SELECT id FROM apple_ads_tokens
+                    WHERE state = 'pending' AND obtained_ms + \(AppleAdsToken.validityMs) <= \(nowMs)
+                        AND lease_until_ms <= \(nowMs)
+                    \(sqlite: "", postgres: "FOR UPDATE SKIP LOCKED"))
+                UPDATE apple_ads_tokens SET state = 'expired', token = NULL, resolved_ms = \(nowMs),
+                    leased_by = NULL, lease_until_ms = 0
+                FROM closing WHERE apple_ads_tokens.id = closing.id
+                RETURNING apple_ads_tokens.id
+                """
+            ) { _ in expired += 1 }
+            var claimed: [AppleAdsClaim] = []
+            try await sql.forEachRow(
+                """
+                WITH picked AS MATERIALIZED (
+                    SELECT id FROM apple_ads_tokens
+                    WHERE state = 'pending' AND lease_until_ms <= \(nowMs)
+                        AND (due_ms <= \(dueByMs) OR (due_ms <= \(nowMs) AND last_status = '404'
+                            AND not_found BETWEEN 1 AND \(raw: String(AppleAdsExchangeRules.quickRetries))))
+                    ORDER BY due_ms, id LIMIT \(Int64(limit))
+                    \(sqlite: "", postgres: "FOR UPDATE SKIP LOCKED"))
+                UPDATE apple_ads_tokens SET leased_by = \(holder), lease_until_ms = \(leaseUntilMs)
+                FROM picked WHERE apple_ads_tokens.id = picked.id
+                RETURNING apple_ads_tokens.id, app_id, token, obtained_ms, attempts, not_found
+                """
+            ) { row in
+                guard let token = try row.optionalString(2) else { return }
+                claimed.append(
+                    AppleAdsClaim(
+                        id: try row.int64(0),
+                        appID: try row.int64(1),
+                        token: token,
+                        obtainedAt: UTCInstant(milliseconds: try row.int64(3)),
+                        attempts: Int(try row.int64(4)),
+                        notFound: Int(try row.int64(5))
+                    )
+                )
+            }
+            return (claimed.sorted { $0.id < $1.id }, expired)
+        }
+    }
+
     package func recordAppleAdsOutcomes(_ outcomes: [AppleAdsOutcome], holder: String) async throws -> Set<Int64> {
         guard !outcomes.isEmpty else { return [] }
         return try await withSQL("record Apple Ads exchanges", .write) { sql in

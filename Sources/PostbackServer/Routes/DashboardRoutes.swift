@@ -25,25 +25,19 @@ extension PostbackResponder {
     // MARK: GET /api/v1/report
 
     func report(_ request: Request, context: Caller) async -> Answer {
-        let admission = admit(
+        let parsed: ReportRequest
+        switch openReading(
             request,
             context,
-            scope: .report,
-            secrets: [bearerToken(request)],
-            cookie: true,
-            style: .api
-        )
-        if case .refused(let response) = admission { return response }
-        var options: ReportRequest.Options
-        let parsed: ReportRequest
-        do throws(ReportRequestError) {
-            options = try Self.reportOptions(request.formParameters, allowed: Self.reportParameters)
-            if let refusal = scope(&options, to: admission, style: .api) { return refusal }
-            parsed = try ReportRequest.parse(options)
-        } catch {
-            return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
+            .report,
+            style: .api,
+            allowed: Self.reportParameters,
+            parse: ReportRequest.parse,
+            query: \.query
+        ) {
+        case .refused(let answer): return answer
+        case .opened(let opened): parsed = opened
         }
-        if let refusal = refuseUnscoped(parsed.query, admission) { return refusal }
         do {
             let (report, warning) = try await reader.read { store in try await parsed.read(store) }
             var response = Answer(
@@ -61,24 +55,19 @@ extension PostbackResponder {
     // MARK: GET /api/v1/summary
 
     func summary(_ request: Request, context: Caller) async -> Answer {
-        let admission = admit(
+        let query: ReportQuery
+        switch openReading(
             request,
             context,
-            scope: .report,
-            secrets: [bearerToken(request)],
-            cookie: true,
-            style: .api
-        )
-        if case .refused(let response) = admission { return response }
-        let query: ReportQuery
-        do throws(ReportRequestError) {
-            var options = try Self.reportOptions(request.formParameters, allowed: Self.summaryParameters)
-            if let refusal = scope(&options, to: admission, style: .api) { return refusal }
-            query = try Dashboard.query(options)
-        } catch {
-            return Self.json(.badRequest, Self.error(error.reason, field: error.option.replacingDashes))
+            .report,
+            style: .api,
+            allowed: Self.summaryParameters,
+            parse: Dashboard.query,
+            query: { $0 }
+        ) {
+        case .refused(let answer): return answer
+        case .opened(let opened): query = opened
         }
-        if let refusal = refuseUnscoped(query, admission) { return refusal }
         do {
             let dashboard = try await reader.read { store in try await Dashboard.read(store, query, summaryOnly: true) }
             return Answer(
@@ -94,29 +83,19 @@ extension PostbackResponder {
     // MARK: GET /dashboard
 
     func dashboard(_ request: Request, context: Caller) async -> Answer {
-        let admission = admit(
+        let query: ReportQuery
+        switch openReading(
             request,
             context,
-            scope: .dashboard,
-            secrets: [bearerToken(request)],
-            cookie: true,
-            style: .page
-        )
-        if case .refused(let response) = admission { return response }
-        let query: ReportQuery
-        do throws(ReportRequestError) {
-            var options = try Self.reportOptions(request.formParameters, allowed: Self.dashboardParameters)
-            if let refusal = scope(&options, to: admission, style: .page) { return refusal }
-            query = try Dashboard.query(options)
-        } catch {
-            return Self.page(
-                .badRequest,
-                title: "Filters not understood",
-                body:
-                    "<p>\(escapeHTML(error.option.replacingDashes)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
-            )
+            .dashboard,
+            style: .page,
+            allowed: Self.dashboardParameters,
+            parse: Dashboard.query,
+            query: { $0 }
+        ) {
+        case .refused(let answer): return answer
+        case .opened(let opened): query = opened
         }
-        if let refusal = refuseUnscoped(query, admission) { return refusal }
         do {
             let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
             return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: Route.dashboard.rawValue)).html)
@@ -130,6 +109,57 @@ extension PostbackResponder {
             response.headers[.retryAfter] = "5"
             return response
         }
+    }
+
+    /// How a reading route begins: refused, or its request read.
+    enum Reading<Opened> {
+        case refused(Answer)
+        case opened(Opened)
+    }
+
+    /// What every reading route does first: admits the key for `scope`; reads the query's
+    /// parameters (only `allowed`), narrowed to the key's apps; `parse`s them; and checks that
+    /// the `query` made of them names only the key's apps. A parameter that cannot be read is
+    /// 400 naming it: JSON for the API, a page for the dashboard.
+    func openReading<Opened>(
+        _ request: Request,
+        _ context: Caller,
+        _ scope: AccessScope,
+        style: RefusalStyle,
+        allowed: [String],
+        parse: (ReportRequest.Options) throws(ReportRequestError) -> Opened,
+        query: (Opened) -> ReportQuery
+    ) -> Reading<Opened> {
+        let admission = admit(
+            request,
+            context,
+            scope: scope,
+            secrets: [bearerToken(request)],
+            cookie: true,
+            style: style
+        )
+        if case .refused(let response) = admission { return .refused(response) }
+        let opened: Opened
+        do throws(ReportRequestError) {
+            var options = try Self.reportOptions(request.formParameters, allowed: allowed)
+            if let refusal = self.scope(&options, to: admission, style: style) { return .refused(refusal) }
+            opened = try parse(options)
+        } catch {
+            let parameter = error.option.replacingDashes
+            guard style == .page else {
+                return .refused(Self.json(.badRequest, Self.error(error.reason, field: parameter)))
+            }
+            return .refused(
+                Self.page(
+                    .badRequest,
+                    title: "Filters not understood",
+                    body:
+                        "<p>\(escapeHTML(parameter)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
+                )
+            )
+        }
+        if let refusal = refuseUnscoped(query(opened), admission) { return .refused(refusal) }
+        return .opened(opened)
     }
 
     // MARK: Login

@@ -6,7 +6,9 @@ import Testing
 @testable import PostbackStore
 
 /// What the conversion value endpoints store: bundle identifiers and device histories, the same
-/// on every engine.
+/// on every engine. The stores are opened as a job opens them, not as `serve` does: what is
+/// recorded is the same, without serve's answer deadline, which a test process sharing two
+/// threads with hundreds of tests cannot keep (ConversionValueServeTests test serve's, over HTTP).
 @Suite("Conversion value storage, on every engine")
 struct ConversionValueStoreTests {
     let directory: TemporaryDirectory
@@ -49,7 +51,7 @@ struct ConversionValueStoreTests {
             call(1, "purchase", hours: 1, revenue: ["USD": 4_990_000]),
             call(1, "purchase", hours: 1, revenue: ["USD": 4_990_000]),  // the same request again: a retry
         ]
-        let histories = try await PostbackStores.with(store.location, access: .receive) { storage in
+        let histories = try await PostbackStores.with(store.location) { storage in
             try await storage.recordDeviceCalls(calls)
         }
         // The same as replaying the calls one by one.
@@ -64,7 +66,7 @@ struct ConversionValueStoreTests {
         #expect(histories[3]?.events.count == 2)
 
         // A later group reads what the first stored.
-        let later = try await PostbackStores.with(store.location, access: .receive) { storage in
+        let later = try await PostbackStores.with(store.location) { storage in
             try await storage.recordDeviceCalls([call(1, "level", hours: 30, revenue: ["USD": 5_990_000])])
         }
         let history = try #require(later.first ?? nil)
@@ -80,13 +82,13 @@ struct ConversionValueStoreTests {
     @Test("device histories 35 days past their first call are deleted", arguments: TestEngine.available)
     func pruning(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
-        _ = try await PostbackStores.with(store.location, access: .receive) { storage in
+        _ = try await PostbackStores.with(store.location) { storage in
             try await storage.recordDeviceCalls([call(1, "a", hours: 0), call(2, "a", hours: 10)])
         }
         #expect(try await store.count("conversion_value_devices") == 2)
         // 840 hours on, a new device calls (device 1, silent, is deleted), and device 2 calls
         // past its last window (nothing is kept for it).
-        let answers = try await PostbackStores.with(store.location, access: .receive) { storage in
+        let answers = try await PostbackStores.with(store.location) { storage in
             var third = call(3, "a", hours: 840.5)
             third.firstCallAt = UTCInstant(milliseconds: start.milliseconds + 800 * 3_600_000)
             return try await storage.recordDeviceCalls([third, call(2, "b", hours: 841)])

@@ -114,8 +114,7 @@ extension PostgresStore {
             retryingFor: retrySeconds(retry),
             oneStatement: access == .statement,
             // What a client waits for, and (in `serve`) the models read between two commits.
-            answerBy: retry == .answering || (retry == .repeated && modelsRetrySeconds < Self.retrySeconds)
-                ? Self.answerDeadline() : nil
+            answerBy: answersClients && (retry == .answering || retry == .repeated) ? Self.answerDeadline() : nil
         ) { connection in
             try await body(PostgresSQL(connection: connection, logger: logger))
         }
@@ -126,7 +125,7 @@ extension PostgresStore {
         case .standard: Self.retrySeconds
         case .repeated: modelsRetrySeconds
         case .run: runRetrySeconds
-        case .answering: Self.receiveRetrySeconds
+        case .answering: answersClients ? Self.receiveRetrySeconds : Self.retrySeconds
         }
     }
 }

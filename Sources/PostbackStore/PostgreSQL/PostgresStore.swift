@@ -44,6 +44,9 @@ package final class PostgresStore: StoreEngine {
     /// How long reading the models is retried: `serve` reads them again every few seconds,
     /// between commits, and must not stall its commits for long while the server is away.
     let modelsRetrySeconds: Int64
+    /// Whether a client waits for what this store does (a store that receives: `serve`): then
+    /// what answers a request (``SQLRetry/answering``) has the answer deadline.
+    let answersClients: Bool
 
     private init(
         url: PostgresURL,
@@ -53,6 +56,7 @@ package final class PostgresStore: StoreEngine {
     ) {
         self.runRetrySeconds = access == .receive ? 10 : Self.retrySeconds
         self.modelsRetrySeconds = access == .receive ? Self.receiveRetrySeconds : Self.retrySeconds
+        self.answersClients = access == .receive
         self.url = url
         self.location = .postgres(url)
         self.servers = servers

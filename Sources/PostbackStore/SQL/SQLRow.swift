@@ -221,7 +221,8 @@ package enum SQLRetry: Sendable, Hashable {
     /// The start and end of a run: retried only briefly by a store that receives, which
     /// should stop soon after SIGTERM even when the server is gone.
     case run
-    /// What a request waits for (recording the app-facing endpoint's calls): retried only
-    /// briefly, as what `serve` receives.
+    /// What a request waits for (recording the app-facing endpoint's calls): in a store that
+    /// receives (`serve`'s), retried only briefly and answered by the deadline, as what it
+    /// receives; elsewhere (no client waits) as ``standard``.
     case answering
 }

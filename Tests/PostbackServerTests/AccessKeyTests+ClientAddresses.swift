@@ -10,8 +10,8 @@ extension AccessKeyTests {
     @Test("wrong keys and sign-ins are limited per client address: 10 a window, then 429 with Retry-After")
     func signInLimit() async throws {
         let store = try await TestStore.sample(.sqlite, in: directory)
-        let secret = try addKey(store, "reader", ["--all-apps"])
-        let server = try ServerProcess.start(
+        let secret = try await addKey(store, "reader", ["--all-apps"])
+        let server = try await ServerProcess.start(
             // An hour's window, not a minute's: on a loaded machine the ten wrong keys below
             // may take longer than a minute. The window itself is FailureLimiterTests'.
             ["--db", store.argument, "--client-address-header", "X-Forwarded-For", "--key-failure-window", "3600"],
@@ -52,7 +52,8 @@ extension AccessKeyTests {
         ] {
             #expect(answer.status == 429)
             let retry = try #require(answer.header("Retry-After").flatMap(Int.init))
-            #expect((3_500...3_600).contains(retry))
+            // Within the window: less its elapsed part (minutes, on a loaded machine).
+            #expect((1...3_600).contains(retry))
         }
         // A session cookie can be computed from a guessed token: wrong ones count too.
         for _ in 0..<10 {
@@ -96,12 +97,12 @@ extension AccessKeyTests {
             ].map { "hmac-sha256:" + HMACSHA256.hex(key: hashKey, message: Array($0.utf8)) },
             "drop": [nil, nil, nil, nil],
         ]
-        let postbacks = try Postbackd.generated(count: 16, seed: 3_801, duplicates: 0, invalid: 0)
+        let postbacks = try await Postbackd.generated(count: 16, seed: 3_801, duplicates: 0, invalid: 0)
             .split(separator: "\n").map { Array($0.utf8) }
         var next = 0
         for policy in ["keep", "truncate", "hash", "drop"] {
             let store = try await TestStore.make(engine, in: directory, name: policy)
-            let server = try ServerProcess.start(
+            let server = try await ServerProcess.start(
                 [
                     "--db", store.argument, "--client-address", policy, "--client-address-header", "X-Forwarded-For",
                     "--access-log",
@@ -144,7 +145,7 @@ extension AccessKeyTests {
             }
 
             // prune-addresses: nothing received within the last day; everything older than 0 days.
-            let none = try Postbackd.run(["prune-addresses", "--db", store.argument, "--older-than", "1"])
+            let none = try await Postbackd.run(["prune-addresses", "--db", store.argument, "--older-than", "1"])
             #expect(
                 none.status == 0
                     && none.standardOutput.hasPrefix(
@@ -152,7 +153,7 @@ extension AccessKeyTests {
                     ),
                 "\(none.standardOutput)"
             )
-            let all = try Postbackd.run(["prune-addresses", "--db", store.argument, "--older-than", "0"])
+            let all = try await Postbackd.run(["prune-addresses", "--db", store.argument, "--older-than", "0"])
             let count = policy == "drop" ? 0 : sent.count
             let quarantine = policy == "drop" ? 0 : 1
             #expect(
@@ -167,7 +168,7 @@ extension AccessKeyTests {
             }
             #expect(try await store.count("postbacks") == sent.count, "rows stay; only the address goes")
         }
-        let refused = try Postbackd.run(["serve", "--db", "x.sqlite", "--client-address", "hash"])
+        let refused = try await Postbackd.run(["serve", "--db", "x.sqlite", "--client-address", "hash"])
         #expect(refused.status == 2 && refused.standardError.contains("--client-address-key-file"))
     }
 }

@@ -28,8 +28,8 @@ struct AccessKeyTests {
     }
 
     /// `postbackd keys add NAME arguments…`: the secret it printed.
-    func addKey(_ store: TestStore, _ name: String, _ arguments: [String]) throws -> String {
-        let run = try Postbackd.run(["keys", "add", "--db", store.argument, name] + arguments)
+    func addKey(_ store: TestStore, _ name: String, _ arguments: [String]) async throws -> String {
+        let run = try await Postbackd.run(["keys", "add", "--db", store.argument, name] + arguments)
         #expect(run.status == 0, "\(run.standardError)")
         let secret = run.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(secret.hasPrefix("pbk_") && secret.count == 68, "\(secret)")
@@ -63,15 +63,15 @@ struct AccessKeyTests {
     )
     func scopedKeys(_ engine: TestEngine) async throws {
         let store = try await TestStore.sample(engine, in: directory)
-        let game = try addKey(store, "game-studio", ["--apps", String(Self.game)])
-        let market = try addKey(
+        let game = try await addKey(store, "game-studio", ["--apps", String(Self.game)])
+        let market = try await addKey(
             store,
             "market.co",
             ["--apps", String(Self.marketplace), "--scope", "report,dashboard,conversion-value,apple-ads"]
         )
-        let operations = try addKey(store, "operations", ["--all-apps"])
+        let operations = try await addKey(store, "operations", ["--all-apps"])
         let token = "dashboard-token-\(UInt64.random(in: 1...UInt64.max))"
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument, "--dashboard-token", token, "--access-log"],
             directory: directory.path
         )
@@ -91,7 +91,7 @@ struct AccessKeyTests {
                     headers: Self.bearer(secret)
                 )
                 #expect(answer.status == 200, "\(query): \(answer.body)")
-                let cli = try Postbackd.run(
+                let cli = try await Postbackd.run(
                     ["report", "--db", store.argument, "--format", "json", "--app-id", String(app)] + arguments
                 )
                 #expect(answer.body == cli.standardOutput, "\(app) \(query)")
@@ -135,7 +135,9 @@ struct AccessKeyTests {
             #expect(summary.status == 200 && summary.body == filtered.body, "\(summary.body)")
         }
         // Every app for the key of every app and for --dashboard-token: the unfiltered report.
-        let everything = try Postbackd.run(["report", "--db", store.argument, "--format", "json", "--by", "app_id"])
+        let everything = try await Postbackd.run([
+            "report", "--db", store.argument, "--format", "json", "--by", "app_id",
+        ])
         #expect(try Self.apps(everything.standardOutput).count >= 3)
         for secret in [operations, token] {
             let all = try await client.send(
@@ -238,7 +240,7 @@ struct AccessKeyTests {
         #expect(try await store.count("apple_ads_tokens") == 1, "the refused token was not stored")
 
         // Devices carry no key: the postback routes stay open.
-        let postback = try Postbackd.generated(count: 1, seed: 38, duplicates: 0, invalid: 0)
+        let postback = try await Postbackd.generated(count: 1, seed: 38, duplicates: 0, invalid: 0)
         let received = try await client.send(
             .POST,
             server.base + "/.well-known/skadnetwork/report-attribution/",
@@ -249,13 +251,14 @@ struct AccessKeyTests {
         // The last use is recorded within the reload interval; no secret is shown or logged.
         var listed = ""
         for _ in 0..<40 {
-            listed = try Postbackd.run(["keys", "list", "--db", store.argument, "--format", "json"]).standardOutput
+            listed = try await Postbackd.run(["keys", "list", "--db", store.argument, "--format", "json"])
+                .standardOutput
             if listed.components(separatedBy: "\"last_used_at\":\"").count == 4 { break }
             usleep(250_000)
         }
         #expect(listed.components(separatedBy: "\"last_used_at\":\"").count == 4, "\(listed)")
         #expect(server.stop() == 0)
-        let table = try Postbackd.run(["keys", "list", "--db", store.argument]).standardOutput
+        let table = try await Postbackd.run(["keys", "list", "--db", store.argument]).standardOutput
         for secret in [game, market, operations, token] {
             #expect(!server.standardOutput.contains(secret) && !server.standardError.contains(secret))
             #expect(!listed.contains(secret) && !table.contains(secret))
@@ -269,9 +272,9 @@ struct AccessKeyTests {
     )
     func revocation(_ engine: TestEngine) async throws {
         let store = try await TestStore.sample(engine, in: directory)
-        let first = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let first = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { first.stop() }
-        let second = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let second = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { second.stop() }
         let client = Self.client()
         defer { Task { try? await client.shutdown() } }
@@ -292,7 +295,7 @@ struct AccessKeyTests {
             }
             return nil
         }
-        let secret = try addKey(store, "partner", ["--apps", String(Self.game)])
+        let secret = try await addKey(store, "partner", ["--apps", String(Self.game)])
         // Added through the store: both servers close the route and take the key.
         for server in [first, second] {
             let closed = try await secondsUntil(401, server, nil)
@@ -301,7 +304,7 @@ struct AccessKeyTests {
                 try await client.send(.GET, server.base + "/api/v1/summary", headers: Self.bearer(secret)).status == 200
             )
         }
-        let revoke = try Postbackd.run(["keys", "revoke", "--db", store.argument, "partner"])
+        let revoke = try await Postbackd.run(["keys", "revoke", "--db", store.argument, "partner"])
         #expect(revoke.status == 0 && revoke.standardOutput == "revoked partner\n")
         let refused = try await secondsUntil(401, second, secret)
         #expect(refused.map { $0 <= 10 } == true, "refused after \(String(describing: refused)) s")
@@ -309,8 +312,8 @@ struct AccessKeyTests {
         // The route stays closed with no key left: revoking the last key opens nothing.
         #expect(try await client.send(.GET, first.base + "/api/v1/summary").status == 401)
         // A revoked key's name stays taken; the list shows when it was revoked.
-        #expect(try Postbackd.run(["keys", "add", "--db", store.argument, "partner", "--all-apps"]).status == 2)
-        let listed = try Postbackd.run(["keys", "list", "--db", store.argument]).standardOutput
+        #expect(try await Postbackd.run(["keys", "add", "--db", store.argument, "partner", "--all-apps"]).status == 2)
+        let listed = try await Postbackd.run(["keys", "list", "--db", store.argument]).standardOutput
         #expect(listed.contains("partner") && !listed.contains("revoked  \n"), "\(listed)")
     }
 
@@ -320,11 +323,11 @@ struct AccessKeyTests {
     )
     func pullAPI(_ engine: TestEngine) async throws {
         let store = try await TestStore.sample(engine, in: directory)
-        let game = try addKey(store, "game-studio", ["--apps", String(Self.game)])
-        let market = try addKey(store, "market.co", ["--apps", String(Self.marketplace)])
-        let everything = try addKey(store, "warehouse", ["--all-apps", "--scope", "export"])
-        let reports = try addKey(store, "reports", ["--all-apps", "--scope", "report"])
-        let server = try ServerProcess.start(
+        let game = try await addKey(store, "game-studio", ["--apps", String(Self.game)])
+        let market = try await addKey(store, "market.co", ["--apps", String(Self.marketplace)])
+        let everything = try await addKey(store, "warehouse", ["--all-apps", "--scope", "export"])
+        let reports = try await addKey(store, "reports", ["--all-apps", "--scope", "report"])
+        let server = try await ServerProcess.start(
             ["--db", store.argument] + ServeTests.keyArguments,
             directory: directory.path
         )
@@ -367,7 +370,7 @@ struct AccessKeyTests {
         }
 
         // Postbacks of several apps posted by 4 clients while two readers page through.
-        let postbacks = try Postbackd.generated(count: 400, seed: 3_838, duplicates: 0.05, invalid: 0.02)
+        let postbacks = try await Postbackd.generated(count: 400, seed: 3_838, duplicates: 0.05, invalid: 0.02)
             .split(separator: "\n").map { Array($0.utf8) }
         let posted = Flag()
         let gameTask = Task {
@@ -414,7 +417,7 @@ struct AccessKeyTests {
         let marketPulled = try await marketTask.value
 
         // Exactly what export writes, in its order: the key's apps' lines, each once.
-        let export = try Postbackd.run(["export", "--db", store.argument, "--format", "jsonl"])
+        let export = try await Postbackd.run(["export", "--db", store.argument, "--format", "jsonl"])
         #expect(export.status == 0, "\(export.standardError)")
         let exported = export.standardOutput.split(separator: "\n").map(String.init)
         #expect(exported.count > postbacks.count / 2)

@@ -33,13 +33,7 @@ struct AppleAdsTests {
 
     /// Runs `postbackd arguments…` on a thread of its own (the stand-in answers in this process).
     static func postbackd(_ arguments: [String], input: [UInt8]? = nil) async throws -> Postbackd.Run {
-        try await withCheckedThrowingContinuation { continuation in
-            // A thread of its own, not Dispatch's global queue, whose few threads other tests'
-            // waits can all hold.
-            Thread {
-                continuation.resume(with: Result { try Postbackd.run(arguments, input: input) })
-            }.start()
-        }
+        try await Postbackd.run(arguments, input: input)
     }
 
     /// A submission line, obtained a minute ago unless said.
@@ -297,7 +291,7 @@ struct AppleAdsTests {
     func tokenRoute(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
         let standIn = try await StandIn()
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument, "--apple-ads", "--apple-ads-endpoint", standIn.endpoint],
             directory: directory.path
         )

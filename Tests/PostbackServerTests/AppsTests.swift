@@ -37,35 +37,37 @@ struct AppsTests {
         let game = AccessKeyTests.game
         let market = AccessKeyTests.marketplace
         let store = try await TestStore.sample(engine, in: directory)
-        func cli(_ arguments: [String]) throws -> String {
-            let run = try Postbackd.run(arguments + ["--db", store.argument])
+        func cli(_ arguments: [String]) async throws -> String {
+            let run = try await Postbackd.run(arguments + ["--db", store.argument])
             #expect(run.status == 0, "\(arguments): \(run.standardError)")
             return run.standardOutput
         }
-        func report() throws -> [Int64: Int] {
+        func report() async throws -> [Int64: Int] {
             try Self.appIDs(
-                try Postbackd.run(["report", "--db", store.argument, "--by", "app_id", "--format", "json"])
+                try await Postbackd.run(["report", "--db", store.argument, "--by", "app_id", "--format", "json"])
                     .standardOutput
             )
         }
-        let before = try report()
+        let before = try await report()
         #expect(before.count >= 3 && before[game] != nil && before[market] != nil)
-        #expect(try cli(["apps", "policy"]) == "all\n", "the default counts every app")
+        #expect(try await cli(["apps", "policy"]) == "all\n", "the default counts every app")
         #expect(
-            try cli(["apps", "add", String(game), "--name", "Example \u{1B}[2JGame"]).hasPrefix("app \(game) added")
+            try await cli(["apps", "add", String(game), "--name", "Example \u{1B}[2JGame"]).hasPrefix(
+                "app \(game) added"
+            )
         )
-        #expect(try cli(["apps", "policy", "registered"]).hasPrefix("policy registered"))
-        let warehouse = try cli(["keys", "add", "warehouse", "--all-apps", "--scope", "export"])
+        #expect(try await cli(["apps", "policy", "registered"]).hasPrefix("policy registered"))
+        let warehouse = try await cli(["keys", "add", "warehouse", "--all-apps", "--scope", "export"])
             .trimmingCharacters(in: .whitespacesAndNewlines)
 
         // More traffic over HTTP, for every app: stored, answered as usual.
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument] + ServeTests.keyArguments,
             directory: directory.path
         )
         defer { server.stop() }
         let client = try HTTPClient.forTests()
-        let postbacks = try Postbackd.generated(count: 60, seed: 3_839, duplicates: 0, invalid: 0).split(
+        let postbacks = try await Postbackd.generated(count: 60, seed: 3_839, duplicates: 0, invalid: 0).split(
             separator: "\n"
         )
         for body in postbacks {
@@ -76,7 +78,7 @@ struct AppsTests {
             )
             #expect(answer.jsonStatus == "stored", "\(answer.body)")
         }
-        _ = try cli(["aggregate"])
+        _ = try await cli(["aggregate"])
 
         // Only the registered app counts, everywhere; its numbers are all of it.
         let stored = try await store.strings("SELECT app_id || ' ' || COUNT(*) FROM postbacks GROUP BY app_id")
@@ -88,7 +90,7 @@ struct AppsTests {
             stored.count >= 3 && stored.values.reduce(0, +) == before.values.reduce(0, +) + postbacks.count,
             "stored as usual"
         )
-        #expect(try report() == [game: stored[game, default: 0]])
+        #expect(try await report() == [game: stored[game, default: 0]])
         let summary = try await client.send(.GET, server.base + "/api/v1/summary")
         let gameSummary = try await client.send(.GET, server.base + "/api/v1/summary?app_id=\(game)")
         #expect(summary.status == 200 && summary.json["postbacks"] as? Int == stored[game])
@@ -101,7 +103,7 @@ struct AppsTests {
             Self.headline(page.body) == Self.headline(gamePage.body) && !Self.headline(page.body).isEmpty,
             "\(Self.headline(page.body)) \(Self.headline(gamePage.body))"
         )
-        let export = try cli(["export", "--format", "jsonl"]).split(separator: "\n")
+        let export = try await cli(["export", "--format", "jsonl"]).split(separator: "\n")
         #expect(export.count == stored[game] && export.allSatisfy { $0.contains("\"app_id\":\(game),") })
         var pulled: [Substring] = []
         var cursor = ""
@@ -116,38 +118,39 @@ struct AppsTests {
             if page.header("X-Postbackd-Rows") != "200" { break }
         }
         #expect(pulled == export)
-        let check = try Postbackd.run(["check", "--db", store.argument, "--quick"])
+        let check = try await Postbackd.run(["check", "--db", store.argument, "--quick"])
         #expect(check.status == 0, "\(check.standardOutput) \(check.standardError)")
 
         // The others are listed, with their counts; the name is shown escaped.
-        let unclaimed = try cli(["apps", "unclaimed", "--format", "json"]).split(separator: "\n")
+        let unclaimed = try await cli(["apps", "unclaimed", "--format", "json"]).split(separator: "\n")
         #expect(unclaimed.count == stored.count - 1)
         #expect(unclaimed.contains { $0.contains("\"app_id\":\(market),\"postbacks\":\(stored[market, default: 0]),") })
-        #expect(try cli(["apps", "list"]).contains("Example \\x1b[2JGame"))
+        #expect(try await cli(["apps", "list"]).contains("Example \\x1b[2JGame"))
 
         // Registering claims them: the next aggregate counts them, export (from the start) too.
-        #expect(try cli(["apps", "add", String(market)]).hasPrefix("app \(market) added"))
-        _ = try cli(["aggregate"])
-        #expect(try report() == [game: stored[game, default: 0], market: stored[market, default: 0]])
+        #expect(try await cli(["apps", "add", String(market)]).hasPrefix("app \(market) added"))
+        _ = try await cli(["aggregate"])
+        #expect(try await report() == [game: stored[game, default: 0], market: stored[market, default: 0]])
         let claimed = try await client.send(.GET, server.base + "/api/v1/summary")
         #expect(claimed.json["postbacks"] as? Int == stored[game, default: 0] + stored[market, default: 0])
         #expect(
-            try cli(["export", "--format", "jsonl"]).split(separator: "\n").count == claimed.json["postbacks"] as? Int
+            try await cli(["export", "--format", "jsonl"]).split(separator: "\n").count == claimed.json["postbacks"]
+                as? Int
         )
         // Removed, they are out again; policy all counts everything as before.
-        #expect(try cli(["apps", "remove", String(market)]) == "app \(market) removed\n")
-        #expect(try Postbackd.run(["apps", "remove", "--db", store.argument, String(market)]).status == 2)
-        #expect(try cli(["apps", "policy", "all"]).hasPrefix("policy all"))
-        _ = try cli(["aggregate"])
-        #expect(try report() == stored)
+        #expect(try await cli(["apps", "remove", String(market)]) == "app \(market) removed\n")
+        #expect(try await Postbackd.run(["apps", "remove", "--db", store.argument, String(market)]).status == 2)
+        #expect(try await cli(["apps", "policy", "all"]).hasPrefix("policy all"))
+        _ = try await cli(["aggregate"])
+        #expect(try await report() == stored)
 
         // models add --bundle-id registers its app.
         let model = try directory.write(
             "model.json",
             FixtureModels.app111.replacingOccurrences(of: #""appId": "111""#, with: #""appId": "777""#)
         )
-        _ = try cli(["models", "add", "--bundle-id", "com.example.seven", model])
-        #expect(
+        _ = try await cli(["models", "add", "--bundle-id", "com.example.seven", model])
+        await #expect(
             try cli(["apps", "list", "--format", "json"]).contains(
                 #"{"app_id":777,"name":null,"bundle_id":"com.example.seven""#
             )

@@ -17,7 +17,7 @@ struct ContractTests {
 
     @Test("GET /openapi.json: every route and method of the server, and no other")
     func routes() async throws {
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", directory.path + "/store.sqlite", "--keys", TestKeys.directory],
             directory: directory.path
         )

@@ -34,10 +34,10 @@ struct ConversionValueServeTests {
         _ store: TestStore,
         _ arguments: [String] = [],
         environment: [String: String] = [:]
-    ) throws
+    ) async throws
         -> ServerProcess
     {
-        try ServerProcess.start(
+        try await ServerProcess.start(
             ["--db", store.argument] + arguments,
             directory: directory.path,
             environment: environment
@@ -58,10 +58,10 @@ struct ConversionValueServeTests {
             #"{"elapsed_hours": 900, "current": {"fine": 9, "coarse": ["medium", "high", "low"]}}"#,
         ]
         let file = try directory.write("states.jsonl", states.joined(separator: "\n"))
-        let server = try start(store)
+        let server = try await start(store)
         let client = try HTTPClient.forTests()
         for explain in [false, true] {
-            let encoded = try Postbackd.run(
+            let encoded = try await Postbackd.run(
                 ["encode", "--db", store.argument, "--app", Self.bundle, "--state", file]
                     + (explain ? ["--explain"] : [])
             )
@@ -96,7 +96,7 @@ struct ConversionValueServeTests {
             let answer = try await client.send(.POST, server.base + Self.postRoute, body: Array(body.utf8))
             return (answer.status, answer.body.trimmingCharacters(in: .newlines))
         }
-        var server = try start(store)
+        var server = try await start(store)
         let install = try await post(server, nil)
         #expect(install.status == 200)
         #expect(try await post(server, "install") == install)
@@ -112,14 +112,14 @@ struct ConversionValueServeTests {
             "reengagement.json",
             FixtureModels.app111.replacingOccurrences(of: #""appId": "111""#, with: #""appId": "1254734734""#)
         )
-        let added = try Postbackd.run([
+        let added = try await Postbackd.run([
             "models", "add", "--db", store.argument, "--conversion-type", "re-engagement", reengagement,
         ])
         #expect(added.status == 0, "\(added.standardError)")
-        server = try start(store)
+        server = try await start(store)
         let answered = try await post(server, "re-engagement")
         let states = try directory.write("state.jsonl", "{" + state)
-        let encoded = try Postbackd.run([
+        let encoded = try await Postbackd.run([
             "encode", "--db", store.argument, "--app", Self.bundle, "--conversion-type", "re-engagement", "--state",
             states,
         ])
@@ -137,7 +137,7 @@ struct ConversionValueServeTests {
     func errors() async throws {
         let store = try await store(.sqlite)
         let keys = try directory.write("keys", "# the partners' keys\nsecret-key-1\n\n  secret-key-2  \n")
-        let server = try start(
+        let server = try await start(
             store,
             ["--api-key-file", keys, "--access-log"],
             environment: ["POSTBACKD_LOG_LEVEL": "trace"]
@@ -283,7 +283,7 @@ struct ConversionValueServeTests {
     )
     func simulatedDevice(engine: TestEngine) async throws {
         let store = try await store(engine)
-        var server = try start(store, ["--api-key", "device-key"])
+        var server = try await start(store, ["--api-key", "device-key"])
         let client = try HTTPClient.forTests()
         var device = SnippetDevice()
         let now = Date()
@@ -323,7 +323,7 @@ struct ConversionValueServeTests {
 
         // The server restarts; the device's history is in the database.
         #expect(server.stop() == 0)
-        server = try start(store, ["--api-key", "device-key"])
+        server = try await start(store, ["--api-key", "device-key"])
 
         // 60 USD more: 64.99 in all, high, which locks window 1.
         try await step("purchase", at: 60, spend: 60, expect: "4,2,true")
@@ -342,7 +342,7 @@ struct ConversionValueServeTests {
     @Test("the snippet protocol: a retried request records its event once", arguments: TestEngine.available)
     func retriedRequest(engine: TestEngine) async throws {
         let store = try await store(engine)
-        let server = try start(store)
+        let server = try await start(store)
         let client = try HTTPClient.forTests()
         let device = SnippetDevice()
         let now = Date()
@@ -370,7 +370,7 @@ struct ConversionValueServeTests {
     )
     func formEncodedQuery(engine: TestEngine) async throws {
         let store = try await store(engine)
-        let server = try start(store, ["--api-key", "key+plus"])
+        let server = try await start(store, ["--api-key", "key+plus"])
         let client = try HTTPClient.forTests()
         let first = Int(Date().timeIntervalSince1970) - 3600
         // What `urllib.parse.urlencode` makes of {"a": "key+plus", "i": "com.example.game",
@@ -403,7 +403,7 @@ struct ConversionValueServeTests {
     @Test("a locked window is answered with its values and the fine value even when the app sent none")
     func lockedWithoutFine() async throws {
         let store = try await store(.sqlite)
-        let server = try start(store)
+        let server = try await start(store)
         let client = try HTTPClient.forTests()
         let first = Int(Date().timeIntervalSince1970) - 3600
         let answer = try await client.send(
@@ -424,7 +424,7 @@ struct ConversionValueServeTests {
     )
     func twoServers() async throws {
         let store = try await store(.postgres)
-        let servers = [try start(store), try start(store)]
+        let servers = await [try start(store), try start(store)]
         let client = try HTTPClient.forTests()
         let first = Int(Date().timeIntervalSince1970) - 3600
         let devices = (0..<4).map { "TW0-SERVERS-\($0)" }
@@ -457,11 +457,13 @@ struct ConversionValueServeTests {
     @Test("a model added while the server runs answers within seconds")
     func modelsReloaded() async throws {
         let store = try await TestStore.make(.sqlite, in: directory)
-        let server = try start(store)
+        let server = try await start(store)
         let client = try HTTPClient.forTests()
         let url = server.base + Self.snippetRoute + "?i=com.example.game&n=__SESSION__&idfv=B2"
         #expect(try await client.send(.GET, url).status == 400)
-        let added = try Postbackd.run(["models", "add", "--db", store.argument, "--bundle-id", Self.bundle, Self.game])
+        let added = try await Postbackd.run([
+            "models", "add", "--db", store.argument, "--bundle-id", Self.bundle, Self.game,
+        ])
         #expect(added.status == 0, "\(added.standardError)")
         #expect(added.standardOutput.contains("bundle identifier com.example.game"))
         let deadline = Date().addingTimeInterval(20)
@@ -476,13 +478,15 @@ struct ConversionValueServeTests {
 
         // A bundle identifier names one app.
         let other = Repository.path("SamplePostbacks/models/app-525463029-apple-examples.json")
-        let conflict = try Postbackd.run(["models", "add", "--db", store.argument, "--bundle-id", Self.bundle, other])
+        let conflict = try await Postbackd.run([
+            "models", "add", "--db", store.argument, "--bundle-id", Self.bundle, other,
+        ])
         #expect(conflict.status == 2)
         #expect(
             conflict.standardError.contains("bundle identifier com.example.game belongs to app 1254734734"),
             "\(conflict.standardError)"
         )
-        let listed = try Postbackd.run(["models", "list", "--db", store.argument])
+        let listed = try await Postbackd.run(["models", "list", "--db", store.argument])
         #expect(listed.standardOutput.contains("app 1254734734 (com.example.game):"), "\(listed.standardOutput)")
     }
 }

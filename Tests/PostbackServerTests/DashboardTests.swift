@@ -30,7 +30,7 @@ struct DashboardTests {
     @Test("GET /api/v1/report answers byte for byte what report --format json prints", arguments: TestEngine.available)
     func reportEqualsCLI(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
-        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let client = try HTTPClient.forTests()
         // (query, the same options on the command line)
@@ -63,7 +63,7 @@ struct DashboardTests {
             ),
         ]
         for (query, arguments) in cases {
-            let cli = try Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
+            let cli = try await Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
             #expect(cli.status == 0, "\(arguments): \(cli.standardError)")
             let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)
             #expect(answer.status == 200, "\(query): \(answer.body)")
@@ -86,7 +86,7 @@ struct DashboardTests {
     @Test("the report API refuses what report refuses, naming the parameter; unknown and repeated parameters are 400")
     func reportErrors() async throws {
         let store = try await sampleStore(.sqlite)
-        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let client = try HTTPClient.forTests()
         let cases: [(String, String)] = [
@@ -118,9 +118,11 @@ struct DashboardTests {
     @Test("the report API warns in a header when postbacks arrived after the last aggregate")
     func staleness() async throws {
         let store = try await TestStore.make(.sqlite, in: directory)
-        let file = try directory.write("few.jsonl", try Postbackd.generated(count: 40, seed: 16))
-        #expect(try Postbackd.run(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file]).status == 0)
-        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let file = try directory.write("few.jsonl", try await Postbackd.generated(count: 40, seed: 16))
+        #expect(
+            try await Postbackd.run(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file]).status == 0
+        )
+        let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let answer = try await HTTPClient.forTests().send(.GET, server.base + "/api/v1/report")
         #expect(answer.status == 200)
@@ -136,7 +138,7 @@ struct DashboardTests {
     )
     func summary(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
-        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let client = try HTTPClient.forTests()
         // Without a period: the 30 days up to the last day with postbacks.
@@ -145,14 +147,15 @@ struct DashboardTests {
         let from = try #require(answer.json["from"] as? String)
         let to = try #require(answer.json["to"] as? String)
         let last = try #require(
-            try Postbackd.run(["report", "--db", store.argument, "--by", "date", "--format", "csv"]).standardOutput
+            try await Postbackd.run(["report", "--db", store.argument, "--by", "date", "--format", "csv"])
+                .standardOutput
                 .split(separator: "\n").last?.split(separator: ",").first.map(String.init)
         )
         #expect(to == last)
         let first = try #require(UTCDay(from))
         let end = try #require(UTCDay(to))
         #expect(end.daysSinceEpoch - first.daysSinceEpoch == 29)
-        let totals = try Postbackd.run([
+        let totals = try await Postbackd.run([
             "report", "--db", store.argument, "--by", "", "--from", from, "--to", to, "--format", "json",
         ])
         let row = try #require(
@@ -195,7 +198,7 @@ struct DashboardTests {
         let store = try await sampleStore(.sqlite)
         let token = "dashboard-secret-\(UInt64.random(in: 1...UInt64.max))"
         let tokenFile = try directory.write("token", token + "\n")
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument, "--dashboard-token-file", tokenFile, "--access-log"],
             directory: directory.path
         )
@@ -266,7 +269,7 @@ struct DashboardTests {
         #expect(forged.status == 303)
 
         // Devices carry no token: the postback routes and health stay open.
-        let postback = try Postbackd.generated(count: 1, seed: 7, duplicates: 0, invalid: 0)
+        let postback = try await Postbackd.generated(count: 1, seed: 7, duplicates: 0, invalid: 0)
         let received = try await client.send(
             .POST,
             server.base + "/.well-known/skadnetwork/report-attribution/",
@@ -298,7 +301,7 @@ struct DashboardTests {
     )
     func dashboardInBrowser() async throws {
         let store = try await sampleStore(.sqlite)
-        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let summary = try await HTTPClient.forTests().send(.GET, server.base + "/api/v1/summary")
         let installs = try #require(summary.json["installs"] as? Int)
@@ -344,10 +347,10 @@ struct DashboardTests {
             "date,base,quote,rate\n2026-11-16,EUR,USD,1.1\n2026-11-16,USD,JPY,150\n"
         )
         for arguments in [["costs", "add", spend], ["rates", "add", rates]] {
-            let run = try Postbackd.run(arguments + ["--db", store.argument])
+            let run = try await Postbackd.run(arguments + ["--db", store.argument])
             #expect(run.status == 0, "\(arguments): \(run.standardError)")
         }
-        let server = try ServerProcess.start(["--db", store.argument], directory: directory.path)
+        let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let client = try HTTPClient.forTests()
         for (query, arguments) in [
@@ -357,7 +360,7 @@ struct DashboardTests {
                 ["--by", "ad_network_id", "--currency", "USD", "--from", "2026-11-17"]
             ),
         ] {
-            let cli = try Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
+            let cli = try await Postbackd.run(["report", "--db", store.argument, "--format", "json"] + arguments)
             #expect(cli.status == 0, "\(arguments): \(cli.standardError)")
             let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)
             #expect(answer.status == 200, "\(query): \(answer.body)")
@@ -403,7 +406,7 @@ struct DashboardTests {
     func htmlFile() async throws {
         let store = try await sampleStore(.sqlite)
         let file = directory.path + "/dashboard.html"
-        let run = try Postbackd.run(["report", "--db", store.argument, "--format", "html", "--output", file])
+        let run = try await Postbackd.run(["report", "--db", store.argument, "--format", "html", "--output", file])
         #expect(run.status == 0, "\(run.standardError)")
         #expect(run.standardOutput.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
@@ -411,7 +414,7 @@ struct DashboardTests {
         #expect(!html.contains("<script"))
         #expect(!html.contains("<form"))
         #expect(!html.contains("src="))
-        let totals = try Postbackd.run(
+        let totals = try await Postbackd.run(
             ["report", "--db", store.argument, "--format", "json", "--by", ""] + Self.period(html)
         )
         let row = try #require(
@@ -423,7 +426,7 @@ struct DashboardTests {
         let urls = html.components(separatedBy: "://").count - 1
         #expect(urls == html.components(separatedBy: "xmlns=\"http://www.w3.org/2000/svg\"").count - 1)
 
-        let refused = try Postbackd.run(["report", "--db", store.argument, "--format", "html", "--by", "date"])
+        let refused = try await Postbackd.run(["report", "--db", store.argument, "--format", "html", "--by", "date"])
         #expect(refused.status == 2)
         #expect(refused.standardError.contains("--format html"))
 

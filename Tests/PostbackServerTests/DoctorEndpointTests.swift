@@ -15,14 +15,14 @@ struct DoctorEndpointTests {
     let directory: TemporaryDirectory
     let certificates: String
 
-    init() throws {
+    init() async throws {
         directory = try TemporaryDirectory("doctor")
         certificates = directory.path + "/ca"
         try FileManager.default.createDirectory(atPath: certificates, withIntermediateDirectories: true)
         let script = try #require(
             Bundle.module.path(forResource: "make-test-ca", ofType: "sh", inDirectory: "Fixtures/doctor")
         )
-        let made = try Shell.run("bash \(Shell.quoted(script)) \(Shell.quoted(certificates))", in: directory.path)
+        let made = try await Shell.run("bash \(Shell.quoted(script)) \(Shell.quoted(certificates))", in: directory.path)
         #expect(made.status == 0, "\(made.output)")
     }
 
@@ -31,7 +31,7 @@ struct DoctorEndpointTests {
     /// `serve` over HTTPS with the certificate `name` (good, expiring, expired, otherhost).
     private func serve(_ name: String) async throws -> (ServerProcess, String) {
         let store = try await TestStore.make(.sqlite, in: directory)
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             [
                 "--db", store.argument, "--tls-cert", "\(certificates)/\(name).pem", "--tls-key",
                 "\(certificates)/\(name)-key.pem",
@@ -42,8 +42,11 @@ struct DoctorEndpointTests {
         return (server, "https://localhost:\(port)")
     }
 
-    private func doctor(_ endpoint: String, _ more: [String] = []) throws -> Postbackd.Run {
-        try Postbackd.run(["doctor", "--endpoint", endpoint, "--timeout", "10"] + more, directory: directory.path)
+    private func doctor(_ endpoint: String, _ more: [String] = []) async throws -> Postbackd.Run {
+        try await Postbackd.run(
+            ["doctor", "--endpoint", endpoint, "--timeout", "10"] + more,
+            directory: directory.path
+        )
     }
 
     /// The JSON report's findings of the endpoint check as `subject kind`.
@@ -72,7 +75,7 @@ struct DoctorEndpointTests {
         let (server, endpoint) = try await serve("good")
         defer { server.stop() }
         let metrics = directory.path + "/doctor.prom"
-        let first = try doctor(endpoint, ["--ca-file", caFile, "--prometheus-textfile", metrics])
+        let first = try await doctor(endpoint, ["--ca-file", caFile, "--prometheus-textfile", metrics])
         #expect(first.status == 0, "\(first.standardOutput)\(first.standardError)")
         #expect(first.standardOutput.contains("endpoint \(endpoint): no findings"))
         #expect(first.standardOutput.contains("POST /.well-known/skadnetwork/report-attribution/: 200 stored in "))
@@ -80,7 +83,7 @@ struct DoctorEndpointTests {
             first.standardOutput.contains("POST /.well-known/appattribution/report-attribution/: 200 duplicate in ")
         )
         // Again: the same bytes, answered duplicate on both paths, nothing more stored.
-        let again = try doctor(endpoint, ["--ca-file", caFile, "--format", "json"])
+        let again = try await doctor(endpoint, ["--ca-file", caFile, "--format", "json"])
         #expect(again.status == 0)
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(again.standardOutput.utf8)) as? [String: Any]
@@ -118,14 +121,14 @@ struct DoctorEndpointTests {
         let (server, endpoint) = try await serve("good")
         defer { server.stop() }
         // Without --ca-file the test authority is not among the system's roots.
-        let run = try doctor(endpoint, ["--format", "json"])
+        let run = try await doctor(endpoint, ["--format", "json"])
         #expect(run.status == 1, "\(run.standardOutput)\(run.standardError)")
         #expect(Self.kinds(try findings(run)) == ["certificate certificate-untrusted"])
         #expect(run.standardOutput.contains("probed without verifying"))
 
         let (other, otherEndpoint) = try await serve("otherhost")
         defer { other.stop() }
-        let mismatch = try doctor(otherEndpoint, ["--ca-file", caFile, "--format", "json"])
+        let mismatch = try await doctor(otherEndpoint, ["--ca-file", caFile, "--format", "json"])
         #expect(mismatch.status == 1, "\(mismatch.standardOutput)")
         let found = try findings(mismatch)
         #expect(Self.kinds(found) == ["certificate host-mismatch"])
@@ -136,7 +139,7 @@ struct DoctorEndpointTests {
     func expiry() async throws {
         let (expired, expiredEndpoint) = try await serve("expired")
         defer { expired.stop() }
-        let run = try doctor(expiredEndpoint, ["--ca-file", caFile, "--format", "json"])
+        let run = try await doctor(expiredEndpoint, ["--ca-file", caFile, "--format", "json"])
         #expect(run.status == 1, "\(run.standardOutput)\(run.standardError)")
         let found = try findings(run)
         #expect(Self.kinds(found) == ["certificate certificate-expired"])
@@ -145,7 +148,7 @@ struct DoctorEndpointTests {
 
         let (expiring, expiringEndpoint) = try await serve("expiring")
         defer { expiring.stop() }
-        let soon = try doctor(expiringEndpoint, ["--ca-file", caFile])
+        let soon = try await doctor(expiringEndpoint, ["--ca-file", caFile])
         #expect(soon.status == 1, "\(soon.standardOutput)")
         #expect(soon.standardOutput.contains("certificate [certificate-expiring]"))
         #expect(
@@ -156,14 +159,14 @@ struct DoctorEndpointTests {
 
     @Test("a redirect, a refused POST and a page that is not postbackd's answer", arguments: ["301", "405", "html"])
     func wrongAnswers(_ mode: String) async throws {
-        let stub = try StubServer(
+        let stub = try await StubServer(
             mode: mode,
             certificate: certificates + "/good.pem",
             key: certificates + "/good-key.pem",
             directory: directory.path
         )
         defer { stub.stop() }
-        let run = try doctor("https://localhost:\(stub.port)", ["--ca-file", caFile, "--format", "json"])
+        let run = try await doctor("https://localhost:\(stub.port)", ["--ca-file", caFile, "--format", "json"])
         #expect(run.status == 1, "\(run.standardOutput)\(run.standardError)")
         let found = try findings(run)
         let kind = mode == "html" ? "unexpected-answer" : "unexpected-status"
@@ -182,11 +185,11 @@ struct DoctorEndpointTests {
     }
 
     @Test("an endpoint that cannot be reached at all exits 2")
-    func unreachable() throws {
+    func unreachable() async throws {
         // A port that was free a moment ago: bind, read the port, close.
         let port = try StubServer.freePort()
         let metrics = directory.path + "/down.prom"
-        let run = try doctor("https://localhost:\(port)", ["--prometheus-textfile", metrics])
+        let run = try await doctor("https://localhost:\(port)", ["--prometheus-textfile", metrics])
         #expect(run.status == 2, "\(run.standardOutput)\(run.standardError)")
         #expect(run.standardError.contains("cannot reach localhost:\(port)"), "\(run.standardError)")
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
@@ -195,7 +198,7 @@ struct DoctorEndpointTests {
             text.contains("postbackd_doctor_findings{check=\"endpoint\",target=\"https://localhost:\(port)\"} -1\n")
         )
 
-        let plain = try Postbackd.run(["doctor", "--endpoint", "http://example.com"])
+        let plain = try await Postbackd.run(["doctor", "--endpoint", "http://example.com"])
         #expect(plain.status == 2)
         #expect(plain.standardError.contains("not https://DOMAIN"))
     }
@@ -208,7 +211,7 @@ final class StubServer {
     let pid: pid_t
     let port: Int
 
-    init(mode: String, certificate: String, key: String, directory: String) throws {
+    init(mode: String, certificate: String, key: String, directory: String) async throws {
         let script = try #require(
             Bundle.module.path(forResource: "stub-server", ofType: "py", inDirectory: "Fixtures/doctor")
         )
@@ -216,7 +219,7 @@ final class StubServer {
         let command =
             ["python3", script, certificate, key, mode].map(Shell.quoted).joined(separator: " ")
             + " >\(Shell.quoted(portFile)) 2>/dev/null & echo $!"
-        let started = try Shell.run(command, in: directory)
+        let started = try await Shell.run(command, in: directory)
         pid = try #require(pid_t(started.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(started.output)")
         var found: Int?
         let deadline = Date().addingTimeInterval(20)

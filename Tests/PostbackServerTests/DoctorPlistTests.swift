@@ -137,13 +137,13 @@ struct DoctorPlistTests {
         "the command: 0 for a sound plist, 1 with a block per finding, 2 for a file it cannot read",
         .timeLimit(.minutes(20))
     )
-    func command() throws {
-        let good = try Postbackd.run(["doctor", "--plist", try Self.fixture("good")])
+    func command() async throws {
+        let good = try await Postbackd.run(["doctor", "--plist", try Self.fixture("good")])
         #expect(good.status == 0, "\(good.standardOutput)\(good.standardError)")
         #expect(good.standardOutput.contains(": no findings"))
         #expect(good.standardOutput.hasSuffix("nothing wrong found\n"))
 
-        let bad = try Postbackd.run(["doctor", "--plist", try Self.fixture("bad-endpoints-binary")])
+        let bad = try await Postbackd.run(["doctor", "--plist", try Self.fixture("bad-endpoints-binary")])
         #expect(bad.status == 1)
         #expect(bad.standardOutput.contains("7 findings"))
         #expect(
@@ -158,7 +158,7 @@ struct DoctorPlistTests {
             "\(bad.standardOutput)"
         )
 
-        let json = try Postbackd.run(["doctor", "--format", "json", "--plist", try Self.fixture("bad-types")])
+        let json = try await Postbackd.run(["doctor", "--format", "json", "--plist", try Self.fixture("bad-types")])
         #expect(json.status == 1)
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
@@ -183,13 +183,13 @@ struct DoctorPlistTests {
             (try Self.fixture("shared-references-binary"), "a property list of more than 100000 values"),
             ("/nonexistent/Info.plist", "no such file"),
         ] {
-            let run = try Postbackd.run(["doctor", "--plist", file])
+            let run = try await Postbackd.run(["doctor", "--plist", file])
             #expect(run.status == 2, "\(file)")
             #expect(run.standardError.contains(says), "\(run.standardError)")
             #expect(run.standardOutput.contains("could not check"))
         }
 
-        let none = try Postbackd.run(["doctor"])
+        let none = try await Postbackd.run(["doctor"])
         #expect(none.status == 2)
         #expect(none.standardError.contains("give at least one check"))
     }

@@ -28,11 +28,11 @@ struct FailoverTests {
     }
 
     /// The pair, and the URL naming both (primary first), for writers.
-    private func pair() throws -> (primary: PostgresDevServer, standby: PostgresDevServer, url: String) {
+    private func pair() async throws -> (primary: PostgresDevServer, standby: PostgresDevServer, url: String) {
         let primary = try PostgresDevServer(folder: directory.path + "/primary")
         let standby = try PostgresDevServer(folder: directory.path + "/standby")
-        let primaryURL = try PostgresURL(try primary.start())
-        let standbyURL = try PostgresURL(try standby.startStandby(of: primary))
+        let primaryURL = try await PostgresURL(try primary.start())
+        let standbyURL = try await PostgresURL(try standby.startStandby(of: primary))
         var url = primaryURL
         url.servers += standbyURL.servers
         url.sessionAttributes = .readWrite
@@ -103,16 +103,16 @@ struct FailoverTests {
         "serve: every postback answered 200 is on the promoted standby; the switch is answered 503; serve resumes without a restart"
     )
     func serveFailover() async throws {
-        let (primary, standby, url) = try pair()
+        let (primary, standby, url) = try await pair()
         defer {
             standby.stop()
             primary.stop()
         }
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", url, "--keys", Repository.path("Keys/apple"), "--keys", TestKeys.directory],
             directory: directory.path
         )
-        let corpus = try Postbackd.generated(count: 6000, seed: 40, duplicates: 0, invalid: 0)
+        let corpus = try await Postbackd.generated(count: 6000, seed: 40, duplicates: 0, invalid: 0)
         let bodies = corpus.split(separator: "\n")
         let client = try HTTPClient.forTests()
 
@@ -120,11 +120,11 @@ struct FailoverTests {
         let answered = Tally()
         let load = Task { await Self.load(bodies, to: server, client: client, answered: answered) }
         while answered.value.load(ordering: .relaxed) < 800 { try await Task.sleep(for: .milliseconds(20)) }
-        try primary.kill()
+        try await primary.kill()
         // The switch itself, as an operator's promotion takes a while: the requests sent in it are
         // what this test is about (answered 200 once stored, or 503), so this wait stays.
         try await Task.sleep(for: .seconds(3))
-        try standby.promote()
+        try await standby.promote()
         let promoted = ContinuousClock.now
         let answers = await load.value
 
@@ -163,12 +163,12 @@ struct FailoverTests {
 
     @Test("ingest: a run across the failover finishes, and every postback of its file is on the promoted standby")
     func ingestFailover() async throws {
-        let (primary, standby, url) = try pair()
+        let (primary, standby, url) = try await pair()
         defer {
             standby.stop()
             primary.stop()
         }
-        let corpus = try Postbackd.generated(count: 20000, seed: 41, duplicates: 0, invalid: 0)
+        let corpus = try await Postbackd.generated(count: 20000, seed: 41, duplicates: 0, invalid: 0)
         let file = directory.path + "/postbacks.jsonl"
         try corpus.write(toFile: file, atomically: true, encoding: .utf8)
         let process = Process()
@@ -184,7 +184,7 @@ struct FailoverTests {
 
         // Killed once a part of the file is committed, then promoted (`kill` returns once the
         // primary is gone).
-        let primaryStore = TestStore(engine: .postgres, location: try StoreLocation(try primary.url()))
+        let primaryStore = await TestStore(engine: .postgres, location: try StoreLocation(try primary.url()))
         while process.isRunning {
             let count =
                 Int((try? await primaryStore.strings("SELECT count(*) FROM postbacks").first ?? nil) ?? "0") ?? 0
@@ -192,8 +192,8 @@ struct FailoverTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(process.isRunning, "the kill lands mid-run")
-        try primary.kill()
-        try standby.promote()
+        try await primary.kill()
+        try await standby.promote()
         let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let standardOutput = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
@@ -210,19 +210,19 @@ struct FailoverTests {
 
     @Test("readers may ask for a standby; a writer that asks for one is refused; no server that fits is said as such")
     func sessionAttributes() async throws {
-        let (primary, standby, writers) = try pair()
+        let (primary, standby, writers) = try await pair()
         defer {
             standby.stop()
             primary.stop()
         }
         var url = try PostgresURL(writers)
         // The schema, made through the primary, and on the synchronous standby.
-        let made = try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, "-"], input: [])
+        let made = try await Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, "-"], input: [])
         #expect(made.status == 0, "\(made.standardError)")
 
         // A writer asking for a standby: refused before anything is done.
         url.sessionAttributes = .standby
-        let asked = try Postbackd.run(
+        let asked = try await Postbackd.run(
             ["ingest", "--db", url.description, "--keys", TestKeys.directory, "-"],
             input: []
         )
@@ -234,9 +234,9 @@ struct FailoverTests {
 
         // A reader on the standby, then with the standby away: `standby` finds none and says what
         // each server is; `prefer-standby` reads the primary.
-        #expect(try Postbackd.run(["models", "list", "--db", url.description]).status == 0)
-        try standby.halt()
-        let none = try Postbackd.run(["models", "list", "--db", url.description])
+        #expect(try await Postbackd.run(["models", "list", "--db", url.description]).status == 0)
+        try await standby.halt()
+        let none = try await Postbackd.run(["models", "list", "--db", url.description])
         #expect(none.status == 2)
         #expect(
             none.standardError.contains(
@@ -245,12 +245,12 @@ struct FailoverTests {
             "\(none.standardError)"
         )
         url.sessionAttributes = .preferStandby
-        #expect(try Postbackd.run(["models", "list", "--db", url.description]).status == 0)
+        #expect(try await Postbackd.run(["models", "list", "--db", url.description]).status == 0)
 
         // A writer when no server accepts writes (the primary gone, the standby not promoted).
-        _ = try standby.start()
-        try primary.kill()
-        let stuck = try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, "-"], input: [])
+        _ = try await standby.start()
+        try await primary.kill()
+        let stuck = try await Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, "-"], input: [])
         #expect(stuck.status == 2)
         #expect(stuck.standardError.contains("no server offers a read-write session"), "\(stuck.standardError)")
         #expect(stuck.standardError.contains("is a standby (in recovery)"), "\(stuck.standardError)")
@@ -260,39 +260,41 @@ struct FailoverTests {
         "serve --read-db: the reading routes read the standby (and go on while the primary is gone); keys stay on the primary, their use recorded there"
     )
     func readsOnStandby() async throws {
-        let (primary, standby, writers) = try pair()
+        let (primary, standby, writers) = try await pair()
         defer {
             standby.stop()
             primary.stop()
         }
-        var readers = try PostgresURL(try standby.url())
+        var readers = try await PostgresURL(try standby.url())
         readers.sessionAttributes = .standby
         // Refused before anything is done: a --read-db that is not PostgreSQL, or one beside SQLite.
-        let sqlite = try Postbackd.run([
+        let sqlite = try await Postbackd.run([
             "serve", "--db", directory.path + "/x.sqlite", "--read-db", readers.description,
         ])
         #expect(sqlite.status == 2)
         #expect(sqlite.standardError.contains("--read-db takes a PostgreSQL URL"), "\(sqlite.standardError)")
-        let notPostgres = try Postbackd.run(["serve", "--db", writers, "--read-db", "reports.sqlite"])
+        let notPostgres = try await Postbackd.run(["serve", "--db", writers, "--read-db", "reports.sqlite"])
         #expect(notPostgres.status == 2)
         #expect(notPostgres.standardError.contains("--read-db takes a PostgreSQL URL"), "\(notPostgres.standardError)")
-        let malformed = try Postbackd.run(["serve", "--db", writers, "--read-db", "postgres://db2.internal/postbackd"])
+        let malformed = try await Postbackd.run([
+            "serve", "--db", writers, "--read-db", "postgres://db2.internal/postbackd",
+        ])
         #expect(malformed.standardError.contains("--read-db postgres://db2.internal/postbackd is not a PostgreSQL URL"))
 
         // Postbacks stored and aggregated on the primary; a key that may read every app.
-        let corpus = try Postbackd.generated(count: 600, seed: 43, duplicates: 0, invalid: 0)
+        let corpus = try await Postbackd.generated(count: 600, seed: 43, duplicates: 0, invalid: 0)
         let file = directory.path + "/postbacks.jsonl"
         try corpus.write(toFile: file, atomically: true, encoding: .utf8)
-        let ingested = try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file])
+        let ingested = try await Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file])
         #expect(ingested.status == 0, "\(ingested.standardError)")
-        #expect(try Postbackd.run(["aggregate", "--db", writers]).status == 0)
-        let added = try Postbackd.run(["keys", "add", "--db", writers, "reporting", "--all-apps"])
+        #expect(try await Postbackd.run(["aggregate", "--db", writers]).status == 0)
+        let added = try await Postbackd.run(["keys", "add", "--db", writers, "reporting", "--all-apps"])
         #expect(added.status == 0, "\(added.standardError)")
         let bearer = [
             ("Authorization", "Bearer " + added.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
         ]
 
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", writers, "--read-db", readers.description, "--keys", TestKeys.directory],
             directory: directory.path
         )
@@ -324,9 +326,10 @@ struct FailoverTests {
         // A transaction running on the primary across a pull: the standby must not hand out a
         // cursor past it, or the rows it commits later would be skipped for good. (A standby's
         // snapshot lists no running transaction; its xmin does.)
-        let primaryURL = try primary.url()
+        let primaryURL = try await primary.url()
         #expect(
-            try Shell.run("psql -X -q \(Shell.quoted(primaryURL)) -c 'CREATE TABLE hold (x int)'", in: ".").status == 0
+            try await Shell.run("psql -X -q \(Shell.quoted(primaryURL)) -c 'CREATE TABLE hold (x int)'", in: ".").status
+                == 0
         )
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -335,17 +338,20 @@ struct FailoverTests {
             "BEGIN; INSERT INTO hold VALUES (1); SELECT pg_sleep(6); COMMIT;",
         ]
         try holder.run()
-        let more = try Postbackd.generated(count: 50, seed: 44, duplicates: 0, invalid: 0)
+        let more = try await Postbackd.generated(count: 50, seed: 44, duplicates: 0, invalid: 0)
         try more.write(toFile: file, atomically: true, encoding: .utf8)
         // Once the holding transaction has its id (its INSERT done), not after a fixed second.
         let holding =
             "SELECT count(*) FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%INSERT INTO hold%'"
         for _ in 0..<200 {
-            let run = try Shell.run("psql -X -q -At \(Shell.quoted(primaryURL)) -c \(Shell.quoted(holding))", in: ".")
+            let run = try await Shell.run(
+                "psql -X -q -At \(Shell.quoted(primaryURL)) -c \(Shell.quoted(holding))",
+                in: "."
+            )
             if run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { break }
             try await Task.sleep(for: .milliseconds(25))
         }
-        #expect(try Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file]).status == 0)
+        #expect(try await Postbackd.run(["ingest", "--db", writers, "--keys", TestKeys.directory, file]).status == 0)
         let onStandby = TestStore(engine: .postgres, location: try StoreLocation(readers.description))
         for _ in 0..<40 where (try? await onStandby.count("postbacks")) != 650 {
             try await Task.sleep(for: .milliseconds(100))
@@ -372,7 +378,7 @@ struct FailoverTests {
         // The key's use is recorded on the primary (a standby takes no writes).
         var listed = ""
         for _ in 0..<40 {
-            listed = try Postbackd.run(["keys", "list", "--db", writers, "--format", "json"]).standardOutput
+            listed = try await Postbackd.run(["keys", "list", "--db", writers, "--format", "json"]).standardOutput
             if listed.contains("\"last_used_at\":\"") { break }
             try await Task.sleep(for: .milliseconds(250))
         }
@@ -380,7 +386,7 @@ struct FailoverTests {
         #expect(!server.standardError.contains("cannot record"), "\(server.standardError)")
 
         // With the primary gone, the reading routes still answer, from the standby.
-        try primary.kill()
+        try await primary.kill()
         let summary = try await client.send(.GET, server.base + "/api/v1/summary", headers: bearer)
         #expect(summary.status == 200, "\(summary.body)")
         let dashboard = try await client.send(.GET, server.base + "/dashboard", headers: bearer)
@@ -394,7 +400,7 @@ struct FailoverTests {
     static var namespaces: Bool {
         guard getuid() == 0,
             ["/usr/sbin/ip", "/usr/sbin/nft"].allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }),
-            let probe = try? Shell.run(
+            let probe = try? Shell.runBlocking(
                 "ip netns add postbackd-probe && ip netns del postbackd-probe",
                 in: NSTemporaryDirectory()
             )
@@ -410,7 +416,7 @@ struct FailoverTests {
         // A namespace and subnet of this process's own, apart from another run's on the machine.
         let id = getpid() % 250 + 1
         let netem = { (arguments: String) throws -> String in
-            let run = try Shell.run(
+            let run = try Shell.runBlocking(
                 "POSTBACKD_NETEM_DIR=\(Shell.quoted(directory.path + "/netem")) POSTBACKD_NETEM_NAME=pbtest\(id) "
                     + "POSTBACKD_NETEM_NET=10.231.\(id) \(Shell.quoted(Repository.path("scripts/netem.sh"))) \(arguments)",
                 in: directory.path,
@@ -424,11 +430,11 @@ struct FailoverTests {
         _ = try? netem("down")
         let url = try netem("up")
         defer { _ = try? netem("down") }
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", url, "--keys", Repository.path("Keys/apple"), "--keys", TestKeys.directory],
             directory: directory.path
         )
-        let corpus = try Postbackd.generated(count: 30000, seed: 42, duplicates: 0, invalid: 0)
+        let corpus = try await Postbackd.generated(count: 30000, seed: 42, duplicates: 0, invalid: 0)
         let bodies = corpus.split(separator: "\n")
         let client = try HTTPClient.forTests()
         let answered = Tally()

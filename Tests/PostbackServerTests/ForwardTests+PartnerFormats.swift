@@ -190,7 +190,7 @@ extension ForwardTests {
         for (index, policy) in ["keep", "hash"].enumerated() {
             let store = try await TestStore.make(.sqlite, in: directory)
             let keyFile = try directory.write("address-key", "a-secret-of-sixteen-or-more\n")
-            let server = try ServerProcess.start(
+            let server = try await ServerProcess.start(
                 ["--db", store.argument, "--keys", TestKeys.directory, "--forward", config, "--client-address", policy]
                     + (policy == "hash" ? ["--client-address-key-file", keyFile] : []),
                 directory: directory.path,

@@ -39,7 +39,7 @@ struct ForwardTests {
     func fill(_ store: TestStore) async throws -> TestStore {
         let file = try directory.write(
             "generated.jsonl",
-            try Postbackd.generated(count: 300, seed: 7, duplicates: 0, invalid: 0)
+            try await Postbackd.generated(count: 300, seed: 7, duplicates: 0, invalid: 0)
         )
         let ingest = try await Self.forward(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file])
         #expect(ingest.status == 0, "\(ingest.standardError)")
@@ -92,13 +92,7 @@ struct ForwardTests {
         _ arguments: [String],
         environment: [String: String] = [:]
     ) async throws -> Postbackd.Run {
-        try await withCheckedThrowingContinuation { continuation in
-            // A thread of its own, not Dispatch's global queue, whose few threads other tests'
-            // waits can all hold.
-            Thread {
-                continuation.resume(with: Result { try Postbackd.run(arguments, environment: environment) })
-            }.start()
-        }
+        try await Postbackd.run(arguments, environment: environment)
     }
 
     /// Starts `forward --follow` and returns once the receiver has 20 deliveries to the network.
@@ -260,8 +254,8 @@ struct ForwardTests {
             standby.stop()
             primary.stop()
         }
-        var url = try PostgresURL(try primary.start())
-        url.servers += try PostgresURL(try standby.startStandby(of: primary)).servers
+        var url = try await PostgresURL(try primary.start())
+        await url.servers += try PostgresURL(try standby.startStandby(of: primary)).servers
         url.sessionAttributes = .readWrite
         let store = try await fill(TestStore(engine: .postgres, location: .postgres(url)))
         let production = try await exported(store, destination: "network").filter {
@@ -272,9 +266,9 @@ struct ForwardTests {
         let errors = Pipe()
         let process = try await following(store, config, until: receiver, errors: errors)
         // `kill` returns once the primary is gone; the outage lasts as long as the promotion.
-        try primary.kill()
+        try await primary.kill()
         let atKill = receiver.delivered("network").count
-        try standby.promote()
+        try await standby.promote()
         let deadline = Date().addingTimeInterval(90)
         while receiver.delivered("network").count < production.count && Date() < deadline && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
@@ -388,7 +382,7 @@ struct ForwardTests {
         let store = try await TestStore.make(.sqlite, in: directory)
         let receiver = try await Receiver { _, _ in (200, .zero) }
         let config = try config(receiver.port)
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument, "--keys", TestKeys.directory, "--forward", config],
             directory: directory.path,
             environment: environment

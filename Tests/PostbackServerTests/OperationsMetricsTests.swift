@@ -55,11 +55,11 @@ struct OperationsMetricsTests {
     )
     func perApp(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
-        let added = try Postbackd.run(["apps", "add", String(Self.app), "--db", store.argument])
+        let added = try await Postbackd.run(["apps", "add", String(Self.app), "--db", store.argument])
         #expect(added.status == 0, "\(added.standardError)")
         let client = try HTTPClient.forTests()
         let before = Date().timeIntervalSince1970.rounded(.down)
-        var server = try ServerProcess.start(
+        var server = try await ServerProcess.start(
             ["--db", store.argument] + ServeTests.keyArguments,
             directory: directory.path
         )
@@ -103,7 +103,10 @@ struct OperationsMetricsTests {
         #expect(server.stop() == 0)
 
         // Restarted: no postback yet, and the app's newest postback is the store's.
-        server = try ServerProcess.start(["--db", store.argument] + ServeTests.keyArguments, directory: directory.path)
+        server = try await ServerProcess.start(
+            ["--db", store.argument] + ServeTests.keyArguments,
+            directory: directory.path
+        )
         metrics = try await Self.scrape(client, server) { Self.value($0, newest) != nil }
         let seeded = try #require(Self.value(metrics, newest), "\(metrics)")
         #expect((before...after).contains(seeded) && abs(seeded - stored) <= 1, "\(seeded) \(stored)")
@@ -157,7 +160,7 @@ struct OperationsMetricsTests {
         // A server with everything on: a registered app, a stored postback, a destination to
         // forward it to.
         let store = try await TestStore.make(.sqlite, in: directory)
-        #expect(try Postbackd.run(["apps", "add", String(Self.app), "--db", store.argument]).status == 0)
+        #expect(try await Postbackd.run(["apps", "add", String(Self.app), "--db", store.argument]).status == 0)
         let receiver = try await ForwardTests.Receiver { _, _ in (200, .zero) }
         let config = directory.path + "/forward.json"
         try """
@@ -168,7 +171,7 @@ struct OperationsMetricsTests {
             Bundle.module.path(forResource: "localhost-cert", ofType: "pem", inDirectory: "Fixtures")
         )
         let key = try #require(Bundle.module.path(forResource: "localhost-key", ofType: "pem", inDirectory: "Fixtures"))
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument, "--forward", config, "--tls-cert", certificate, "--tls-key", key]
                 + ServeTests.keyArguments,
             directory: directory.path
@@ -183,7 +186,7 @@ struct OperationsMetricsTests {
         // this server.
         let port = try #require(server.base.split(separator: ":").last)
         let textfile = directory.path + "/doctor.prom"
-        let doctor = try Postbackd.run([
+        let doctor = try await Postbackd.run([
             "doctor", "--endpoint", "https://localhost:\(port)", "--ca-file", certificate, "--prometheus-textfile",
             textfile,
         ])
@@ -193,7 +196,7 @@ struct OperationsMetricsTests {
         await receiver.stop()
         try await client.shutdown()
         // The served certificate's notAfter, as openssl reads it (the fixture's: 2126).
-        let notAfter = try Shell.run(
+        let notAfter = try await Shell.run(
             "openssl x509 -noout -enddate -dateopt iso_8601 -in \(Shell.quoted(certificate))",
             in: directory.path
         ).output.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -21,24 +21,24 @@ struct PruneServeTests {
         // 3,000 postbacks received in January: old enough for a retention of a day.
         let old = try directory.write(
             "old.jsonl",
-            try Postbackd.generated(count: 3_000, seed: 41, duplicates: 0.02, invalid: 0.02)
+            try await Postbackd.generated(count: 3_000, seed: 41, duplicates: 0.02, invalid: 0.02)
         )
         for arguments in [
             ["ingest", "--keys", TestKeys.directory, "--received-at", "2026-01-10T12:00:00Z", old],
             ["retention", "set", "raw=1", "test=1", "quarantine=1"],
         ] {
-            let run = try Postbackd.run(arguments + ["--db", store.argument])
+            let run = try await Postbackd.run(arguments + ["--db", store.argument])
             #expect(run.status == 0, "\(arguments.prefix(2)): \(run.standardError)")
         }
         let stored = try await store.count("postbacks")
-        let server = try ServerProcess.start(
+        let server = try await ServerProcess.start(
             ["--db", store.argument] + ServeTests.keyArguments,
             directory: directory.path
         )
         defer { server.stop() }
         let fresh = try directory.write(
             "fresh-\(engine).jsonl",
-            try Postbackd.generated(count: 3_000, seed: 42, duplicates: 0, invalid: 0)
+            try await Postbackd.generated(count: 3_000, seed: 42, duplicates: 0, invalid: 0)
         )
         // The prune, ten rows a transaction (at least 25 ms apart on SQLite), in its own process;
         // postbacks posted one after another until it ends, by a client of its own (a Python
@@ -46,7 +46,7 @@ struct PruneServeTests {
         // the overlap must not depend on that).
         let client = try directory.write("post-during-prune.py", Self.client)
         let prune = [Postbackd.executable, "prune", "--batch", "10", "--db", store.argument]
-        let run = try Shell.run(
+        let run = try await Shell.run(
             (["python3", client, server.base + "/.well-known/skadnetwork/report-attribution/", fresh] + prune)
                 .map(Shell.quoted).joined(separator: " "),
             in: directory.path,
@@ -108,7 +108,7 @@ struct PruneServeTests {
     func killedAndRerun(_ engine: TestEngine) async throws {
         let old = try directory.write(
             "old-\(engine).jsonl",
-            try Postbackd.generated(count: 1_500, seed: 43, duplicates: 0.05, invalid: 0.05)
+            try await Postbackd.generated(count: 1_500, seed: 43, duplicates: 0.05, invalid: 0.05)
         )
         var stores: [TestStore] = []
         for name in ["whole", "killed"] {
@@ -117,13 +117,13 @@ struct PruneServeTests {
                 ["ingest", "--keys", TestKeys.directory, "--received-at", "2026-01-10T12:00:00Z", old],
                 ["retention", "set", "raw=1", "test=1", "quarantine=1"],
             ] {
-                let run = try Postbackd.run(arguments + ["--db", store.argument])
+                let run = try await Postbackd.run(arguments + ["--db", store.argument])
                 #expect(run.status == 0, "\(arguments.prefix(2)): \(run.standardError)")
             }
             stores.append(store)
         }
         let (whole, killed) = (stores[0], stores[1])
-        let once = try Postbackd.run(["prune", "--batch", "10", "--db", whole.argument])
+        let once = try await Postbackd.run(["prune", "--batch", "10", "--db", whole.argument])
         #expect(once.status == 0, "\(once.standardError)")
 
         // A row a transaction on PostgreSQL (no pause between its batches), ten on SQLite (25 ms
@@ -145,7 +145,7 @@ struct PruneServeTests {
         #expect(process.terminationReason == .uncaughtSignal, "the prune ended before it was killed")
         #expect(try await killed.count("postbacks", where: "length(raw) > 0") > 0, "killed part way")
 
-        let again = try Postbackd.run(["prune", "--batch", "10", "--db", killed.argument])
+        let again = try await Postbackd.run(["prune", "--batch", "10", "--db", killed.argument])
         #expect(again.status == 0, "\(again.standardError)")
         #expect(try await killed.dump() == whole.dump())
         for query in [

@@ -21,7 +21,7 @@ extension TestStore {
             ["models", "add", "--db", store.argument] + models,
             ["aggregate", "--db", store.argument],
         ] {
-            let run = try Postbackd.run(arguments)
+            let run = try await Postbackd.run(arguments)
             #expect(run.status == 0, "\(arguments.prefix(2)): \(run.standardError)")
         }
         return store

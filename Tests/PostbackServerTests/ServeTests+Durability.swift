@@ -75,7 +75,7 @@ extension ServeTests {
             engine,
             SIGKILL,
             after: 600,
-            corpus: try Postbackd.generated(count: 3000, seed: 21, duplicates: 0, invalid: 0.02)
+            corpus: try await Postbackd.generated(count: 3000, seed: 21, duplicates: 0, invalid: 0.02)
         )
         let client = try HTTPClient.forTests()
         #expect(server.process.terminationReason == .uncaughtSignal)
@@ -83,7 +83,7 @@ extension ServeTests {
         #expect(ok.count >= 600 && ok.count < bodies.count, "the kill landed mid-run: \(ok.count) of \(bodies.count)")
 
         // Restarted, the server knows every postback it answered "stored" for.
-        let restarted = try start(store)
+        let restarted = try await start(store)
         for (body, answer) in ok where answer.jsonStatus == "stored" {
             let again = try await client.send(.POST, restarted.base + Self.skan, body: body)
             #expect(again.jsonStatus == "duplicate", "answered stored before the kill, now \(again.body)")
@@ -104,7 +104,7 @@ extension ServeTests {
             engine,
             SIGTERM,
             after: 400,
-            corpus: try Postbackd.generated(count: 2000, seed: 31, duplicates: 0, invalid: 0)
+            corpus: try await Postbackd.generated(count: 2000, seed: 31, duplicates: 0, invalid: 0)
         )
         #expect(
             server.process.terminationReason == .exit && server.process.terminationStatus == 0,
@@ -128,7 +128,7 @@ extension ServeTests {
         try SmallDisk.mount(at: small, size: "4m")
         defer { SmallDisk.unmount(small) }
         let database = small + "/serve.sqlite"
-        let server = try ServerProcess.start(["--db", database] + Self.keyArguments, directory: directory.path)
+        let server = try await ServerProcess.start(["--db", database] + Self.keyArguments, directory: directory.path)
         let client = try HTTPClient.forTests()
         #expect(
             try await client.send(
@@ -178,14 +178,14 @@ extension ServeTests {
         // A server of its own, so that stopping it disturbs no other test.
         let database = try PostgresDevServer(folder: directory.path + "/pg")
         defer { database.stop() }
-        let url = try database.start()
-        let server = try ServerProcess.start(["--db", url] + Self.keyArguments, directory: directory.path)
+        let url = try await database.start()
+        let server = try await ServerProcess.start(["--db", url] + Self.keyArguments, directory: directory.path)
         let client = try HTTPClient.forTests()
         let first = try Self.signed("11111111-0000-4000-8000-0000000000d1")
         let second = try Self.signed("11111111-0000-4000-8000-0000000000d2")
         #expect(try await client.send(.POST, server.base + Self.skan, body: first).jsonStatus == "stored")
 
-        try database.halt()
+        try await database.halt()
         var started = ContinuousClock.now
         let refused = try await client.send(.POST, server.base + Self.skan, body: second)
         #expect(refused.status == 503, "\(refused.body)")
@@ -210,8 +210,8 @@ extension ServeTests {
         )
 
         // Back up: the refused postback is stored when the device sends it again.
-        #expect(try database.start() == url, "resumed on the same port")
-        let again = try ServerProcess.start(["--db", url] + Self.keyArguments, directory: directory.path)
+        await #expect(try database.start() == url, "resumed on the same port")
+        let again = try await ServerProcess.start(["--db", url] + Self.keyArguments, directory: directory.path)
         #expect(try await client.send(.POST, again.base + Self.skan, body: second).jsonStatus == "stored")
         #expect(try await client.send(.POST, again.base + Self.skan, body: first).jsonStatus == "duplicate")
         #expect(again.stop() == 0)

@@ -33,7 +33,7 @@ extension ServeTests {
         #expect(server.stop() == 0)
         #expect(try await store.strings("SELECT count(*) FROM quarantine") == ["2"])
 
-        let repeats = try start(store, ["--quarantine-rows-per-hour", "5"])
+        let repeats = try await start(store, ["--quarantine-rows-per-hour", "5"])
         for _ in 0..<3 {
             _ = try await client.send(.POST, repeats.base + Self.skan, body: Array("junk 0".utf8))
         }
@@ -128,8 +128,8 @@ extension ServeTests {
     }
 
     @Test("what cannot start says why and exits 2")
-    func startFailures() throws {
-        let missing = try Postbackd.run(
+    func startFailures() async throws {
+        let missing = try await Postbackd.run(
             [
                 "serve", "--port", "0", "--tls-cert", directory.path + "/none.pem", "--tls-key",
                 directory.path + "/none.pem",
@@ -138,9 +138,9 @@ extension ServeTests {
         )
         #expect(missing.status == 2)
         #expect(missing.standardError.contains("none.pem (--tls-cert)"), "\(missing.standardError)")
-        let half = try Postbackd.run(["serve", "--tls-cert", "x.pem"], directory: directory.path)
+        let half = try await Postbackd.run(["serve", "--tls-cert", "x.pem"], directory: directory.path)
         #expect(half.status == 2 && half.standardError.contains("--tls-key"))
-        let unreachable = try Postbackd.run(
+        let unreachable = try await Postbackd.run(
             ["serve", "--port", "0", "--db", "postgres://postbackd:hunter2secret@127.0.0.1:1/postbackd"],
             directory: directory.path
         )
@@ -152,9 +152,9 @@ extension ServeTests {
         )
 
         // A port in use.
-        let first = try ServerProcess.start(["--db", directory.path + "/a.sqlite"], directory: directory.path)
+        let first = try await ServerProcess.start(["--db", directory.path + "/a.sqlite"], directory: directory.path)
         let port = String(first.base.split(separator: ":").last ?? "")
-        let second = try Postbackd.run(
+        let second = try await Postbackd.run(
             ["serve", "--port", port, "--db", directory.path + "/b.sqlite"],
             directory: directory.path
         )

@@ -24,8 +24,11 @@ struct ServeTests {
         directory = try TemporaryDirectory("serve")
     }
 
-    func start(_ store: TestStore, _ arguments: [String] = []) throws -> ServerProcess {
-        try ServerProcess.start(["--db", store.argument] + Self.keyArguments + arguments, directory: directory.path)
+    func start(_ store: TestStore, _ arguments: [String] = []) async throws -> ServerProcess {
+        try await ServerProcess.start(
+            ["--db", store.argument] + Self.keyArguments + arguments,
+            directory: directory.path
+        )
     }
 
     /// A new store of `engine` and a server on it (``start(_:_:)``).
@@ -34,7 +37,7 @@ struct ServeTests {
         _ arguments: [String] = []
     ) async throws -> (store: TestStore, server: ServerProcess) {
         let store = try await TestStore.make(engine, in: directory)
-        return (store, try start(store, arguments))
+        return await (store, try start(store, arguments))
     }
 
     static func signed(
@@ -221,7 +224,7 @@ struct ServeTests {
         let client = try HTTPClient.forTests()
         for file in files {
             let path = folder + "/" + file
-            let verify = try Postbackd.run(["verify", "--format", "json"] + Self.keyArguments + [path])
+            let verify = try await Postbackd.run(["verify", "--format", "json"] + Self.keyArguments + [path])
             let expected = try #require(
                 try JSONSerialization.jsonObject(with: Data(verify.standardOutput.utf8)) as? [String: Any]
             )
@@ -308,17 +311,17 @@ struct ServeTests {
 
     @Test("postbacks posted over HTTP and ingested from a file end in the same rows", arguments: TestEngine.available)
     func httpEqualsIngest(engine: TestEngine) async throws {
-        let corpus = try Postbackd.generated(count: 400, seed: 11, duplicates: 0.1, invalid: 0.05)
+        let corpus = try await Postbackd.generated(count: 400, seed: 11, duplicates: 0.1, invalid: 0.05)
         let lines = corpus.split(separator: "\n").map { Array($0.utf8) }
         let file = try directory.write("corpus.jsonl", corpus)
         let viaFile = try await TestStore.make(engine, in: directory, name: "file")
-        let ingest = try Postbackd.run(
+        let ingest = try await Postbackd.run(
             ["ingest", "--format", "json", "--db", viaFile.argument] + Self.keyArguments + [file]
         )
         #expect(ingest.status == 0, "\(ingest.standardError)")
 
         let viaHTTP = try await TestStore.make(engine, in: directory, name: "http")
-        let server = try start(viaHTTP)
+        let server = try await start(viaHTTP)
         let client = try HTTPClient.forTests()
         // In file order, so that the first copy of each key is the same one.
         for line in lines {

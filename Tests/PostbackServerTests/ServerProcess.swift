@@ -38,7 +38,7 @@ final class ServerProcess: Sendable {
         _ arguments: [String],
         directory: String,
         environment: [String: String] = [:]
-    ) throws -> ServerProcess {
+    ) async throws -> ServerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Postbackd.executable)
         process.arguments = ["serve", "--port", "0"] + arguments
@@ -71,7 +71,8 @@ final class ServerProcess: Sendable {
                 let message = errors.text
                 throw ServerError(description: "serve exited \(process.terminationStatus) before listening: \(message)")
             }
-            usleep(20_000)
+            // Suspended, not asleep: the cooperative pool's few threads serve every other test.
+            try await Task.sleep(for: .milliseconds(20))
         }
         process.terminate()
         throw ServerError(description: "serve did not print 'listening on' within 60 s")

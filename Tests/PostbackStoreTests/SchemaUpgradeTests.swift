@@ -280,8 +280,8 @@ struct SchemaUpgradeTests {
     private static let logger = Logger(label: "postbackd.tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// `pg_dump --schema-only` of the store, its comment lines left out.
-    private func postgresSchema(_ store: TestStore) throws -> String {
-        let dump = try Shell.run(
+    private func postgresSchema(_ store: TestStore) async throws -> String {
+        let dump = try await Shell.run(
             "pg_dump --schema-only --no-owner --no-privileges \(Shell.quoted(store.argument))",
             in: directory.path
         )
@@ -327,7 +327,7 @@ struct SchemaUpgradeTests {
     )
     func postgresUpgrade(_ release: String) async throws {
         let restored = try await TestStore.make(.postgres, in: directory, name: release)
-        let load = try Shell.run(
+        let load = try await Shell.run(
             "psql -X -q -v ON_ERROR_STOP=1 -d \(Shell.quoted(restored.argument)) -f "
                 + Shell.quoted(Repository.path("Tests/Fixtures/upgrade/\(release).pgdump.sql")),
             in: directory.path
@@ -357,8 +357,8 @@ struct SchemaUpgradeTests {
         let fresh = try await TestStore.make(.postgres, in: directory, name: "new")
         guard case .postgres(let freshURL) = fresh.location else { return }
         try await PostgresStore.with(freshURL, logger: Self.logger) { _ in }
-        let upgraded = try postgresSchema(restored)
-        let new = try postgresSchema(fresh)
+        let upgraded = try await postgresSchema(restored)
+        let new = try await postgresSchema(fresh)
         let same = upgraded == new
         #expect(same, "the upgraded store's schema is a new store's")
         if upgraded != new {

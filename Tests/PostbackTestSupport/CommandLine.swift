@@ -33,11 +33,41 @@ package enum Postbackd {
     /// bind them then, as they bind any user but root.
     package static var changesUser: Bool { getuid() == 0 }
 
-    /// Runs `postbackd arguments…` in `directory`, feeding `input` to standard input.
+    /// Runs `postbackd arguments…` in `directory`, feeding `input` to standard input, and
+    /// suspends until it exits. The wait is on a thread of its own: a test waiting for a child
+    /// on one of the few threads of Swift's cooperative pool (as many as cores) holds it from
+    /// every other test meanwhile, and with both held, the awaits of all the others (an HTTP
+    /// answer, a PostgreSQL reply under serve's 5 s deadline) waited tens of seconds.
     ///
     /// - Parameter asUnprivilegedUser: when the tests run as root, run as `nobody` (uid and
     ///   gid 65534, no groups, through `setpriv`), whom permissions bind.
     package static func run(
+        _ arguments: [String],
+        input: [UInt8]? = nil,
+        directory: String? = nil,
+        environment: [String: String] = [:],
+        asUnprivilegedUser: Bool = false
+    ) async throws -> Run {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        try runBlocking(
+                            arguments,
+                            input: input,
+                            directory: directory,
+                            environment: environment,
+                            asUnprivilegedUser: asUnprivilegedUser
+                        )
+                    }
+                )
+            }.start()
+        }
+    }
+
+    /// ``run(_:input:directory:environment:asUnprivilegedUser:)``, blocking the calling thread
+    /// until the child exits: for threads of a test's own, never a task's.
+    package static func runBlocking(
         _ arguments: [String],
         input: [UInt8]? = nil,
         directory: String? = nil,
@@ -100,8 +130,8 @@ extension Postbackd {
         seed: Int,
         duplicates: Double = 0.05,
         invalid: Double = 0.02
-    ) throws -> String {
-        let run = try run([
+    ) async throws -> String {
+        let run = try await run([
             "generate", "--key", TestKeys.directory + "/p192-private.pem", "--key",
             TestKeys.directory + "/p256-private.pem",
             "--versions", "1.0,2.0,2.1,2.2,3.0,4.0", "--count", "\(count)", "--seed", "\(seed)",

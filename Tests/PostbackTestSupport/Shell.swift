@@ -14,11 +14,25 @@ package enum Shell {
     }
 
     /// Runs `command` with its output into a file of its own in `folder`, read and removed
-    /// after (with `posix_spawn` and `waitpid`: Foundation's `Process.waitUntilExit` was seen
-    /// never to return here once a script had left a server running).
+    /// after, and suspends until it exits: the wait is on a thread of its own, not one of the
+    /// cooperative pool's few (see ``Postbackd/run(_:input:directory:environment:asUnprivilegedUser:)``).
     ///
     /// - Parameter standardError: keep standard error in ``Run/output`` (else it is dropped).
-    package static func run(_ command: String, in folder: String, standardError: Bool = true) throws -> Run {
+    package static func run(_ command: String, in folder: String, standardError: Bool = true) async throws -> Run {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result { try runBlocking(command, in: folder, standardError: standardError) }
+                )
+            }.start()
+        }
+    }
+
+    /// ``run(_:in:standardError:)``, blocking the calling thread until `command` exits (with
+    /// `posix_spawn` and `waitpid`: Foundation's `Process.waitUntilExit` was seen never to
+    /// return here once a script had left a server running): for a `defer`, or a thread of a
+    /// test's own.
+    package static func runBlocking(_ command: String, in folder: String, standardError: Bool = true) throws -> Run {
         let outputPath = folder + "/shell-\(UUID().uuidString).out"
         let line = "(" + command + ") >'\(outputPath)' " + (standardError ? "2>&1" : "2>/dev/null") + " </dev/null"
         var pid: pid_t = 0

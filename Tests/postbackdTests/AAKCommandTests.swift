@@ -15,8 +15,8 @@ struct AAKCommandTests {
         database = directory.path + "/postbackd.sqlite"
     }
 
-    private func run(_ arguments: [String]) throws -> Postbackd.Run {
-        try Postbackd.run(arguments, directory: directory.path)
+    private func run(_ arguments: [String]) async throws -> Postbackd.Run {
+        try await Postbackd.run(arguments, directory: directory.path)
     }
 
     private func jsonLines(_ text: String) throws -> [[String: Any]] {
@@ -26,16 +26,19 @@ struct AAKCommandTests {
     }
 
     @Test("generate --kind aak: signed JWS postbacks that verify with Keys/test, some under the development kid")
-    func generateAAK() throws {
+    func generateAAK() async throws {
         let arguments = [
             "generate", "--key", TestKeys.directory + "/p256-private.pem", "--kind", "aak", "--count", "400",
             "--seed", "5", "--invalid", "0", "--duplicates", "0", "--development", "0.2",
         ]
-        let generated = try run(arguments)
+        let generated = try await run(arguments)
         #expect(generated.status == 0, "\(generated.standardError)")
-        #expect(try run(arguments).standardOutput == generated.standardOutput, "the same seed gives the same bytes")
+        #expect(
+            try await run(arguments).standardOutput == generated.standardOutput,
+            "the same seed gives the same bytes"
+        )
         let file = try directory.write("aak.jsonl", generated.standardOutput)
-        let verify = try run(["verify", "--keys", TestKeys.directory, "--format", "json", file])
+        let verify = try await run(["verify", "--keys", TestKeys.directory, "--format", "json", file])
         #expect(verify.status == 0, "\(verify.standardError)")
         let results = try jsonLines(verify.standardOutput)
         #expect(results.count == 400)
@@ -49,13 +52,13 @@ struct AAKCommandTests {
         )
 
         // --invalid breaks signatures: those are invalid, never malformed.
-        let broken = try run([
+        let broken = try await run([
             "generate", "--key", TestKeys.directory + "/p256-private.pem", "--kind", "aak", "--count", "300",
             "--seed", "6", "--invalid", "0.2",
         ])
         let brokenFile = try directory.write("broken.jsonl", broken.standardOutput)
         let checked = try jsonLines(
-            try run(["verify", "--keys", TestKeys.directory, "--format", "json", brokenFile]).standardOutput
+            try await run(["verify", "--keys", TestKeys.directory, "--format", "json", brokenFile]).standardOutput
         )
         let invalid = checked.filter { $0["verdict"] as? String == "invalid" }
         #expect(invalid.count > 30)
@@ -64,8 +67,8 @@ struct AAKCommandTests {
     }
 
     @Test("a mixed SKAdNetwork and AdAttributionKit ingest: the report adds up to the stored postbacks")
-    func mixedReportAddsUp() throws {
-        let generated = try run([
+    func mixedReportAddsUp() async throws {
+        let generated = try await run([
             "generate", "--key", TestKeys.directory + "/p192-private.pem", "--key",
             TestKeys.directory + "/p256-private.pem", "--kind", "mixed", "--versions", "1.0,2.0,2.1,2.2,3.0,4.0",
             "--count", "3000", "--seed", "9", "--duplicates", "0.03", "--invalid", "0.02", "--test-mode", "0.01",
@@ -73,7 +76,9 @@ struct AAKCommandTests {
         ])
         #expect(generated.status == 0, "\(generated.standardError)")
         let input = try directory.write("mixed.jsonl", generated.standardOutput)
-        let ingest = try run(["ingest", "--db", database, "--keys", TestKeys.directory, "--format", "json", input])
+        let ingest = try await run([
+            "ingest", "--db", database, "--keys", TestKeys.directory, "--format", "json", input,
+        ])
         #expect(ingest.status == 0, "\(ingest.standardError)")
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(ingest.standardOutput.utf8)) as? [String: Any]
@@ -84,34 +89,34 @@ struct AAKCommandTests {
             read == (summary["accepted"] as? Int ?? 0) + (summary["duplicates"] as? Int ?? 0)
                 + (summary["quarantined"] as? Int ?? 0)
         )
-        #expect(try run(["aggregate", "--db", database]).status == 0)
+        #expect(try await run(["aggregate", "--db", database]).status == 0)
 
         // What the report must say, counted straight from the stored postbacks.
-        func count(_ condition: String) throws -> Int {
+        func count(_ condition: String) async throws -> Int {
             try DatabaseDump.count("postbacks", in: database, where: condition)
         }
         let winningFirst =
             "key_space = 'production' AND COALESCE(did_win, 1) = 1 AND postback_sequence_index = 0"
         let expected: [String: Int] = [
-            "postbacks": try count("1"),
-            "installs": try count(
+            "postbacks": try await count("1"),
+            "installs": try await count(
                 "\(winningFirst) AND (conversion_type = 'download' OR (conversion_type IS NULL AND COALESCE(redownload, 0) = 0))"
             ),
-            "redownloads": try count(
+            "redownloads": try await count(
                 "\(winningFirst) AND (conversion_type = 'redownload' OR (conversion_type IS NULL AND redownload = 1))"
             ),
-            "reengagements": try count("\(winningFirst) AND conversion_type = 're-engagement'"),
-            "non_winning": try count("did_win = 0"),
-            "test_mode": try count("key_space = 'test'"),
-            "development": try count("key_space = 'development'"),
+            "reengagements": try await count("\(winningFirst) AND conversion_type = 're-engagement'"),
+            "non_winning": try await count("did_win = 0"),
+            "test_mode": try await count("key_space = 'test'"),
+            "development": try await count("key_space = 'development'"),
         ]
-        #expect(try count("kind = 'aak'") > 300)
-        #expect(try count("kind = 'skan'") > 1500)
+        #expect(try await count("kind = 'aak'") > 300)
+        #expect(try await count("kind = 'skan'") > 1500)
         #expect((expected["reengagements"] ?? 0) > 0)
         #expect((expected["development"] ?? 0) > 0)
         #expect(expected["postbacks"] == summary["accepted"] as? Int)
 
-        let report = try run(["report", "--db", database, "--by", "", "--format", "json"])
+        let report = try await run(["report", "--db", database, "--by", "", "--format", "json"])
         #expect(report.status == 0, "\(report.standardError)")
         let total = try #require(
             (try JSONSerialization.jsonObject(with: Data(report.standardOutput.utf8)) as? [[String: Any]])?.first
@@ -124,7 +129,8 @@ struct AAKCommandTests {
         let byMarketplace = try #require(
             try JSONSerialization.jsonObject(
                 with: Data(
-                    try run(["report", "--db", database, "--by", "marketplace_id", "--format", "json"]).standardOutput
+                    try await run(["report", "--db", database, "--by", "marketplace_id", "--format", "json"])
+                        .standardOutput
                         .utf8
                 )
             ) as? [[String: Any]]
@@ -134,7 +140,7 @@ struct AAKCommandTests {
         #expect(byMarketplace.reduce(0) { $0 + ($1["postbacks"] as? Int ?? 0) } == expected["postbacks"])
         #expect(
             byMarketplace.first { $0["marketplace_id"] as? String == "com.apple.AppStore" }?["postbacks"] as? Int
-                == (try count("marketplace_id = 'com.apple.AppStore'"))
+                == (try await count("marketplace_id = 'com.apple.AppStore'"))
         )
     }
 }

@@ -42,7 +42,9 @@ struct DoctorStoreCommandTests {
             }
             let file = try directory.write("\(name)-\(engine).jsonl", lines.joined(separator: "\n"))
             let store = try await TestStore.make(engine, in: directory, name: name)
-            let ingested = try Postbackd.run(["ingest", "--db", store.argument, "--keys", TestKeys.directory, file])
+            let ingested = try await Postbackd.run([
+                "ingest", "--db", store.argument, "--keys", TestKeys.directory, file,
+            ])
             #expect(ingested.status == 0, "\(ingested.standardError)")
             #expect(ingested.standardOutput.contains("accepted     \(lines.count)\n"), "\(ingested.standardOutput)")
             return store
@@ -51,7 +53,7 @@ struct DoctorStoreCommandTests {
         let steady = try await makeStore("steady", days: 1...9)
 
         let textfile = directory.path + "/doctor-\(engine).prom"
-        let text = try Postbackd.run(["doctor", "--db", store.argument, "--prometheus-textfile", textfile])
+        let text = try await Postbackd.run(["doctor", "--db", store.argument, "--prometheus-textfile", textfile])
         #expect(text.status == 1, "\(text.standardOutput)\(text.standardError)")
         #expect(text.standardOutput.contains("app 525463029 [stopped-apps]"), "\(text.standardOutput)")
         #expect(text.standardOutput.contains("1 finding\n"), "\(text.standardOutput)")
@@ -59,7 +61,7 @@ struct DoctorStoreCommandTests {
         #expect(metrics.contains("postbackd_doctor_findings{check=\"db\",target=\""), "\(metrics)")
         #expect(metrics.contains("\"} 1\n"), "\(metrics)")
 
-        let json = try Postbackd.run(["doctor", "--db", store.argument, "--format", "json"])
+        let json = try await Postbackd.run(["doctor", "--db", store.argument, "--format", "json"])
         #expect(json.status == 1)
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
@@ -71,17 +73,17 @@ struct DoctorStoreCommandTests {
         #expect((findings.first?["problem"] as? String)?.isEmpty == false)
         #expect((findings.first?["fix"] as? String)?.isEmpty == false)
 
-        let healthy = try Postbackd.run(["doctor", "--db", steady.argument])
+        let healthy = try await Postbackd.run(["doctor", "--db", steady.argument])
         #expect(healthy.status == 0, "\(healthy.standardOutput)\(healthy.standardError)")
         #expect(healthy.standardOutput.hasSuffix("nothing wrong found\n"), "\(healthy.standardOutput)")
     }
 
     @Test("a store that cannot be read exits 2, naming it without its password")
-    func unreadable() throws {
-        let missing = try Postbackd.run(["doctor", "--db", directory.path + "/none.sqlite"])
+    func unreadable() async throws {
+        let missing = try await Postbackd.run(["doctor", "--db", directory.path + "/none.sqlite"])
         #expect(missing.status == 2)
         #expect(missing.standardError.contains("no store at \(directory.path)/none.sqlite"), "\(missing.standardError)")
-        let unreachable = try Postbackd.run([
+        let unreachable = try await Postbackd.run([
             "doctor", "--db", "postgres://doctor:hunter2secret@127.0.0.1:1/postbackd?connect_timeout=2",
         ])
         #expect(unreachable.status == 2)

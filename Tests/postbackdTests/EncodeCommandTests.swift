@@ -12,8 +12,8 @@ struct EncodeCommandTests {
         directory = try TemporaryDirectory("encode-cli")
     }
 
-    private func run(_ arguments: [String], input: String? = nil) throws -> Postbackd.Run {
-        try Postbackd.run(arguments, input: input.map { Array($0.utf8) }, directory: directory.path)
+    private func run(_ arguments: [String], input: String? = nil) async throws -> Postbackd.Run {
+        try await Postbackd.run(arguments, input: input.map { Array($0.utf8) }, directory: directory.path)
     }
 
     private let states = """
@@ -26,8 +26,8 @@ struct EncodeCommandTests {
         """
 
     @Test("one answer per state; a bad line is named with its field and answered with an error; exit 1")
-    func answers() throws {
-        let result = try run(["encode", "--model", model], input: states)
+    func answers() async throws {
+        let result = try await run(["encode", "--model", model], input: states)
         #expect(result.status == 1, "\(result.standardError)")
         #expect(
             result.outputLines == [
@@ -44,15 +44,15 @@ struct EncodeCommandTests {
     }
 
     @Test("--db and --app answer from the app's current model, as --model does; --explain says why")
-    func fromStore() throws {
+    func fromStore() async throws {
         let database = directory.path + "/postbackd.sqlite"
-        #expect(try run(["models", "add", "--db", database, model]).status == 0)
+        #expect(try await run(["models", "add", "--db", database, model]).status == 0)
         let good = states.split(separator: "\n").prefix(2).joined(separator: "\n")
-        let fromFile = try run(["encode", "--model", model], input: good)
-        let fromStore = try run(["encode", "--db", database, "--app", "525463029"], input: good)
+        let fromFile = try await run(["encode", "--model", model], input: good)
+        let fromStore = try await run(["encode", "--db", database, "--app", "525463029"], input: good)
         #expect(fromStore.status == 0, "\(fromStore.standardError)")
         #expect(fromStore.standardOutput == fromFile.standardOutput)
-        let explained = try run(["encode", "--model", model, "--explain"], input: good)
+        let explained = try await run(["encode", "--model", model, "--explain"], input: good)
         #expect(
             explained.outputLines.first?.contains(#""failed":"purchase: revenue 4.99 USD, needs at least 5""#) == true,
             "\(explained.standardOutput)"
@@ -60,19 +60,19 @@ struct EncodeCommandTests {
     }
 
     @Test("no model, two models, or an app without one: exit 2 with a message")
-    func usage() throws {
-        #expect(try run(["encode"]).status == 2)
-        #expect(try run(["encode", "--model", model, "--app", "1"]).status == 2)
-        let noStore = try run(["encode", "--db", directory.path + "/none.sqlite", "--app", "1"], input: "")
+    func usage() async throws {
+        #expect(try await run(["encode"]).status == 2)
+        #expect(try await run(["encode", "--model", model, "--app", "1"]).status == 2)
+        let noStore = try await run(["encode", "--db", directory.path + "/none.sqlite", "--app", "1"], input: "")
         #expect(noStore.status == 2)
         #expect(noStore.standardError.contains("no store at \(directory.path)/none.sqlite"), "\(noStore.standardError)")
         // A store without that app's model.
         let empty = directory.path + "/empty.sqlite"
-        #expect(try run(["ingest", "--db", empty, "-"], input: "").status == 0)
-        let missing = try run(["encode", "--db", empty, "--app", "1"], input: "")
+        #expect(try await run(["ingest", "--db", empty, "-"], input: "").status == 0)
+        let missing = try await run(["encode", "--db", empty, "--app", "1"], input: "")
         #expect(missing.status == 2)
         #expect(missing.standardError.contains("no model for app 1"), "\(missing.standardError)")
-        let unreadable = try run(["encode", "--model", model, "--state", directory.path + "/nope.jsonl"])
+        let unreadable = try await run(["encode", "--model", model, "--state", directory.path + "/nope.jsonl"])
         #expect(unreadable.status == 2)
         #expect(unreadable.standardError.contains("cannot read"))
     }

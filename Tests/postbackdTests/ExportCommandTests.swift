@@ -12,9 +12,9 @@ struct ExportCommandTests {
     }
 
     @Test("a consumer's cursor moves only after the output is written whole: a full disk exports the same rows again")
-    func fullDisk() throws {
+    func fullDisk() async throws {
         let database = directory.path + "/store.sqlite"
-        #expect(try Postbackd.run(["ingest", "--db", database, Repository.path("SamplePostbacks")]).status != 2)
+        #expect(try await Postbackd.run(["ingest", "--db", database, Repository.path("SamplePostbacks")]).status != 2)
         // Standard output on a full device: the write fails, the cursor stays.
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -31,19 +31,23 @@ struct ExportCommandTests {
         #expect(message.contains("cursor of warehouse is unchanged"))
 
         let output = directory.path + "/out.jsonl"
-        let first = try Postbackd.run(["export", "--db", database, "--consumer", "warehouse", "--output", output])
+        let first = try await Postbackd.run(["export", "--db", database, "--consumer", "warehouse", "--output", output])
         #expect(first.status == 0, "\(first.standardError)")
         #expect(first.standardError.contains("exported 8 postbacks to \(output)"), "\(first.standardError)")
         #expect(!FileManager.default.fileExists(atPath: output + ".partial"))
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 8)
-        let again = try Postbackd.run(["export", "--db", database, "--consumer", "warehouse"])
+        let again = try await Postbackd.run(["export", "--db", database, "--consumer", "warehouse"])
         #expect(again.status == 0 && again.standardOutput.isEmpty)
 
         // A folder that does not exist: exit 2, nothing recorded.
-        let missing = try Postbackd.run(["export", "--db", database, "--output", directory.path + "/no/such/out.jsonl"])
+        let missing = try await Postbackd.run([
+            "export", "--db", database, "--output", directory.path + "/no/such/out.jsonl",
+        ])
         #expect(missing.status == 2 && missing.standardError.contains("cannot write"))
-        let badDays = try Postbackd.run(["export", "--db", database, "--from", "2026-11-20", "--to", "2026-11-19"])
+        let badDays = try await Postbackd.run([
+            "export", "--db", database, "--from", "2026-11-20", "--to", "2026-11-19",
+        ])
         #expect(badDays.status == 2)
     }
 }

@@ -22,8 +22,8 @@ struct IngestCommandTests {
     }
 
     @Test("the main job: ingest into postbackd.sqlite in the working directory, JSON summary on one line")
-    func defaultDatabase() throws {
-        let run = try Postbackd.run(
+    func defaultDatabase() async throws {
+        let run = try await Postbackd.run(
             [
                 "ingest", "--format", "json", "--keys", Repository.path("Keys/apple"), "--keys", TestKeys.directory,
                 Repository.path("SamplePostbacks/apple"), Repository.path("SamplePostbacks/generated"),
@@ -51,7 +51,7 @@ struct IngestCommandTests {
         #expect(FileManager.default.fileExists(atPath: directory.path + "/postbackd.sqlite"))
         #expect(try DatabaseDump.count("postbacks", in: directory.path + "/postbackd.sqlite") == counts["accepted"])
 
-        let again = try Postbackd.run(
+        let again = try await Postbackd.run(
             [
                 "ingest", "--format", "json", "--keys", Repository.path("Keys/apple"), "--keys", TestKeys.directory,
                 Repository.path("SamplePostbacks/apple"), Repository.path("SamplePostbacks/generated"),
@@ -62,14 +62,15 @@ struct IngestCommandTests {
     }
 
     @Test("POSTBACKD_DB names the database; --db wins over it")
-    func databaseEnvironment() throws {
+    func databaseEnvironment() async throws {
         let file = Repository.vectors + "/apple-3.0-win.json"
         let fromEnvironment = directory.path + "/env.sqlite"
-        #expect(try Postbackd.run(["ingest", file], environment: ["POSTBACKD_DB": fromEnvironment]).status == 0)
+        #expect(try await Postbackd.run(["ingest", file], environment: ["POSTBACKD_DB": fromEnvironment]).status == 0)
         #expect(try DatabaseDump.count("postbacks", in: fromEnvironment) == 1)
         let explicit = directory.path + "/explicit.sqlite"
         #expect(
-            try Postbackd.run(["ingest", "--db", explicit, file], environment: ["POSTBACKD_DB": fromEnvironment]).status
+            try await Postbackd.run(["ingest", "--db", explicit, file], environment: ["POSTBACKD_DB": fromEnvironment])
+                .status
                 == 0
         )
         #expect(try DatabaseDump.count("postbacks", in: explicit) == 1)
@@ -77,20 +78,22 @@ struct IngestCommandTests {
     }
 
     @Test("exit status 2 with a message that says what to do when the run cannot do its work")
-    func failures() throws {
+    func failures() async throws {
         let database = directory.path + "/db.sqlite"
-        let missing = try Postbackd.run(["ingest", "--db", database, directory.path + "/nope.jsonl"])
+        let missing = try await Postbackd.run(["ingest", "--db", database, directory.path + "/nope.jsonl"])
         #expect(missing.status == 2)
         #expect(missing.standardError.contains("nope.jsonl"))
         #expect(!FileManager.default.fileExists(atPath: database), "nothing is created before the inputs are checked")
         let notDatabase = try directory.write("text.sqlite", "hello")
-        let unusable = try Postbackd.run(["ingest", "--db", notDatabase, Repository.vectors])
+        let unusable = try await Postbackd.run(["ingest", "--db", notDatabase, Repository.vectors])
         #expect(unusable.status == 2)
         #expect(unusable.standardError.contains("--db"))
-        let badTime = try Postbackd.run(["ingest", "--db", database, "--received-at", "yesterday", Repository.vectors])
+        let badTime = try await Postbackd.run([
+            "ingest", "--db", database, "--received-at", "yesterday", Repository.vectors,
+        ])
         #expect(badTime.status == 2)
         #expect(badTime.standardError.contains("ISO 8601"))
-        let quarantinedOnly = try Postbackd.run([
+        let quarantinedOnly = try await Postbackd.run([
             "ingest", "--db", database, Repository.vectors + "/apple-1.0-doc-example.json",
         ])
         #expect(quarantinedOnly.status == 0, "quarantined postbacks are data, not failure")
@@ -102,9 +105,9 @@ struct IngestCommandTests {
         arguments: TestEngine.available
     )
     func killAndRerun(_ engine: TestEngine) async throws {
-        let input = try directory.write("day.jsonl", try Postbackd.generated(count: 6000, seed: 11))
+        let input = try directory.write("day.jsonl", try await Postbackd.generated(count: 6000, seed: 11))
         // A partner forwards the first 300 again as a JSON array, with one entry that is not a postback.
-        let copies = try Postbackd.generated(count: 300, seed: 11).split(separator: "\n").joined(separator: ",")
+        let copies = try await Postbackd.generated(count: 300, seed: 11).split(separator: "\n").joined(separator: ",")
         let forward = try directory.write("forward.json", "[" + copies + ",{\"bad\":1}]")
         // Small transactions (whole batches of 256, so one per batch), so that kills land
         // between commits whatever the machine's speed; the default commits far less often.
@@ -117,7 +120,7 @@ struct IngestCommandTests {
 
         let clean = try await TestStore.make(engine, in: directory, name: "clean")
         let started = Date()
-        let cleanRun = try Postbackd.run(arguments(clean.argument))
+        let cleanRun = try await Postbackd.run(arguments(clean.argument))
         let duration = Date().timeIntervalSince(started)
         #expect(cleanRun.status == 0, "\(cleanRun.standardError)")
         let expected = try await clean.dump()
@@ -146,7 +149,7 @@ struct IngestCommandTests {
             "at least one kill landed mid-run: \(interrupted) of \(total)"
         )
 
-        let rerun = try Postbackd.run(arguments(crashed.argument))
+        let rerun = try await Postbackd.run(arguments(crashed.argument))
         #expect(rerun.status == 0, "\(rerun.standardError)")
         compare(try await crashed.dump(), expected, "after kills and a re-run")
     }
@@ -169,8 +172,8 @@ struct IngestCommandTests {
         arguments: TestEngine.available
     )
     func concurrentIngests(_ engine: TestEngine) async throws {
-        let lines = try Postbackd.generated(count: 4000, seed: 21).split(separator: "\n").map(String.init)
-        let extra = try Postbackd.generated(count: 2000, seed: 22).split(separator: "\n").map(String.init)
+        let lines = try await Postbackd.generated(count: 4000, seed: 21).split(separator: "\n").map(String.init)
+        let extra = try await Postbackd.generated(count: 2000, seed: 22).split(separator: "\n").map(String.init)
         // Four workers on overlapping inputs: each of the 6,000 postbacks is read by two of them.
         let all = lines + extra
         let inputs = try (0..<4).map { worker in
@@ -181,7 +184,7 @@ struct IngestCommandTests {
 
         let reference = try await TestStore.make(engine, in: directory, name: "reference")
         let single = try summary(
-            try Postbackd.run([
+            try await Postbackd.run([
                 "ingest", "--format", "json", "--db", reference.argument, "--keys", TestKeys.directory, union,
             ])
         )
@@ -189,7 +192,7 @@ struct IngestCommandTests {
         let shared = try await TestStore.make(engine, in: directory, name: "shared")
         let runs = Mutex<[Postbackd.Run?]>([nil, nil, nil, nil])
         DispatchQueue.concurrentPerform(iterations: 4) { index in
-            let run = try? Postbackd.run([
+            let run = try? Postbackd.runBlocking([
                 "ingest", "--format", "json", "--db", shared.argument, "--keys", TestKeys.directory,
                 "--commit-every", "500", inputs[index],
             ])
@@ -218,17 +221,21 @@ struct IngestCommandTests {
 
     @Test("several processes creating the same new store at once all succeed", arguments: TestEngine.available)
     func creationRace(_ engine: TestEngine) async throws {
-        let inputs = try (0..<3).map { index in
-            try directory.write(
-                "race-\(index).jsonl",
-                try Postbackd.generated(count: 20, seed: 100 + index, duplicates: 0, invalid: 0)
+        var written: [String] = []
+        for index in 0..<3 {
+            written.append(
+                try directory.write(
+                    "race-\(index).jsonl",
+                    try await Postbackd.generated(count: 20, seed: 100 + index, duplicates: 0, invalid: 0)
+                )
             )
         }
+        let inputs = written
         for round in 0..<(engine == .sqlite ? 8 : 4) {
             let store = try await TestStore.make(engine, in: directory, name: "race-\(round)")
             let results = Mutex<[(status: Int32, message: String)]>(Array(repeating: (-1, ""), count: 3))
             DispatchQueue.concurrentPerform(iterations: 3) { index in
-                let run = try? Postbackd.run([
+                let run = try? Postbackd.runBlocking([
                     "ingest", "--db", store.argument, "--keys", TestKeys.directory, inputs[index],
                 ])
                 results.withLock { $0[index] = (run?.status ?? -1, run?.standardError ?? "") }
@@ -248,8 +255,8 @@ struct IngestCommandTests {
         // A server of its own, so that restarting it disturbs no other test.
         let server = try PostgresDevServer(folder: directory.path + "/pg")
         defer { server.stop() }
-        let url = try server.start()
-        let input = try directory.write("day.jsonl", try Postbackd.generated(count: 6000, seed: 31))
+        let url = try await server.start()
+        let input = try directory.write("day.jsonl", try await Postbackd.generated(count: 6000, seed: 31))
         let arguments = { (database: String) in
             [
                 "ingest", "--db", database, "--keys", TestKeys.directory, "--received-at", "2026-11-21T06:00:00Z",
@@ -258,7 +265,7 @@ struct IngestCommandTests {
         }
         let clean = try await TestStore.make(.postgres, in: directory, name: "clean")
         let started = Date()
-        #expect(try Postbackd.run(arguments(clean.argument)).status == 0)
+        #expect(try await Postbackd.run(arguments(clean.argument)).status == 0)
         let duration = Date().timeIntervalSince(started)
 
         let process = Process()
@@ -270,7 +277,7 @@ struct IngestCommandTests {
         try process.run()
         usleep(UInt32(duration * 0.3 * 1_000_000))
         #expect(process.isRunning, "the restart must land while the worker runs")
-        try server.restart(pauseSeconds: 1)
+        try await server.restart(pauseSeconds: 1)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(
@@ -278,7 +285,7 @@ struct IngestCommandTests {
                 || (process.terminationStatus == 2 && message.contains("run the same command again")),
             "status \(process.terminationStatus): \(message)"
         )
-        let rerun = try Postbackd.run(arguments(url))
+        let rerun = try await Postbackd.run(arguments(url))
         #expect(rerun.status == 0, "\(rerun.standardError)")
         compare(
             try await TestStore(engine: .postgres, location: StoreLocation(url)).dump(),

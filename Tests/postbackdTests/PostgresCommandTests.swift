@@ -18,23 +18,23 @@ struct PostgresCommandTests {
         directory = try TemporaryDirectory("postgres-cli")
     }
 
-    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Postbackd.Run {
-        try Postbackd.run(arguments, directory: directory.path, environment: environment)
+    private func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Postbackd.Run {
+        try await Postbackd.run(arguments, directory: directory.path, environment: environment)
     }
 
     /// The README's main job into `database`, and what people read of it.
-    private func mainJob(_ database: String) throws -> [String] {
+    private func mainJob(_ database: String) async throws -> [String] {
         let models = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/models"))
             .sorted()
             .map { Repository.path("SamplePostbacks/models/" + $0) }
         var outputs: [String] = []
-        func step(_ arguments: [String]) throws {
-            let run = try run(arguments + ["--db", database])
+        func step(_ arguments: [String]) async throws {
+            let run = try await run(arguments + ["--db", database])
             #expect(run.status == 0, "\(arguments): \(run.standardError)")
             outputs.append("$ \(arguments.joined(separator: " "))\n" + Self.withoutClockReadings(run.standardOutput))
         }
-        try step(["models", "add"] + models)
-        let ingest = try run([
+        try await step(["models", "add"] + models)
+        let ingest = try await run([
             "ingest", "--db", database, "--format", "json", "--keys", Repository.path("Keys/apple"), "--keys",
             TestKeys.directory, Repository.path("SamplePostbacks/apple"), Repository.path("SamplePostbacks/generated"),
         ])
@@ -49,23 +49,23 @@ struct PostgresCommandTests {
         ] {
             outputs.append("ingest \(key): \(summary[key].map { "\($0)" } ?? "missing")")
         }
-        try step(["aggregate", "--format", "json"])
-        try step(["aggregate"])
-        try step(["models", "list"])
-        try step(["models", "list", "--format", "json"])
-        try step(["models", "show", "1254734734"])
+        try await step(["aggregate", "--format", "json"])
+        try await step(["aggregate"])
+        try await step(["models", "list"])
+        try await step(["models", "list", "--format", "json"])
+        try await step(["models", "show", "1254734734"])
         for format in ["table", "csv", "json"] {
-            try step(["report", "--format", format])
-            try step(["report", "--by", "date,app_id", "--format", format])
-            try step(["report", "--by", "app_id", "--events", "--format", format])
+            try await step(["report", "--format", format])
+            try await step(["report", "--by", "date,app_id", "--format", format])
+            try await step(["report", "--by", "app_id", "--events", "--format", format])
         }
         for by in [
             "ad_network_id,source_identifier", "source_app_id,source_domain", "version,fidelity_type",
             "redownload,did_win,postback_sequence_index", "country_code,marketplace_id",
         ] {
-            try step(["report", "--by", by, "--format", "csv"])
+            try await step(["report", "--by", by, "--format", "csv"])
         }
-        try step(["report", "--from", "2026-11-15", "--to", "2026-11-17", "--by", "date", "--format", "csv"])
+        try await step(["report", "--from", "2026-11-15", "--to", "2026-11-17", "--by", "date", "--format", "csv"])
         return outputs
     }
 
@@ -84,8 +84,8 @@ struct PostgresCommandTests {
     func mainJobMatchesSQLite() async throws {
         let postgres = try await TestStore.make(.postgres, in: directory, name: "main")
         let sqlite = try await TestStore.make(.sqlite, in: directory, name: "main")
-        let expected = try mainJob(sqlite.argument)
-        let actual = try mainJob(postgres.argument)
+        let expected = try await mainJob(sqlite.argument)
+        let actual = try await mainJob(postgres.argument)
         #expect(actual.count == expected.count)
         for (got, want) in zip(actual, expected) where got != want {
             Issue.record("PostgreSQL printed:\n\(got.prefix(2000))\nSQLite printed:\n\(want.prefix(2000))")
@@ -113,8 +113,8 @@ struct PostgresCommandTests {
     }
 
     /// Every command that takes --db, with good inputs: the database must be what stops it.
-    private func everyCommand(_ database: String) throws -> [[String]] {
-        let input = try directory.write("good.jsonl", try Postbackd.generated(count: 20, seed: 3, invalid: 0))
+    private func everyCommand(_ database: String) async throws -> [[String]] {
+        let input = try directory.write("good.jsonl", try await Postbackd.generated(count: 20, seed: 3, invalid: 0))
         let model = Repository.path("SamplePostbacks/models/app-1254734734-game.json")
         return [
             ["ingest", "--db", database, "--keys", TestKeys.directory, input],
@@ -128,18 +128,18 @@ struct PostgresCommandTests {
     }
 
     @Test("a server that cannot be reached: every command stops with exit 2 naming the host, never the password")
-    func unreachable() throws {
+    func unreachable() async throws {
         let port = try closedPort()
         let password = "pw-unreachable-7Q2x"
-        for arguments in try everyCommand("postgres://postbackd:\(password)@127.0.0.1:\(port)/postbackd") {
-            let run = try run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
+        for arguments in try await everyCommand("postgres://postbackd:\(password)@127.0.0.1:\(port)/postbackd") {
+            let run = try await run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
             #expect(run.status == 2, "\(arguments): \(run.standardError)")
             #expect(run.standardError.contains("127.0.0.1:\(port)"), "\(run.standardError)")
             #expect(run.standardOutput.isEmpty, "\(arguments) printed a result: \(run.standardOutput)")
             #expect(!(run.standardOutput + run.standardError).contains(password))
         }
         // The same through POSTBACKD_DB.
-        let viaEnvironment = try run(
+        let viaEnvironment = try await run(
             ["report"],
             environment: ["POSTBACKD_DB": "postgresql://postbackd:\(password)@127.0.0.1:\(port)/postbackd"]
         )
@@ -152,7 +152,7 @@ struct PostgresCommandTests {
         "a user the server refuses, or a database it does not have: exit 2 saying which, never the password",
         .enabled(if: TestEngine.postgresURL != nil, "POSTBACKD_TEST_POSTGRES_URL is not set")
     )
-    func refused() throws {
+    func refused() async throws {
         let server = try #require(TestEngine.postgresURL)
         let password = "pw-refused-9Kd3"
         let host = "\(server.host):\(server.port)"
@@ -161,8 +161,8 @@ struct PostgresCommandTests {
             ("postgres://\(server.user):\(password)@\(host)/no_such_database_pbt", "no_such_database_pbt"),
         ]
         for (url, says) in cases {
-            for arguments in try everyCommand(url) {
-                let run = try run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
+            for arguments in try await everyCommand(url) {
+                let run = try await run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
                 #expect(run.status == 2, "\(arguments): \(run.standardError)")
                 #expect(run.standardError.contains(says), "\(run.standardError)")
                 #expect(run.standardError.contains(host), "\(run.standardError)")
@@ -182,13 +182,13 @@ struct PostgresCommandTests {
         let password = "pw-logged-3Vb8"
         url.password = password
         let text = "postgres://\(url.user):\(password)@\(url.host):\(url.port)/\(url.database)"
-        let input = try directory.write("day.jsonl", try Postbackd.generated(count: 50, seed: 5))
+        let input = try directory.write("day.jsonl", try await Postbackd.generated(count: 50, seed: 5))
         var everything = ""
         for arguments in [
             ["ingest", "--db", text, "--keys", TestKeys.directory, input], ["aggregate", "--db", text],
             ["report", "--db", text], ["models", "list", "--db", text],
         ] {
-            let run = try run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
+            let run = try await run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
             #expect(run.status == 0, "\(arguments): \(run.standardError)")
             everything += run.standardOutput + run.standardError
         }
@@ -208,13 +208,13 @@ struct PostgresCommandTests {
         try await store.execute("ALTER DATABASE \(url.database) OWNER TO \(role)")
         let host = "\(url.host):\(url.port)"
         let right = "postgres://\(role):\(password)@\(host)/\(url.database)"
-        let input = try directory.write("day.jsonl", try Postbackd.generated(count: 30, seed: 8))
+        let input = try directory.write("day.jsonl", try await Postbackd.generated(count: 30, seed: 8))
         var everything = ""
         for arguments in [
             ["ingest", "--db", right, "--keys", TestKeys.directory, input], ["aggregate", "--db", right],
             ["report", "--db", right],
         ] {
-            let run = try run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
+            let run = try await run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
             #expect(run.status == 0, "\(arguments): \(run.standardError)")
             everything += run.standardOutput + run.standardError
         }
@@ -222,8 +222,8 @@ struct PostgresCommandTests {
         #expect(!everything.contains(password))
 
         let wrong = "pw-wrong-6Rz4"
-        for arguments in try everyCommand("postgres://\(role):\(wrong)@\(host)/\(url.database)") {
-            let run = try run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
+        for arguments in try await everyCommand("postgres://\(role):\(wrong)@\(host)/\(url.database)") {
+            let run = try await run(arguments, environment: ["POSTBACKD_LOG_LEVEL": "trace"])
             #expect(run.status == 2, "\(arguments): \(run.standardError)")
             #expect(run.standardError.contains("refused user \(role)"), "\(run.standardError)")
             #expect(run.standardError.contains("password authentication failed"), "\(run.standardError)")
@@ -232,7 +232,7 @@ struct PostgresCommandTests {
     }
 
     @Test("a --db URL that is not a valid PostgreSQL URL: exit 2 saying what is wrong, the password redacted")
-    func malformed() throws {
+    func malformed() async throws {
         let password = "pw-malformed-5Tn1"
         let cases: [(url: String, says: String)] = [
             (
@@ -246,7 +246,7 @@ struct PostgresCommandTests {
             ("postgresql://127.0.0.1/x", "no user before @"),
         ]
         for (url, says) in cases {
-            let run = try run(["report", "--db", url])
+            let run = try await run(["report", "--db", url])
             #expect(run.status == 2, "\(url): \(run.standardError)")
             #expect(run.standardError.contains(says), "\(run.standardError)")
             #expect(!run.standardError.contains(password), "\(run.standardError)")

@@ -18,8 +18,8 @@ struct PostgresFaultCommandTests {
         directory = try TemporaryDirectory("postgres-faults")
     }
 
-    private func run(_ arguments: [String]) throws -> Postbackd.Run {
-        try Postbackd.run(arguments, directory: directory.path)
+    private func run(_ arguments: [String]) async throws -> Postbackd.Run {
+        try await Postbackd.run(arguments, directory: directory.path)
     }
 
     private static let model = Repository.path("SamplePostbacks/models/app-1254734734-game.json")
@@ -27,12 +27,15 @@ struct PostgresFaultCommandTests {
     /// A database with postbacks, sightings, quarantine, a model and aggregates.
     private func makeStore(_ name: String) async throws -> TestStore {
         let store = try await TestStore.make(.postgres, in: directory, name: name)
-        let input = try directory.write("\(name).jsonl", try Postbackd.generated(count: 300, seed: 13, duplicates: 0.1))
+        let input = try directory.write(
+            "\(name).jsonl",
+            try await Postbackd.generated(count: 300, seed: 13, duplicates: 0.1)
+        )
         for arguments in [
             ["ingest", "--db", store.argument, "--keys", TestKeys.directory, input],
             ["models", "add", "--db", store.argument, Self.model], ["aggregate", "--db", store.argument],
         ] {
-            let result = try run(arguments)
+            let result = try await run(arguments)
             try #require(result.status == 0, "\(arguments): \(result.standardError)")
         }
         return store
@@ -61,22 +64,22 @@ struct PostgresFaultCommandTests {
             ["models", "list"],
             ["models", "show", "1254734734"],
         ] {
-            let owner = try run(arguments + ["--db", store.argument])
-            let result = try run(arguments + ["--db", reader])
+            let owner = try await run(arguments + ["--db", store.argument])
+            let result = try await run(arguments + ["--db", reader])
             #expect(result.status == 0, "\(arguments): \(result.standardError)")
             #expect(result.standardOutput == owner.standardOutput, "\(arguments)")
             #expect(!(result.standardOutput + result.standardError).contains(password))
         }
-        let check = try run(["check", "--db", reader])
+        let check = try await run(["check", "--db", reader])
         #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
         #expect(check.standardOutput.contains("sound: no finding"))
         #expect(check.standardOutput.contains("amcheck bt_index_check: "))
 
-        let input = try directory.write("more.jsonl", try Postbackd.generated(count: 10, seed: 77, invalid: 0))
+        let input = try directory.write("more.jsonl", try await Postbackd.generated(count: 10, seed: 77, invalid: 0))
         for arguments in [
             ["ingest", "--keys", TestKeys.directory, input], ["aggregate"], ["models", "add", Self.model],
         ] {
-            let result = try run(arguments + ["--db", reader])
+            let result = try await run(arguments + ["--db", reader])
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(result.standardError.contains("postgres://\(role):***@"), "\(result.standardError)")
             #expect(
@@ -96,11 +99,11 @@ struct PostgresFaultCommandTests {
         guard case .postgres(let url) = store.location else { return }
         try await store.execute("ALTER DATABASE \(url.database) SET default_transaction_read_only = on")
         let before = try await store.dump()
-        let report = try run(["report", "--db", store.argument])
+        let report = try await run(["report", "--db", store.argument])
         #expect(report.status == 0, "\(report.standardError)")
-        #expect(try run(["check", "--db", store.argument]).status == 0)
+        #expect(try await run(["check", "--db", store.argument]).status == 0)
         for arguments in [["aggregate"], ["models", "add", Self.model]] {
-            let result = try run(arguments + ["--db", store.argument])
+            let result = try await run(arguments + ["--db", store.argument])
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(
                 result.standardError.contains("the server accepts no writes"),
@@ -113,7 +116,7 @@ struct PostgresFaultCommandTests {
     @Test("check on PostgreSQL: sound, then rows edited by hand are findings with table and row")
     func checkFindsEdits() async throws {
         let store = try await makeStore("edited")
-        let sound = try run(["check", "--db", store.argument])
+        let sound = try await run(["check", "--db", store.argument])
         #expect(sound.status == 0, "\(sound.standardOutput)\(sound.standardError)")
         let postback = try #require(
             try await store.strings("SELECT MIN(id) FROM postbacks WHERE id NOT IN (SELECT postback_id FROM sightings)")
@@ -131,7 +134,7 @@ struct PostgresFaultCommandTests {
             "SET session_replication_role = replica",
             "DELETE FROM postbacks WHERE id = \(gone)"
         )
-        let edited = try run(["check", "--db", store.argument])
+        let edited = try await run(["check", "--db", store.argument])
         #expect(edited.status == 1, "\(edited.standardOutput)\(edited.standardError)")
         let lines = edited.outputLines
         #expect(lines.contains { $0.hasPrefix("finding: postbacks row \(postback): dedup_key ") }, "\(lines)")
@@ -152,11 +155,14 @@ struct PostgresFaultCommandTests {
         try await store.execute(
             "INSERT INTO postbackd_migrations (version, name) VALUES (999, 'from a later postbackd')"
         )
-        let input = try directory.write("newer-more.jsonl", try Postbackd.generated(count: 10, seed: 78, invalid: 0))
+        let input = try directory.write(
+            "newer-more.jsonl",
+            try await Postbackd.generated(count: 10, seed: 78, invalid: 0)
+        )
         for arguments in [
             ["report"], ["models", "list"], ["check"], ["aggregate"], ["ingest", "--keys", TestKeys.directory, input],
         ] {
-            let result = try run(arguments + ["--db", store.argument])
+            let result = try await run(arguments + ["--db", store.argument])
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(
                 result.standardError.contains("was written by a newer postbackd (schema 999"),

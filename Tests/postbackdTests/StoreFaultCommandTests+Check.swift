@@ -10,21 +10,21 @@ import Glibc
 
 extension StoreFaultCommandTests {
     @Test("check: a sound store exits 0; rows edited by hand are findings naming the table, the row and what is wrong")
-    func checkFindsEdits() throws {
-        let path = try makeStore("edited.sqlite")
-        let sound = try run(["check", "--db", path])
+    func checkFindsEdits() async throws {
+        let path = try await makeStore("edited.sqlite")
+        let sound = try await run(["check", "--db", path])
         #expect(sound.status == 0, "\(sound.standardOutput)\(sound.standardError)")
         #expect(sound.standardOutput.contains("integrity_check: ok"))
         #expect(sound.standardOutput.contains("sound: no finding"))
-        let quick = try run(["check", "--db", path, "--quick"])
+        let quick = try await run(["check", "--db", path, "--quick"])
         #expect(quick.status == 0 && quick.standardOutput.contains("engine check: skipped (--quick"))
         #expect(quick.standardOutput.contains("sound: no finding"))
-        let misused = try run(["check", "--db", path, "--since", "2026-11-20"])
+        let misused = try await run(["check", "--db", path, "--since", "2026-11-20"])
         #expect(misused.status == 2 && misused.standardError.contains("--since needs --quick"))
-        let notADay = try run(["check", "--db", path, "--quick", "--since", "yesterday"])
+        let notADay = try await run(["check", "--db", path, "--quick", "--since", "yesterday"])
         #expect(notADay.status == 2 && notADay.standardError.contains("--since yesterday: not a day"))
 
-        let (postback, quarantined, sighting, sightingPostback, day) = try DatabaseQueue(path: path)
+        let (postback, quarantined, sighting, sightingPostback, day) = try await DatabaseQueue(path: path)
             .writeWithoutTransaction { db in
                 // As someone editing by hand would: without the foreign keys GRDB turns on.
                 try db.execute(sql: "PRAGMA foreign_keys = OFF")
@@ -58,7 +58,7 @@ extension StoreFaultCommandTests {
                 return (postback, quarantined, sighting, sightingPostback, day)
             }
         #expect(postback > 0 && quarantined > 0 && sighting > 0)
-        let edited = try run(["check", "--db", path])
+        let edited = try await run(["check", "--db", path])
         #expect(edited.status == 1, "\(edited.standardOutput)\(edited.standardError)")
         let lines = edited.outputLines
         #expect(
@@ -76,7 +76,7 @@ extension StoreFaultCommandTests {
         #expect(lines.contains { $0.hasPrefix("finding: aggregate_daily: date ") && $0.contains("the store holds") })
         #expect(lines.last?.hasPrefix("NOT SOUND") == true)
 
-        let json = try run(["check", "--db", path, "--format", "json"])
+        let json = try await run(["check", "--db", path, "--format", "json"])
         #expect(json.status == 1)
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
@@ -96,9 +96,9 @@ extension StoreFaultCommandTests {
     }
 
     @Test("a backup taken while ingest writes (sqlite3 .backup and VACUUM INTO) passes check")
-    func backupDuringIngest() throws {
-        let path = try makeStore("live-backup.sqlite", count: 100)
-        let input = try directory.write("stream.jsonl", try Postbackd.generated(count: 6_000, seed: 31))
+    func backupDuringIngest() async throws {
+        let path = try await makeStore("live-backup.sqlite", count: 100)
+        let input = try directory.write("stream.jsonl", try await Postbackd.generated(count: 6_000, seed: 31))
         let ingest = Process()
         ingest.executableURL = URL(fileURLWithPath: Postbackd.executable)
         ingest.arguments = ["ingest", "--db", path, "--keys", TestKeys.directory, "--format", "json", input]
@@ -130,7 +130,7 @@ extension StoreFaultCommandTests {
         #expect(ingest.terminationStatus == 0)
         #expect(whileRunning >= 1, "no backup was taken while ingest ran")
         for copy in copies + [path] {
-            let check = try run(["check", "--db", copy])
+            let check = try await run(["check", "--db", copy])
             #expect(check.status == 0, "\(copy): \(check.standardOutput)\(check.standardError)")
         }
     }

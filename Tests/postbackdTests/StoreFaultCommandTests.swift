@@ -25,20 +25,20 @@ struct StoreFaultCommandTests {
         _ arguments: [String],
         in folder: String? = nil,
         asUnprivilegedUser: Bool = false
-    ) throws
+    ) async throws
         -> Postbackd.Run
     {
-        try Postbackd.run(arguments, directory: folder ?? directory.path, asUnprivilegedUser: asUnprivilegedUser)
+        try await Postbackd.run(arguments, directory: folder ?? directory.path, asUnprivilegedUser: asUnprivilegedUser)
     }
 
     static let model = Repository.path("SamplePostbacks/models/app-1254734734-game.json")
 
     /// A store with postbacks, duplicates (sightings), quarantine, a model and aggregates.
-    func makeStore(_ name: String, count: Int = 300, in folder: String? = nil) throws -> String {
+    func makeStore(_ name: String, count: Int = 300, in folder: String? = nil) async throws -> String {
         let folder = folder ?? directory.path
         let input = try directory.write(
             "\(name)-input.jsonl",
-            try Postbackd.generated(count: count, seed: 11, duplicates: 0.1)
+            try await Postbackd.generated(count: count, seed: 11, duplicates: 0.1)
         )
         let path = folder + "/" + name
         for arguments in [
@@ -46,7 +46,7 @@ struct StoreFaultCommandTests {
             ["models", "add", "--db", path, Self.model],
             ["aggregate", "--db", path],
         ] {
-            let result = try run(arguments)
+            let result = try await run(arguments)
             try #require(result.status == 0, "\(arguments): \(result.standardError)")
         }
         return path
@@ -81,8 +81,8 @@ struct StoreFaultCommandTests {
     }
 
     /// Every command that opens a store, with good inputs: the store must be what stops it.
-    func everyCommand(_ path: String) throws -> (reading: [[String]], writing: [[String]]) {
-        let input = try directory.write("more.jsonl", try Postbackd.generated(count: 20, seed: 5, invalid: 0))
+    func everyCommand(_ path: String) async throws -> (reading: [[String]], writing: [[String]]) {
+        let input = try directory.write("more.jsonl", try await Postbackd.generated(count: 20, seed: 5, invalid: 0))
         return (
             [
                 ["report", "--db", path], ["models", "list", "--db", path],
@@ -97,9 +97,9 @@ struct StoreFaultCommandTests {
     }
 
     @Test("damaged pages: each command exits 2 saying the store is damaged and to run check; check finds it")
-    func damagedPages() throws {
-        let path = try makeStore("damaged.sqlite")
-        let tables = try DatabaseQueue(path: path).read { db in
+    func damagedPages() async throws {
+        let path = try await makeStore("damaged.sqlite")
+        let tables = try await DatabaseQueue(path: path).read { db in
             try String.fetchAll(
                 db,
                 sql:
@@ -107,10 +107,10 @@ struct StoreFaultCommandTests {
             )
         }
         try damage(path, tables: tables)
-        let commands = try everyCommand(path)
+        let commands = try await everyCommand(path)
         let before = try state(directory.path)
         for arguments in commands.reading where arguments[0] != "check" {
-            let result = try run(arguments)
+            let result = try await run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(
                 result.standardError.contains("postbackd: \(path) is damaged ("),
@@ -121,16 +121,16 @@ struct StoreFaultCommandTests {
         }
         #expect(try state(directory.path) == before, "a command that reads wrote something")
         for arguments in commands.writing where arguments[0] != "models" {
-            let result = try run(arguments)
+            let result = try await run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(result.standardError.contains("\(path) is damaged ("), "\(arguments): \(result.standardError)")
         }
 
-        let check = try run(["check", "--db", path])
+        let check = try await run(["check", "--db", path])
         #expect(check.status == 1, "\(check.standardOutput)\(check.standardError)")
         #expect(check.standardOutput.contains("integrity_check: "))
         #expect(check.standardOutput.contains("NOT SOUND"))
-        let json = try run(["check", "--db", path, "--format", "json"])
+        let json = try await run(["check", "--db", path, "--format", "json"])
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
         )
@@ -139,16 +139,16 @@ struct StoreFaultCommandTests {
     }
 
     @Test("a truncated file: exit 2, damaged, from the commands that read and from check; nothing written")
-    func truncated() throws {
-        let whole = try makeStore("whole.sqlite")
+    func truncated() async throws {
+        let whole = try await makeStore("whole.sqlite")
         let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
         let folder = directory.path + "/truncated"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/truncated.sqlite"
         try bytes.prefix(bytes.count / 3).write(to: URL(fileURLWithPath: path))
         let before = try state(folder)
-        for arguments in try everyCommand(path).reading + [["aggregate", "--db", path]] {
-            let result = try run(arguments)
+        for arguments in try await everyCommand(path).reading + [["aggregate", "--db", path]] {
+            let result = try await run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(result.standardError.contains("\(path) is damaged ("), "\(arguments): \(result.standardError)")
         }
@@ -159,19 +159,19 @@ struct StoreFaultCommandTests {
     @Test(
         "a text file, another program's SQLite file, a newer postbackd's store: every command exits 2 and touches nothing"
     )
-    func notThisStore() throws {
+    func notThisStore() async throws {
         let folder = directory.path + "/foreign"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let text = folder + "/notes.sqlite"
         try "these are notes, not postbacks\n".write(toFile: text, atomically: true, encoding: .utf8)
         let other = folder + "/crm.sqlite"
-        try DatabaseQueue(path: other).write { db in
+        try await DatabaseQueue(path: other).write { db in
             try db.execute(
                 sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a')"
             )
         }
-        let newer = try makeStore("newer.sqlite", count: 30, in: folder)
-        try DatabaseQueue(path: newer).write { db in
+        let newer = try await makeStore("newer.sqlite", count: 30, in: folder)
+        try await DatabaseQueue(path: newer).write { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from a later postbackd')")
         }
         let cases: [(path: String, says: String)] = [
@@ -181,9 +181,9 @@ struct StoreFaultCommandTests {
         ]
         let before = try state(folder)
         for (path, says) in cases {
-            let commands = try everyCommand(path)
+            let commands = try await everyCommand(path)
             for arguments in commands.reading + commands.writing {
-                let result = try run(arguments)
+                let result = try await run(arguments)
                 #expect(result.status == 2, "\(arguments): \(result.standardError)")
                 #expect(result.standardError.contains(says), "\(arguments): \(result.standardError)")
                 #expect(result.standardOutput.isEmpty, "\(arguments): \(result.standardOutput)")
@@ -193,16 +193,16 @@ struct StoreFaultCommandTests {
     }
 
     @Test("an older schema: the commands that read do not migrate it, and say a writer must")
-    func olderSchema() throws {
+    func olderSchema() async throws {
         let folder = directory.path + "/older"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let path = try makeStore("older.sqlite", count: 30, in: folder)
-        try DatabaseQueue(path: path).write { db in
+        let path = try await makeStore("older.sqlite", count: 30, in: folder)
+        try await DatabaseQueue(path: path).write { db in
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12:%'")
         }
         let before = try state(folder)
-        for arguments in try everyCommand(path).reading {
-            let result = try run(arguments)
+        for arguments in try await everyCommand(path).reading {
+            let result = try await run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.standardError)")
             #expect(
                 result.standardError.contains(
@@ -216,14 +216,15 @@ struct StoreFaultCommandTests {
     @Test(
         "read-only: report, models and check as a user who may not write the file or its folder, in WAL mode, leave no file"
     )
-    func readOnlyFileAndFolder() throws {
+    func readOnlyFileAndFolder() async throws {
         let folder = directory.path + "/shared"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let path = try makeStore("shared.sqlite", in: folder)
-        let mode = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        let path = try await makeStore("shared.sqlite", in: folder)
+        let mode = try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        }
         #expect(mode == "wal")
-        let expected = try run(["report", "--db", path, "--format", "csv"]).standardOutput
-        let models = try run(["models", "list", "--db", path]).standardOutput
+        let expected = try await run(["report", "--db", path, "--format", "csv"]).standardOutput
+        let models = try await run(["models", "list", "--db", path]).standardOutput
         #expect(expected.contains("date,") && models.contains("1254734734"))
 
         chmod(path, 0o444)
@@ -231,20 +232,20 @@ struct StoreFaultCommandTests {
         defer { chmod(folder, 0o755) }
         let before = try state(folder)
         #expect(!before.keys.contains { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") })
-        let report = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
+        let report = try await run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
         #expect(report.status == 0, "\(report.standardError)")
         #expect(report.standardOutput == expected)
-        let list = try run(["models", "list", "--db", path], asUnprivilegedUser: true)
+        let list = try await run(["models", "list", "--db", path], asUnprivilegedUser: true)
         #expect(list.status == 0 && list.standardOutput == models, "\(list.standardError)")
-        let show = try run(["models", "show", "--db", path, "1254734734"], asUnprivilegedUser: true)
+        let show = try await run(["models", "show", "--db", path, "1254734734"], asUnprivilegedUser: true)
         #expect(show.status == 0, "\(show.standardError)")
-        let check = try run(["check", "--db", path], asUnprivilegedUser: true)
+        let check = try await run(["check", "--db", path], asUnprivilegedUser: true)
         #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
         #expect(check.standardOutput.contains("sound: no finding"))
         #expect(try state(folder) == before, "a command that reads left or changed a file")
 
         // The commands that write say the store is read-only here, and change nothing.
-        let aggregate = try run(["aggregate", "--db", path], asUnprivilegedUser: true)
+        let aggregate = try await run(["aggregate", "--db", path], asUnprivilegedUser: true)
         #expect(aggregate.status == 2)
         #expect(
             aggregate.standardError.contains("\(path) is read-only to this command")
@@ -259,7 +260,7 @@ struct StoreFaultCommandTests {
 
         // A file the user may not write, in a folder they may: still nothing left beside it.
         chmod(folder, 0o777)
-        let writableFolder = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
+        let writableFolder = try await run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
         #expect(
             writableFolder.status == 0 && writableFolder.standardOutput == expected,
             "\(writableFolder.standardError)"
@@ -268,13 +269,13 @@ struct StoreFaultCommandTests {
     }
 
     @Test("read-only while a writer has the store open (its -wal and -shm exist): the report reads through them")
-    func readOnlyBesideWriter() throws {
-        let path = try makeStore("live.sqlite")
-        let expected = try run(["report", "--db", path, "--format", "csv"]).standardOutput
+    func readOnlyBesideWriter() async throws {
+        let path = try await makeStore("live.sqlite")
+        let expected = try await run(["report", "--db", path, "--format", "csv"]).standardOutput
         // A writer's connection, as ingest or serve holds one: the log and shared memory exist.
         let writer = try DatabaseQueue(path: path)
-        try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
-        try writer.write { db in
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        try await writer.write { db in
             try db.execute(
                 sql:
                     "INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')"
@@ -282,25 +283,25 @@ struct StoreFaultCommandTests {
         }
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
         chmod(path, 0o444)
-        let report = try run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
+        let report = try await run(["report", "--db", path, "--format", "csv"], asUnprivilegedUser: true)
         #expect(report.status == 0, "\(report.standardError)")
         #expect(report.standardOutput == expected)
         // The run the writer left running (committed into the log) is a notice, not a fault.
-        let check = try run(["check", "--db", path], asUnprivilegedUser: true)
+        let check = try await run(["check", "--db", path], asUnprivilegedUser: true)
         #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
         #expect(check.standardOutput.contains("is still marked running"))
         _ = writer
     }
 
     @Test("a store locked by another writer past the 60 s wait: aggregate exits 2 saying so; report still reads")
-    func lockedPastTheWait() throws {
-        let path = try makeStore("locked.sqlite", count: 50)
-        let expected = try run(["report", "--db", path, "--format", "csv"]).standardOutput
+    func lockedPastTheWait() async throws {
+        let path = try await makeStore("locked.sqlite", count: 50)
+        let expected = try await run(["report", "--db", path, "--format", "csv"]).standardOutput
         // Another process's write transaction, held open (as a stuck writer would).
         var configuration = Configuration()
         configuration.allowsUnsafeTransactions = true
         let holder = try DatabaseQueue(path: path, configuration: configuration)
-        try holder.writeWithoutTransaction { db in
+        try await holder.writeWithoutTransaction { db in
             try db.execute(
                 sql:
                     "BEGIN IMMEDIATE; INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-24T00:00:00Z', 'running', '[]', 'test')"
@@ -308,7 +309,7 @@ struct StoreFaultCommandTests {
         }
         defer { try? holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") } }
         let started = Date()
-        let aggregate = try run(["aggregate", "--db", path])
+        let aggregate = try await run(["aggregate", "--db", path])
         #expect(aggregate.status == 2, "\(aggregate.standardError)")
         #expect(
             aggregate.standardError.contains("\(path) stayed locked by another process for 60 s"),
@@ -316,7 +317,7 @@ struct StoreFaultCommandTests {
         )
         #expect(Date().timeIntervalSince(started) >= 59, "it did not wait")
         // A reader is not blocked by a writer (WAL).
-        let report = try run(["report", "--db", path, "--format", "csv"])
+        let report = try await run(["report", "--db", path, "--format", "csv"])
         #expect(report.status == 0 && report.standardOutput == expected, "\(report.standardError)")
     }
 
@@ -324,13 +325,13 @@ struct StoreFaultCommandTests {
         "a full disk (a small tmpfs): ingest and aggregate exit 2 saying so; what was committed is sound",
         .enabled(if: SmallDisk.available, "mounting a tmpfs needs root (CAP_SYS_ADMIN)")
     )
-    func fullDisk() throws {
+    func fullDisk() async throws {
         let mountPoint = directory.path + "/small"
         try SmallDisk.mount(at: mountPoint, size: "1m")
         defer { SmallDisk.unmount(mountPoint) }
         let path = mountPoint + "/store.sqlite"
-        let input = try directory.write("big.jsonl", try Postbackd.generated(count: 3_000, seed: 21))
-        let ingest = try run(["ingest", "--db", path, "--keys", TestKeys.directory, input])
+        let input = try directory.write("big.jsonl", try await Postbackd.generated(count: 3_000, seed: 21))
+        let ingest = try await run(["ingest", "--db", path, "--keys", TestKeys.directory, input])
         #expect(ingest.status == 2, "\(ingest.standardError.suffix(400))")
         #expect(
             ingest.standardError.contains("\(path) cannot grow: the disk is full"),
@@ -338,21 +339,21 @@ struct StoreFaultCommandTests {
         )
         #expect(ingest.standardError.contains("What was committed is kept; run the same command again to finish"))
         #expect(!ingest.standardError.contains("SQLite error"))
-        let check = try run(["check", "--db", path])
+        let check = try await run(["check", "--db", path])
         #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
 
         // A store with postbacks on the same disk, filled: aggregate cannot write its rows.
-        let prepared = try makeStore("to-aggregate.sqlite", count: 200)
+        let prepared = try await makeStore("to-aggregate.sqlite", count: 200)
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: prepared, toPath: path)
         SmallDisk.fill(mountPoint)
-        let aggregate = try run(["aggregate", "--db", path])
+        let aggregate = try await run(["aggregate", "--db", path])
         #expect(aggregate.status == 2, "\(aggregate.standardError)")
         #expect(aggregate.standardError.contains("\(path) cannot grow: the disk is full"), "\(aggregate.standardError)")
     }
 
     @Test("model files: not found, not permitted, over the 16 MiB limit, a folder, not JSON: each said, nothing stored")
-    func modelFiles() throws {
+    func modelFiles() async throws {
         let folder = directory.path + "/models"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let large = folder + "/large.json"
@@ -365,7 +366,7 @@ struct StoreFaultCommandTests {
         chmod(secret, 0o600)
         let notJSON = try directory.write("models/notes.json", "not a model")
         let store = folder + "/store.sqlite"
-        let result = try run(
+        let result = try await run(
             ["models", "add", "--db", store, large, folder + "/missing.json", secret, folder, notJSON],
             asUnprivilegedUser: true
         )

@@ -7,8 +7,8 @@ import Testing
 @Suite("postbackd verify", .timeLimit(.minutes(20)))
 struct VerifyCommandTests {
     @Test("every vector gives its expected verdict through the CLI, as JSON Lines")
-    func vectors() throws {
-        let run = try Postbackd.run(["verify", "--format", "json", Repository.vectors])
+    func vectors() async throws {
+        let run = try await Postbackd.run(["verify", "--format", "json", Repository.vectors])
         #expect(run.status == 1, "two vectors are invalid")
         let objects = try run.outputLines.map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
@@ -38,9 +38,9 @@ struct VerifyCommandTests {
     }
 
     @Test("text output: one line per postback and a summary; exit 0 when all are valid")
-    func textAllValid() throws {
+    func textAllValid() async throws {
         let files = ["apple-4.0-web-fine-win.json", "real-1.0-su67r6k2v3.json"].map { Repository.vectors + "/" + $0 }
-        let run = try Postbackd.run(["verify"] + files)
+        let run = try await Postbackd.run(["verify"] + files)
         #expect(run.status == 0)
         #expect(run.outputLines.count == 3)
         #expect(
@@ -50,7 +50,7 @@ struct VerifyCommandTests {
     }
 
     @Test("standard input: - and no path at all, for each input form", arguments: ["object", "array", "lines"])
-    func standardInput(_ form: String) throws {
+    func standardInput(_ form: String) async throws {
         let postbacks = try (0..<3).map {
             try SamplePostback.signedJSON(.v3_0, transactionID: "00000000-0000-4000-8000-00000000000\($0)")
         }
@@ -64,7 +64,7 @@ struct VerifyCommandTests {
             ["verify", "--keys", TestKeys.directory, "--format", "json", "-"],
             ["verify", "--keys", TestKeys.directory, "--format", "json"],
         ] {
-            let run = try Postbackd.run(arguments, input: Array(text.utf8))
+            let run = try await Postbackd.run(arguments, input: Array(text.utf8))
             #expect(run.status == 0, "\(run.standardError)")
             let lines = run.outputLines
             #expect(lines.count == (form == "object" ? 1 : 3))
@@ -74,13 +74,13 @@ struct VerifyCommandTests {
     }
 
     @Test("--keys replaces Apple's keys")
-    func keysOption() throws {
+    func keysOption() async throws {
         let signed = try SamplePostback.signedJSON(.v2_0)
-        #expect(try Postbackd.run(["verify", "-"], input: Array(signed.utf8)).status == 1)
-        let run = try Postbackd.run(["verify", "--keys", TestKeys.directory, "-"], input: Array(signed.utf8))
+        #expect(try await Postbackd.run(["verify", "-"], input: Array(signed.utf8)).status == 1)
+        let run = try await Postbackd.run(["verify", "--keys", TestKeys.directory, "-"], input: Array(signed.utf8))
         #expect(run.status == 0)
         #expect(run.standardOutput.contains("(test-p192)"))
-        let apple = try Postbackd.run([
+        let apple = try await Postbackd.run([
             "verify", "--keys", TestKeys.directory, Repository.vectors + "/apple-2.1-win.json",
         ])
         #expect(apple.status == 1)
@@ -88,10 +88,10 @@ struct VerifyCommandTests {
     }
 
     @Test("a --keys folder without p192.pem says 1.0 and 2.0 cannot be verified")
-    func missingCurve() throws {
+    func missingCurve() async throws {
         let directory = try TemporaryDirectory()
         try directory.write("p256.pem", try String(contentsOfFile: TestKeys.directory + "/p256.pem", encoding: .utf8))
-        let run = try Postbackd.run([
+        let run = try await Postbackd.run([
             "verify", "--keys", directory.path, Repository.vectors + "/real-1.0-su67r6k2v3.json",
         ])
         #expect(run.status == 1)
@@ -99,45 +99,45 @@ struct VerifyCommandTests {
     }
 
     @Test("exit status 2 for usage and input errors, with a message")
-    func usageErrors() throws {
-        let missing = try Postbackd.run(["verify", "/nonexistent/postbacks.json"])
+    func usageErrors() async throws {
+        let missing = try await Postbackd.run(["verify", "/nonexistent/postbacks.json"])
         #expect(missing.status == 2)
         #expect(missing.standardError.contains("/nonexistent/postbacks.json"))
-        let badFormat = try Postbackd.run(["verify", "--format", "xml", Repository.vectors])
+        let badFormat = try await Postbackd.run(["verify", "--format", "xml", Repository.vectors])
         #expect(badFormat.status == 2)
         #expect(badFormat.standardError.contains("xml"))
-        let badKeys = try Postbackd.run(["verify", "--keys", "/nonexistent", Repository.vectors])
+        let badKeys = try await Postbackd.run(["verify", "--keys", "/nonexistent", Repository.vectors])
         #expect(badKeys.status == 2)
         #expect(badKeys.standardError.contains("no such folder"))
-        let unknown = try Postbackd.run(["frobnicate"])
+        let unknown = try await Postbackd.run(["frobnicate"])
         #expect(unknown.status == 2)
     }
 
     @Test("a file that fails while being read: results for the rest, exit status 2")
-    func unreadableFile() throws {
+    func unreadableFile() async throws {
         // /proc/self/mem opens for anyone (root included) and its first read fails with EIO.
-        let run = try Postbackd.run(["verify", "/proc/self/mem", Repository.vectors + "/apple-3.0-win.json"])
+        let run = try await Postbackd.run(["verify", "/proc/self/mem", Repository.vectors + "/apple-3.0-win.json"])
         #expect(run.status == 2)
         #expect(run.standardError.contains("/proc/self/mem: error: read failed"), "\(run.standardError)")
         #expect(run.standardOutput.contains("apple-3.0-win.json: valid"))
     }
 
     @Test("a file that cannot be opened is reported and the rest is read")
-    func unopenableFile() throws {
+    func unopenableFile() async throws {
         guard getuid() != 0 else { return }  // root opens everything; the /proc/self/mem test covers root
         let directory = try TemporaryDirectory()
         let locked = try directory.write("locked.json", try SamplePostback.signedJSON(.v3_0))
         chmod(locked, 0)
-        let run = try Postbackd.run(["verify", locked, Repository.vectors + "/apple-3.0-win.json"])
+        let run = try await Postbackd.run(["verify", locked, Repository.vectors + "/apple-3.0-win.json"])
         #expect(run.status == 2)
         #expect(run.standardError.contains("locked.json: error: cannot open"))
         #expect(run.standardOutput.contains("apple-3.0-win.json: valid"))
     }
 
     @Test("--explain shows the signed message with visible separators and its SHA-256")
-    func explain() throws {
+    func explain() async throws {
         let file = Repository.vectors + "/apple-4.0-web-fine-win.json"
-        let text = try Postbackd.run(["verify", "--explain", file])
+        let text = try await Postbackd.run(["verify", "--explain", file])
         #expect(
             text.standardOutput.contains(
                 "4.0\\u2063com.example\\u20635239\\u2063525463029\\u20636aafb7a5-0170-41b5-bbe4-fe71dedf1e30\\u2063false\\u2063example.com\\u20631\\u2063true\\u20630"
@@ -145,7 +145,7 @@ struct VerifyCommandTests {
         )
         #expect(text.standardOutput.contains("sha256 e5efd5b424697d4eac347fb678f79ea33d0d03488ac7a44901130991697b6a32"))
         #expect(text.standardOutput.contains("(112 bytes)"))
-        let json = try Postbackd.run(["verify", "--explain", "--format", "json", file])
+        let json = try await Postbackd.run(["verify", "--explain", "--format", "json", file])
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
         )
@@ -157,12 +157,12 @@ struct VerifyCommandTests {
     }
 
     @Test("--explain on a failing test-mode postback shows both messages tried")
-    func explainTestModeRetry() throws {
+    func explainTestModeRetry() async throws {
         var postback = SamplePostback.make(.v3_0, withOptional: false)
         postback.sourceAppID = 0
         var signed = try TestKeys.signer.signed(postback, asTestDevice: true)
         signed.appID += 1
-        let run = try Postbackd.run(
+        let run = try await Postbackd.run(
             ["verify", "--explain", "--keys", TestKeys.directory, "-"],
             input: Array(signed.jsonText().utf8)
         )
@@ -172,22 +172,22 @@ struct VerifyCommandTests {
     }
 
     @Test("help carries examples and exit statuses; --version works")
-    func help() throws {
-        let root = try Postbackd.run(["--help"])
+    func help() async throws {
+        let root = try await Postbackd.run(["--help"])
         #expect(root.status == 0)
         #expect(root.standardOutput.contains("postbackd verify SamplePostbacks/apple"))
         #expect(root.standardOutput.contains("Exit status"))
-        let verify = try Postbackd.run(["verify", "--help"])
+        let verify = try await Postbackd.run(["verify", "--help"])
         #expect(verify.status == 0)
         #expect(verify.standardOutput.contains("Examples:"))
         #expect(verify.standardOutput.contains("2 usage error"))
-        let version = try Postbackd.run(["--version"])
+        let version = try await Postbackd.run(["--version"])
         #expect(version.status == 0)
         #expect(version.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == PostbackdVersion.current)
     }
 
     @Test("malformed entries name their file and line, and the run goes on")
-    func malformedLocations() throws {
+    func malformedLocations() async throws {
         let directory = try TemporaryDirectory()
         let good = try SamplePostback.signedJSON(.v4_0)
         let path = try directory.write(
@@ -195,7 +195,7 @@ struct VerifyCommandTests {
             good + "\n{\"version\":\"4.0\"\n"
                 + good.replacingOccurrences(of: "\"app-id\":525463029", with: "\"app-id\":\"x\"") + "\n"
         )
-        let run = try Postbackd.run(["verify", "--keys", TestKeys.directory, path])
+        let run = try await Postbackd.run(["verify", "--keys", TestKeys.directory, path])
         #expect(run.status == 1)
         #expect(run.outputLines[1].hasPrefix(path + ":2: malformed"))
         #expect(run.outputLines[2].hasPrefix(path + ":3: malformed 4.0 example123.skadnetwork"))
@@ -204,19 +204,19 @@ struct VerifyCommandTests {
     }
 
     @Test("generate writes the same file for the same seed, and verify accepts it with --keys")
-    func generate() throws {
+    func generate() async throws {
         let arguments = [
             "generate", "--key", TestKeys.directory + "/p192-private.pem", "--key",
             TestKeys.directory + "/p256-private.pem",
             "--versions", "1.0,2.0,2.1,2.2,3.0,4.0", "--count", "300", "--seed", "7", "--invalid", "0", "--duplicates",
             "0.1",
         ]
-        let first = try Postbackd.run(arguments)
-        let second = try Postbackd.run(arguments)
+        let first = try await Postbackd.run(arguments)
+        let second = try await Postbackd.run(arguments)
         #expect(first.status == 0)
         #expect(first.outputLines.count == 300)
         #expect(first.standardOutput == second.standardOutput)
-        let verify = try Postbackd.run(
+        let verify = try await Postbackd.run(
             ["verify", "--keys", TestKeys.directory, "--format", "json"],
             input: Array(first.standardOutput.utf8)
         )

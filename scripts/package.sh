@@ -28,7 +28,10 @@ for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
 done
 
 # --disable-local-rpath: no RUNPATH $ORIGIN (nothing is loaded from beside the binary).
-build=(swift build -c release --static-swift-stdlib --disable-local-rpath --product postbackd --scratch-path "$scratch")
+# -debug-info-format none and --disable-index-store: the package strips the debug information
+# and no editor reads this folder's index, so neither is made (the same code; a shorter build).
+build=(swift build -c release --static-swift-stdlib --disable-local-rpath -debug-info-format none --disable-index-store
+    --product postbackd --scratch-path "$scratch")
 echo "${build[*]}"
 "${build[@]}"
 binary="$("${build[@]}" --show-bin-path)/postbackd"

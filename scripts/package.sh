@@ -29,7 +29,7 @@ done
 
 # --disable-local-rpath: no RUNPATH $ORIGIN (nothing is loaded from beside the binary).
 # -debug-info-format none and --disable-index-store: the package strips the debug information
-# and no editor reads this folder's index, so neither is made (the same code; a shorter build).
+# and no editor reads this folder's index, so neither is made (the same code, less to write).
 build=(swift build -c release --static-swift-stdlib --disable-local-rpath -debug-info-format none --disable-index-store
     --product postbackd --scratch-path "$scratch")
 echo "${build[*]}"

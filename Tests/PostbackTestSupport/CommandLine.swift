@@ -37,7 +37,7 @@ package enum Postbackd {
     /// suspends until it exits. The wait is on a thread of its own: a test waiting for a child
     /// on one of the few threads of Swift's cooperative pool (as many as cores) holds it from
     /// every other test meanwhile, and with both held, the awaits of all the others (an HTTP
-    /// answer, a PostgreSQL reply under serve's 5 s deadline) waited tens of seconds.
+    /// answer, a PostgreSQL reply under serve's 7 s deadline) waited tens of seconds.
     ///
     /// - Parameter asUnprivilegedUser: when the tests run as root, run as `nobody` (uid and
     ///   gid 65534, no groups, through `setpriv`), whom permissions bind.
@@ -48,20 +48,14 @@ package enum Postbackd {
         environment: [String: String] = [:],
         asUnprivilegedUser: Bool = false
     ) async throws -> Run {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result {
-                        try runBlocking(
-                            arguments,
-                            input: input,
-                            directory: directory,
-                            environment: environment,
-                            asUnprivilegedUser: asUnprivilegedUser
-                        )
-                    }
-                )
-            }.start()
+        try await onThreadOfItsOwn {
+            try runBlocking(
+                arguments,
+                input: input,
+                directory: directory,
+                environment: environment,
+                asUnprivilegedUser: asUnprivilegedUser
+            )
         }
     }
 
@@ -145,5 +139,15 @@ extension Postbackd {
 
     struct GenerateError: Error, CustomStringConvertible {
         var description: String
+    }
+}
+
+/// Runs `work`, which blocks (a wait for a child process), on a thread of its own and suspends
+/// until it returns: not on one of the cooperative pool's few threads, which every other test
+/// needs meanwhile.
+package func onThreadOfItsOwn<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result
+{
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Swift.Result { try work() }) }.start()
     }
 }

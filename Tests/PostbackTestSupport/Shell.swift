@@ -19,13 +19,7 @@ package enum Shell {
     ///
     /// - Parameter standardError: keep standard error in ``Run/output`` (else it is dropped).
     package static func run(_ command: String, in folder: String, standardError: Bool = true) async throws -> Run {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result { try runBlocking(command, in: folder, standardError: standardError) }
-                )
-            }.start()
-        }
+        try await onThreadOfItsOwn { try runBlocking(command, in: folder, standardError: standardError) }
     }
 
     /// ``run(_:in:standardError:)``, blocking the calling thread until `command` exits (with

@@ -25,7 +25,7 @@ runs=${AGG_RUNS:-3}
 mkdir -p "$out"
 [ -x /usr/bin/time ] || { echo "aggregate-bench.sh: GNU time is missing (apt-get install -y time)" >&2; exit 2; }
 
-swift build -c release --product postbackd >&2
+scripts/build.sh --product postbackd >&2
 bin=.build/release/postbackd
 
 corpus="$out/corpus-$count-seed7.jsonl"

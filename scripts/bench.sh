@@ -24,8 +24,8 @@ for tool in openssl taskset python3; do
 done
 [ -x /usr/bin/time ] || { echo "bench.sh: GNU time is missing (apt-get install -y time)" >&2; exit 2; }
 
-swift build -c release --product postbackd >&2
-swift build -c release --product postbackd-store-bench >&2
+scripts/build.sh --product postbackd >&2
+scripts/build.sh --product postbackd-store-bench >&2
 bin=.build/release/postbackd
 store_bench=.build/release/postbackd-store-bench
 

@@ -7,7 +7,7 @@
 #
 #   scripts/contract-check.sh [MAX_EXAMPLES]   examples per operation (default 60)
 #
-# Environment: POSTBACKD_BIN (the binary; default the debug build, built when missing),
+# Environment: POSTBACKD_BIN (the binary; default the release build, scripts/build.sh, built when missing),
 # SCHEMATHESIS (the st command; default a virtualenv in .build/schemathesis-venv, made and
 # filled from PyPI with the pinned version when missing; needs python3-venv).
 set -euo pipefail
@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 
 examples=${1:-60}
 version=4.32.5
-bin=${POSTBACKD_BIN:-.build/debug/postbackd}
-[ -x "$bin" ] || swift build --product postbackd >&2
+bin=${POSTBACKD_BIN:-.build/release/postbackd}
+[ -x "$bin" ] || scripts/build.sh --product postbackd >&2
 st=${SCHEMATHESIS:-}
 if [ -z "$st" ]; then
     venv=.build/schemathesis-venv

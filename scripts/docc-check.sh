@@ -8,11 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# PostbackKit's public symbols, extracted from the module the debug build made (built here when
-# missing): `swift package dump-symbol-graph` would give the same graph for every module of the
+# PostbackKit's public symbols, extracted from the module the build made (scripts/build.sh; built
+# here when missing): `swift package dump-symbol-graph` would give the same graph for every module of the
 # package, minutes of work for the one module the catalog documents.
-swift build --target PostbackKit >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 2; }
-modules="$(swift build --show-bin-path)/Modules"
+scripts/build.sh --target PostbackKit >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 2; }
+modules="$(scripts/build.sh --show-bin-path)/Modules"
 mkdir "$work/symbols"
 extract=$(command -v swift-symbolgraph-extract || echo "$(dirname "$(readlink -f "$(command -v swift)")")/swift-symbolgraph-extract")
 "$extract" -module-name PostbackKit -target "$(uname -m)-unknown-linux-gnu" -I "$modules" \

@@ -5,7 +5,7 @@
 #
 #   scripts/example-check.sh              the main package's HummingbirdVerifyExample target (the same
 #                                         source, without package access: public API alone),
-#                                         built by `swift build`, here when missing; the example's
+#                                         built by scripts/build.sh, here when missing; the example's
 #                                         own manifest is read and must pin what the main one pins
 #   scripts/example-check.sh --package    the example built as a package of its own, as a reader
 #                                         builds it (a second build of Hummingbird and SwiftNIO)
@@ -23,8 +23,8 @@ else
         echo "example-check: $example/Package.swift pins another Hummingbird than Package.swift" >&2
         exit 1
     }
-    bin="$(swift build --show-bin-path)/HummingbirdVerifyExample"
-    [ -x "$bin" ] || swift build --product HummingbirdVerifyExample >&2
+    bin="$(scripts/build.sh --show-bin-path)/HummingbirdVerifyExample"
+    [ -x "$bin" ] || scripts/build.sh --product HummingbirdVerifyExample >&2
 fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -15,7 +15,7 @@ count=${1:-200000}
 out=${BENCH_OUT:-bench-out}
 mkdir -p "$out"
 [ -x /usr/bin/time ] || { echo "export-bench.sh: GNU time is missing (apt-get install -y time)" >&2; exit 2; }
-swift build -c release --product postbackd >&2
+scripts/build.sh --product postbackd >&2
 bin=$PWD/.build/release/postbackd
 . scripts/bench-postgres.sh
 trap bench_postgres_stop EXIT

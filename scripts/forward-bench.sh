@@ -15,8 +15,8 @@ count=${1:-50000}
 out=${BENCH_OUT:-bench-out}
 mkdir -p "$out"
 [ -x /usr/bin/time ] || { echo "forward-bench.sh: GNU time is missing (apt-get install -y time)" >&2; exit 2; }
-swift build -c release --product postbackd >&2
-swift build -c release --product postbackd-bench-receiver >&2
+scripts/build.sh --product postbackd >&2
+scripts/build.sh --product postbackd-bench-receiver >&2
 bin=$PWD/.build/release/postbackd
 receiver_bin=$PWD/.build/release/postbackd-bench-receiver
 . scripts/bench-postgres.sh

@@ -5,8 +5,8 @@
 # Apple's keys, the generated ones with the test keys), aggregate every day, print a report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build --product postbackd
-postbackd=.build/debug/postbackd
+scripts/build.sh --product postbackd
+postbackd=.build/release/postbackd
 
 "$postbackd" models add SamplePostbacks/models/*.json
 "$postbackd" ingest --keys Keys/apple --keys Keys/test SamplePostbacks/apple SamplePostbacks/generated

@@ -4,7 +4,7 @@
 # it again gives the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product postbackd >/dev/null
+scripts/build.sh --product postbackd >/dev/null
 bin=.build/release/postbackd
 
 mkdir -p SamplePostbacks/apple SamplePostbacks/generated

@@ -9,14 +9,14 @@
 #   scripts/make-upgrade-fixture.sh NAME [POSTBACKD]
 #
 # NAME names the release (the fixtures go to Tests/Fixtures/upgrade/NAME.sqlite
-# and NAME.pgdump.sql); POSTBACKD is that release's binary (default .build/debug/postbackd, built
+# and NAME.pgdump.sql); POSTBACKD is that release's binary (default .build/release/postbackd, built
 # from the release's commit). Needs Debian's postgresql (a throwaway cluster of
 # scripts/postgres-dev.sh) and curl. Run it from the release's commit: the fixtures are written
 # once, when a release ships, and never made again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: make-upgrade-fixture.sh NAME [POSTBACKD]}
-postbackd=$(realpath "${2:-.build/debug/postbackd}")
+postbackd=$(realpath "${2:-.build/release/postbackd}")
 receiver=$(realpath "$(dirname "$postbackd")/postbackd-bench-receiver")
 out=Tests/Fixtures/upgrade
 mkdir -p "$out"

@@ -10,7 +10,8 @@
 #   scripts/package-check.sh dist/postbackd_VERSION_ARCH.deb
 #
 # POSTBACKD_CHECK_REFERENCE: a postbackd binary whose main job's report the packaged one's
-# must equal (default .build/debug/postbackd; skipped when it does not exist).
+# must equal (default .build/release/postbackd, linked with the Swift runtime as a library;
+# skipped when it does not exist).
 #
 # It refuses to run where postbackd is installed or its user exists: the purge at the end
 # would take the store with it. The package is purged on any exit.
@@ -136,9 +137,9 @@ grep -Eq "accepted +3,301 " "$work/ingest.out" || fail "ingest did not accept th
 grep -i "^total" "$work/report.txt" || tail -n 5 "$work/report.txt"
 [ "$($sudo stat -c %U "$db")" = postbackd ] || fail "$db is not the postbackd user's"
 
-# The same job by the debug build, when there is one (CI's scripts/main-job.sh built it), or by
+# The same job by the build's own binary, when there is one (CI's scripts/main-job.sh ran it), or by
 # the binary POSTBACKD_CHECK_REFERENCE names: the packaged binary prints the same report.
-reference=${POSTBACKD_CHECK_REFERENCE:-.build/debug/postbackd}
+reference=${POSTBACKD_CHECK_REFERENCE:-.build/release/postbackd}
 if [ -x "$reference" ]; then
     debug=$(realpath "$reference")
     (

@@ -1,43 +1,81 @@
 #!/usr/bin/env bash
-# The Debian package: postbackd_VERSION_ARCH.deb, from a release build with the Swift runtime
-# linked statically (the machine it installs on needs no Swift toolchain), into OUTPUT_DIR
-# (default dist/, git-ignored). Installs /usr/bin/postbackd, the hardened systemd unit, the
-# configuration file /etc/postbackd/postbackd.conf, Apple's keys, the man pages and the shell
-# completions; the sources are packaging/debian/. Checked by scripts/package-check.sh.
+# The Debian package: postbackd_VERSION_ARCH.deb, from the release build (scripts/build.sh)
+# with the Swift runtime linked statically (the machine it installs on needs no Swift
+# toolchain), into OUTPUT_DIR (default dist/, git-ignored). Installs /usr/bin/postbackd, the
+# hardened systemd unit, the configuration file /etc/postbackd/postbackd.conf, Apple's keys,
+# the man pages and the shell completions; the sources are packaging/debian/. Checked by
+# scripts/package-check.sh.
 #
 #   scripts/package.sh [OUTPUT_DIR]
 #
-# POSTBACKD_PACKAGE_SCRATCH: the release build's folder (default .build-package, git-ignored;
-# a cold build takes about 16 minutes on 2 cores, a warm one seconds).
 # POSTBACKD_PACKAGE_VERSION: the package's version (default: what `postbackd --version`
 # says, followed by ~gitYYYYMMDDHHMMSS.COMMIT when the commit is not tagged vVERSION, so that
 # snapshots sort by commit time and below the release).
 # POSTBACKD_PACKAGE_MAINTAINER: the Maintainer field (default: postbackd maintainers <root@localhost>).
-# Needs dpkg-dev (dpkg-shlibdeps computes Depends from the libraries the binary links).
+# Needs dpkg-dev (dpkg-shlibdeps computes Depends from the libraries the binary links) and
+# python3-yaml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:-dist}
-scratch=${POSTBACKD_PACKAGE_SCRATCH:-.build-package}
 
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH=/opt/swift/usr/bin:$PATH
 fi
-for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
+for tool in dpkg-deb dpkg-shlibdeps strip readelf gzip; do
     command -v "$tool" >/dev/null 2>&1 || { echo "scripts/package.sh: $tool is missing (dpkg-dev, binutils, gzip)" >&2; exit 2; }
 done
-
-# --disable-local-rpath: no RUNPATH $ORIGIN (nothing is loaded from beside the binary).
-# -debug-info-format none and --disable-index-store: the package strips the debug information
-# and no editor reads this folder's index, so neither is made (the same code, less to write).
-build=(swift build -c release --static-swift-stdlib --disable-local-rpath -debug-info-format none --disable-index-store
-    --product postbackd --scratch-path "$scratch")
-echo "${build[*]}"
-"${build[@]}"
-binary="$("${build[@]}" --show-bin-path)/postbackd"
+# The first python3 with PyYAML (Debian's python3-yaml), to read SwiftPM's build manifest.
+python=""
+for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c "import yaml" 2>/dev/null; then python=$candidate; break; fi
+done
+[ -n "$python" ] || { echo "scripts/package.sh: no python3 with PyYAML (apt-get install -y python3-yaml)" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# The one release build (scripts/build.sh: nothing to do when CI or the tests built it), linked
+# once more with the Swift runtime inside (-static-stdlib): the link command SwiftPM ran for
+# postbackd, from its manifest, with that flag and without its RUNPATH $ORIGIN (nothing is
+# loaded from beside the binary). SwiftPM's --static-swift-stdlib also puts the flag on every
+# compile command, which would compile the whole tree again for one difference in the objects:
+# compiled against the static runtime's modules, they name the libraries to link, and Foundation's
+# static library needs one that its shared library holds inside, _FoundationCollections; the link
+# here names it.
+scripts/build.sh --product postbackd
+binary="$work/postbackd"
+"$python" - "$(scripts/build.sh --show-bin-path)" "$binary" <<'PY'
+import subprocess, sys, yaml
+
+bin_path, output = sys.argv[1], sys.argv[2]
+manifest = yaml.load(open(".build/release.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+links = [c["args"] for c in manifest["commands"].values()
+         if "-emit-executable" in c.get("args", []) and f"{bin_path}/postbackd" in c["args"]]
+if len(links) != 1:
+    sys.exit(f"package.sh: .build/release.yaml holds {len(links)} link commands of {bin_path}/postbackd, not 1")
+args, link = links[0], []
+i = 0
+while i < len(args):
+    if args[i] == "-o":
+        link += ["-o", output]
+        i += 2
+    elif args[i] == "-Xlinker" and args[i + 1].startswith("-rpath="):
+        i += 2
+    else:
+        link.append(args[i])
+        i += 1
+link += ["-static-stdlib"] + ["-Xlinker", "--start-group"] + [
+    f"-l{library}" for library in ("Foundation", "CoreFoundation", "FoundationEssentials", "FoundationInternationalization",
+                                   "_FoundationCollections", "_FoundationCShims", "_FoundationICU")
+] + ["-Xlinker", "--end-group"]
+print(" ".join(link), flush=True)
+subprocess.run(link, check=True)
+PY
+if readelf -d "$binary" | grep -q 'libswift'; then
+    echo "package.sh: $binary still links the Swift runtime dynamically" >&2
+    exit 1
+fi
 root="$work/root"
 
 # The binary, stripped of its symbols and debug information (the Swift metadata it needs at

@@ -7,9 +7,9 @@
 #   scripts/reference.sh --check  regenerate into a temporary folder; exit 1, with the
 #                                 difference, when docs/reference/ is not what the commands say
 #
-# Builds the products in debug (nothing to do after `swift build`). The man pages name
-# MANUAL_DATE, not today, so that the same commands always give the same pages: move it with
-# each release.
+# Builds the products as scripts/build.sh does (nothing to do after it: the plugins build with
+# its flags). The man pages name MANUAL_DATE, not today, so that the same commands always give
+# the same pages: move it with each release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,15 +25,17 @@ esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"; rm -rf Sources/postbackd/postbackd.docc' EXIT
 
+read -ra flags <<<"$(scripts/build.sh --flags)"
+
 # generate-docc-reference writes into the target's own catalog folder; the pages are moved
 # out at once (the executable ships no catalog).
 rm -rf Sources/postbackd/postbackd.docc
-swift package --allow-writing-to-package-directory generate-docc-reference \
-    --configuration debug --style github >"$out/docc.log" 2>&1 || { cat "$out/docc.log" >&2; exit 2; }
+swift package "${flags[@]}" --allow-writing-to-package-directory generate-docc-reference \
+    --configuration release --style github >"$out/docc.log" 2>&1 || { cat "$out/docc.log" >&2; exit 2; }
 mkdir -p "$out/reference/man"
 mv Sources/postbackd/postbackd.docc/*.md "$out/reference/"
 
-swift package generate-manual --configuration debug --multi-page --date "$MANUAL_DATE" \
+swift package "${flags[@]}" generate-manual --configuration release --multi-page --date "$MANUAL_DATE" \
     >"$out/manual.log" 2>&1 || { cat "$out/manual.log" >&2; exit 2; }
 cp .build/plugins/GenerateManual/outputs/postbackd/*.1 "$out/reference/man/"
 

@@ -54,7 +54,7 @@ trap finish EXIT
 if [ -n "${BENCH_BIN:-}" ]; then
     bin=$BENCH_BIN   # a build of its own, so that this run is not touched by a later build
 else
-    swift build -c release --product postbackd >&2
+    scripts/build.sh --product postbackd >&2
     bin=$PWD/.build/release/postbackd
 fi
 

@@ -23,7 +23,7 @@ serve_bench_prepare() {
         bin=$(realpath "$BENCH_BIN")
         return 0
     fi
-    swift build -c release --product postbackd >&2
+    scripts/build.sh --product postbackd >&2
     bin=$PWD/.build/release/postbackd
 }
 
@@ -100,7 +100,7 @@ half_pause() {
 # $floor_nginx. nginx is skipped, and said so, when it is not installed.
 floor() {
     local receiver=$PWD/.build/release/postbackd-bench-receiver
-    swift build -c release --product postbackd-bench-receiver >&2
+    scripts/build.sh --product postbackd-bench-receiver >&2
     exec 3>&1
     echo "| GET /healthz through | rate (wrk -t$threads -c64, ${seconds} s) | server CPU per request | wrk CPU per request |"
     echo "|---|---|---|---|"

@@ -9,8 +9,8 @@ import PostbackKit
 /// every insert still lands at a random place in it (1,000,000 postbacks on one core: 73 s →
 /// 60 s). Its collisions are out of reach (a chosen one costs 2^128 hashes); the store still
 /// compares the full key on a conflict and quarantines a collision rather than count it.
-enum DedupKeyDigest {
-    static func digest(
+package enum DedupKeyDigest {
+    package static func digest(
         kind: String,
         keySpace: String,
         adNetworkID: String,

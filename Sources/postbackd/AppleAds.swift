@@ -106,11 +106,8 @@ extension Postbackd.AppleAds {
         }
 
         func run() async throws {
-            let summary: AppleAdsFetchSummary
-            do {
-                summary = try await exchange.job(database.location).run(once ? .once : .follow)
-            } catch {
-                throw failStore(error, database.location)
+            let summary: AppleAdsFetchSummary = try await database.perform {
+                try await exchange.job($0).run(once ? .once : .follow)
             }
             let errors = TextOutput.standardError()
             errors.line(
@@ -136,12 +133,7 @@ extension Postbackd.AppleAds {
         }
 
         func run() async throws {
-            let status: AppleAdsStatus
-            do {
-                status = try await AppleAdsReportJob.status(database.location)
-            } catch {
-                throw failStore(error, database.location)
-            }
+            let status: AppleAdsStatus = try await database.perform { try await AppleAdsReportJob.status($0) }
             let output = TextOutput.standardOutput()
             let now = UTCInstant.now().milliseconds
             output.write(format == .json ? status.json(nowMs: now) : status.text(nowMs: now))
@@ -197,11 +189,8 @@ extension Postbackd.AppleAds {
                 to: period.last,
                 by: try AppleAdsDimension.list(by)
             )
-            let report: PostbackStore.AppleAdsReport
-            do {
-                report = try await AppleAdsReportJob.report(database.location, query)
-            } catch {
-                throw failStore(error, database.location)
+            let report: PostbackStore.AppleAdsReport = try await database.perform {
+                try await AppleAdsReportJob.report($0, query)
             }
             let output = TextOutput.standardOutput()
             output.write(report.formatted(format))

@@ -50,13 +50,8 @@ extension Postbackd {
             var bundleID: String?
 
             func run() async throws {
-                let outcome: AppAddOutcome
-                do {
-                    outcome = try await AppsJob.add(database.location, appID: appID, name: name, bundleID: bundleID)
-                } catch let error as StoreError {
-                    throw failInput(error.reason)
-                } catch {
-                    throw failStore(error, database.location)
+                let outcome = try await database.perform(refusals: true) {
+                    try await AppsJob.add($0, appID: appID, name: name, bundleID: bundleID)
                 }
                 let output = TextOutput.standardOutput()
                 output.line(
@@ -77,11 +72,8 @@ extension Postbackd {
             var format: ListFormat = .table
 
             func run() async throws {
-                let (apps, policy): ([StoredApp], AppsPolicy)
-                do {
-                    (apps, policy) = try await AppsJob.list(database.location)
-                } catch {
-                    throw failStore(error, database.location)
+                let (apps, policy): ([StoredApp], AppsPolicy) = try await database.perform {
+                    try await AppsJob.list($0)
                 }
                 let output = TextOutput.standardOutput()
                 output.write(format == .json ? AppsJob.json(apps) : AppsJob.table(apps, policy: policy))
@@ -100,12 +92,7 @@ extension Postbackd {
             var appID: Int64
 
             func run() async throws {
-                let removed: Bool
-                do {
-                    removed = try await AppsJob.remove(database.location, appID: appID)
-                } catch {
-                    throw failStore(error, database.location)
-                }
+                let removed: Bool = try await database.perform { try await AppsJob.remove($0, appID: appID) }
                 guard removed else { throw failInput("app \(appID) is not registered (postbackd apps list)") }
                 let output = TextOutput.standardOutput()
                 output.line("app \(appID) removed")
@@ -124,11 +111,8 @@ extension Postbackd {
             var format: ListFormat = .table
 
             func run() async throws {
-                let (apps, policy): ([UnclaimedApp], AppsPolicy)
-                do {
-                    (apps, policy) = try await AppsJob.unclaimed(database.location)
-                } catch {
-                    throw failStore(error, database.location)
+                let (apps, policy): ([UnclaimedApp], AppsPolicy) = try await database.perform {
+                    try await AppsJob.unclaimed($0)
                 }
                 let output = TextOutput.standardOutput()
                 output.write(
@@ -163,11 +147,7 @@ extension Postbackd {
                 guard let chosen = AppsPolicy(rawValue: policy) else {
                     throw failInput("\"\(policy)\" is not a policy: all or registered")
                 }
-                do {
-                    try await AppsJob.setPolicy(database.location, chosen)
-                } catch {
-                    throw failStore(error, database.location)
-                }
+                try await database.perform { try await AppsJob.setPolicy($0, chosen) }
                 output.line("policy \(chosen.rawValue); postbackd aggregate applies it to the aggregates")
                 output.flush()
             }

@@ -72,11 +72,8 @@ extension Postbackd {
             var format: ListFormat = .table
 
             func run() async throws {
-                let rows: [StoredCampaignMapping]
-                do {
-                    rows = try await CampaignsJob.list(database.location, network: network)
-                } catch {
-                    throw failStore(error, database.location)
+                let rows: [StoredCampaignMapping] = try await database.perform {
+                    try await CampaignsJob.list($0, network: network)
                 }
                 let output = TextOutput.standardOutput()
                 switch format {

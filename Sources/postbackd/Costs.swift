@@ -63,19 +63,10 @@ extension Postbackd {
             var format: ListFormat = .table
 
             func run() async throws {
-                let costs: [StoredCost]
-                do {
-                    costs = try await CostsJob.costs(database.location, from: period.first, to: period.last)
-                } catch {
-                    throw failStore(error, database.location)
+                let costs = try await database.perform {
+                    try await CostsJob.costs($0, from: period.first, to: period.last)
                 }
-                let output = TextOutput.standardOutput()
-                switch format {
-                case .table: output.write(CostsJob.table(costs))
-                case .csv: output.write(CostsJob.csv(costs))
-                case .json: output.write(CostsJob.json(costs))
-                }
-                output.flush()
+                format.write(costs, table: CostsJob.table, csv: CostsJob.csv, json: CostsJob.json)
             }
         }
     }
@@ -133,19 +124,10 @@ extension Postbackd {
             var format: ListFormat = .table
 
             func run() async throws {
-                let rates: [StoredRate]
-                do {
-                    rates = try await CostsJob.rates(database.location, from: period.first, to: period.last)
-                } catch {
-                    throw failStore(error, database.location)
+                let rates = try await database.perform {
+                    try await CostsJob.rates($0, from: period.first, to: period.last)
                 }
-                let output = TextOutput.standardOutput()
-                switch format {
-                case .table: output.write(CostsJob.ratesTable(rates))
-                case .csv: output.write(CostsJob.ratesCSV(rates))
-                case .json: output.write(CostsJob.ratesJSON(rates))
-                }
-                output.flush()
+                format.write(rates, table: CostsJob.ratesTable, csv: CostsJob.ratesCSV, json: CostsJob.ratesJSON)
             }
         }
     }
@@ -153,6 +135,22 @@ extension Postbackd {
     /// `--format` of `costs list` and `rates list`.
     enum ListFormat: String, ExpressibleByArgument, CaseIterable {
         case table, csv, json
+
+        /// `rows` on standard output, by the writer of this format.
+        func write<Row>(
+            _ rows: [Row],
+            table: ([Row]) -> String,
+            csv: ([Row]) -> String,
+            json: ([Row]) -> String
+        ) {
+            let output = TextOutput.standardOutput()
+            switch self {
+            case .table: output.write(table(rows))
+            case .csv: output.write(csv(rows))
+            case .json: output.write(json(rows))
+            }
+            output.flush()
+        }
     }
 }
 
@@ -165,12 +163,7 @@ private func addFiles(
     what: String,
     add: (StoreLocation, [String]) async throws -> CostsJob.Outcome
 ) async throws {
-    let outcome: CostsJob.Outcome
-    do {
-        outcome = try await add(database.location, files)
-    } catch {
-        throw failStore(error, database.location, whileWriting: true)
-    }
+    let outcome: CostsJob.Outcome = try await database.perform(whileWriting: true) { try await add($0, files) }
     let output = TextOutput.standardOutput()
     for change in outcome.changes { output.line(format == .json ? change.json : change.text) }
     output.flush()

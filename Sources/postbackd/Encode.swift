@@ -86,15 +86,12 @@ extension Postbackd {
                 }
                 chosen = only
             } else if let app {
-                let stored: StoredModel?
-                do {
-                    stored = try await ModelsJob.show(
+                let stored: StoredModel? = try await database.perform {
+                    try await ModelsJob.show(
                         app: app,
                         conversionType: conversionType.type,
-                        location: database.location
+                        location: $0
                     )
-                } catch {
-                    throw failStore(error, database.location)
                 }
                 guard let stored else {
                     let type = conversionType == .install ? "" : " --conversion-type \(conversionType.rawValue)"

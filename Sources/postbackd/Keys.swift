@@ -59,15 +59,10 @@ extension Postbackd {
             }
 
             func run() async throws {
-                let created: (key: StoredAccessKey, secret: String)
-                do {
+                let created = try await database.perform(refusals: true) {
                     let appIDs = try apps.map { try AccessKeySecret.parseApps($0) }
                     let scopes = try scope.map { try AccessScope.parse($0) } ?? AccessScope.defaults
-                    created = try await AccessKeysJob.add(database.location, name: name, apps: appIDs, scopes: scopes)
-                } catch let error as StoreError {
-                    throw failInput(error.reason)
-                } catch {
-                    throw failStore(error, database.location)
+                    return try await AccessKeysJob.add($0, name: name, apps: appIDs, scopes: scopes)
                 }
                 let output = TextOutput.standardOutput()
                 output.line(created.secret)
@@ -95,12 +90,7 @@ extension Postbackd {
             var format: ListFormat = .table
 
             func run() async throws {
-                let keys: [StoredAccessKey]
-                do {
-                    keys = try await AccessKeysJob.list(database.location)
-                } catch {
-                    throw failStore(error, database.location)
-                }
+                let keys: [StoredAccessKey] = try await database.perform { try await AccessKeysJob.list($0) }
                 let output = TextOutput.standardOutput()
                 output.write(format == .json ? AccessKeysJob.json(keys) : AccessKeysJob.table(keys))
                 output.flush()
@@ -118,13 +108,8 @@ extension Postbackd {
             var name: String
 
             func run() async throws {
-                let revoked: Bool
-                do {
-                    revoked = try await AccessKeysJob.revoke(database.location, name: name)
-                } catch let error as StoreError {
-                    throw failInput(error.reason)
-                } catch {
-                    throw failStore(error, database.location)
+                let revoked = try await database.perform(refusals: true) {
+                    try await AccessKeysJob.revoke($0, name: name)
                 }
                 let output = TextOutput.standardOutput()
                 output.line(revoked ? "revoked \(name)" : "\(name) was revoked already")

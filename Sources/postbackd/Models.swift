@@ -111,12 +111,7 @@ extension Postbackd {
             var format: ResultFormat = .text
 
             func run() async throws {
-                let models: [StoredModel]
-                do {
-                    models = try await ModelsJob.list(location: database.location)
-                } catch {
-                    throw failStore(error, database.location)
-                }
+                let models: [StoredModel] = try await database.perform { try await ModelsJob.list(location: $0) }
                 let output = TextOutput.standardOutput()
                 switch format {
                 case .text:
@@ -186,16 +181,13 @@ extension Postbackd {
             }
 
             func run() async throws {
-                let stored: StoredModel?
-                do {
-                    stored = try await ModelsJob.show(
+                let stored: StoredModel? = try await database.perform {
+                    try await ModelsJob.show(
                         app: app,
                         at: at.flatMap(UTCInstant.init(iso8601:)) ?? .now(),
                         conversionType: conversionType.type,
-                        location: database.location
+                        location: $0
                     )
-                } catch {
-                    throw failStore(error, database.location)
                 }
                 guard let stored else {
                     let type = conversionType == .install ? "" : " \(conversionType.rawValue)"

@@ -89,6 +89,24 @@ struct DatabaseOptions: ParsableArguments {
             throw ValidationError(error.reason)
         }
     }
+
+    /// A job's `body` on the store: any error it throws becomes the exit with status 2 and one
+    /// sentence of ``failStore(_:_:whileWriting:)``. With `refusals`, a ``StoreError`` (the job
+    /// refusing what it was given: an app that is not registered, a key's name already taken)
+    /// is said as it is.
+    func perform<Result>(
+        whileWriting: Bool = false,
+        refusals: Bool = false,
+        _ body: (StoreLocation) async throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await body(location)
+        } catch let error as StoreError where refusals {
+            throw failInput(error.reason)
+        } catch {
+            throw failStore(error, location, whileWriting: whileWriting)
+        }
+    }
 }
 
 /// A store that cannot be used, or stopped working, as an exit with status 2 and one sentence

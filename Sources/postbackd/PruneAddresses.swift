@@ -39,11 +39,8 @@ extension Postbackd {
         }
 
         func run() async throws {
-            let (cutoff, cleared): (UTCInstant, ClearedAddresses)
-            do {
-                (cutoff, cleared) = try await PruneAddressesJob.run(database.location, olderThan: olderThan)
-            } catch {
-                throw failStore(error, database.location, whileWriting: true)
+            let (cutoff, cleared): (UTCInstant, ClearedAddresses) = try await database.perform(whileWriting: true) {
+                try await PruneAddressesJob.run($0, olderThan: olderThan)
             }
             let output = TextOutput.standardOutput()
             output.line(

@@ -193,11 +193,8 @@ extension Postbackd {
 
         /// `--format html`: the dashboard page for the filters.
         private func writePage() async throws {
-            let dashboard: Dashboard
-            do {
-                dashboard = try await ReportJob.dashboard(database.location, try Dashboard.query(options))
-            } catch {
-                throw failStore(error, database.location)
+            let dashboard: Dashboard = try await database.perform {
+                try await ReportJob.dashboard($0, try Dashboard.query(options))
             }
             if let warning = dashboard.warning {
                 let errors = TextOutput.standardError()

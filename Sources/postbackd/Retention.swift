@@ -43,13 +43,8 @@ extension Postbackd {
             }
 
             func run() async throws {
-                let parsed: [(RetentionKind, Int?)]
-                do {
-                    parsed = try await RetentionJob.set(database.location, settings)
-                } catch let error as StoreError {
-                    throw failInput(error.reason)
-                } catch {
-                    throw failStore(error, database.location, whileWriting: true)
+                let parsed = try await database.perform(whileWriting: true, refusals: true) {
+                    try await RetentionJob.set($0, settings)
                 }
                 let output = TextOutput.standardOutput()
                 for (kind, days) in parsed {
@@ -65,12 +60,7 @@ extension Postbackd {
             @OptionGroup var database: DatabaseOptions
 
             func run() async throws {
-                let rules: [RetentionRule]
-                do {
-                    rules = try await RetentionJob.rules(database.location)
-                } catch {
-                    throw failStore(error, database.location)
-                }
+                let rules: [RetentionRule] = try await database.perform { try await RetentionJob.rules($0) }
                 let output = TextOutput.standardOutput()
                 let width = RetentionKind.allCases.map(\.rawValue.count).max() ?? 0
                 for rule in rules {

@@ -1,6 +1,5 @@
+import PostbackKit
 import Testing
-
-@testable import PostbackKit
 
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,7 @@
 import Foundation
+import PostbackKit
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
 
 /// ``PostbackVerifier/check(_:in:)`` verifies a batch's signatures together; every result must
 /// be the one checking each entry alone gives.

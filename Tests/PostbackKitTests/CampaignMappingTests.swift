@@ -1,7 +1,6 @@
+import PostbackKit
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
 
 @Suite("Campaign mapping files and lookups")
 struct CampaignMappingTests {

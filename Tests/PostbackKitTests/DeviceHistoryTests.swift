@@ -1,6 +1,5 @@
+import PostbackKit
 import Testing
-
-@testable import PostbackKit
 
 /// What the server keeps per device for the client snippet's endpoint.
 @Suite("Device histories of the conversion value endpoint")

@@ -1,6 +1,5 @@
+import PostbackKit
 import Testing
-
-@testable import PostbackKit
 
 /// Encoding (spec, "Encoding"): the next conversion value from the same model decoding uses.
 /// One test per rule, then a property over generated models and states.

@@ -1,7 +1,6 @@
+import PostbackKit
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
 
 /// Fixed-base verification (``ECFixedBase``) must reach exactly the verdict OpenSSL's own
 /// `EVP_PKEY_verify` reaches, for every signature: genuine, altered, malleated or malformed.

@@ -1,8 +1,7 @@
 import Foundation
+import PostbackKit
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
 
 /// Everything an ``EntryReader`` yields for `paths`, with the verdict of each entry.
 struct ReadEntry {

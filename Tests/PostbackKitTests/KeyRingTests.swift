@@ -1,8 +1,7 @@
 import Foundation
+import PostbackKit
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
 
 @Suite("Keys")
 struct KeyRingTests {

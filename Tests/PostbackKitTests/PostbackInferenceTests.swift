@@ -1,16 +1,23 @@
+import PostbackKit
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
 
 /// Section 9 of the spec, each rule with an expectation computed by hand.
 @Suite("Install dates, crowd-anonymity tiers and source identifier digits")
 struct PostbackInferenceTests {
     /// 2026-11-21T12:00:00Z.
     let received: UTCInstant
+    /// An AdAttributionKit postback, decoded from an envelope the test key signed.
+    let signedAAK: AAKPostback
+
+    private struct NotAAK: Error {}
 
     init() throws {
         received = try #require(UTCInstant(iso8601: "2026-11-21T12:00:00Z"))
+        guard case .aak(let postback)? = try checkWithTestKeys(AAKVerificationTests.envelope()).postback else {
+            throw NotAAK()
+        }
+        signedAAK = postback
     }
 
     private func skan(
@@ -42,27 +49,20 @@ struct PostbackInferenceTests {
         publisher: Int64? = nil,
         sourceIdentifier: String = "4321"
     ) -> Postback {
-        .aak(
-            AAKPostback(
-                keyID: "apple-development-identifier/1",
-                algorithm: "ES256",
-                impressionType: "app-impression",
-                adNetworkID: "example.adattributionkit",
-                sourceIdentifier: sourceIdentifier,
-                advertisedItemID: 525_463_029,
-                conversionType: .download,
-                postbackID: "85546EB7-0000-4000-8000-000000000001",
-                didWin: didWin,
-                postbackSequenceIndex: sequenceIndex,
-                marketplaceID: "com.apple.AppStore",
-                publisherItemID: publisher,
-                conversionValue: value,
-                adInteractionType: nil,
-                countryCode: nil,
-                forwarderTimestamp: nil,
-                jws: ""
-            )
-        )
+        var postback = signedAAK
+        postback.keyID = "apple-development-identifier/1"
+        postback.adNetworkID = "example.adattributionkit"
+        postback.sourceIdentifier = sourceIdentifier
+        postback.advertisedItemID = 525_463_029
+        postback.conversionType = .download
+        postback.didWin = didWin
+        postback.postbackSequenceIndex = sequenceIndex
+        postback.marketplaceID = "com.apple.AppStore"
+        postback.publisherItemID = publisher
+        postback.conversionValue = value
+        postback.adInteractionType = nil
+        postback.countryCode = nil
+        return .aak(postback)
     }
 
     private func inference(_ postback: Postback, at instant: UTCInstant? = nil) -> PostbackInference {

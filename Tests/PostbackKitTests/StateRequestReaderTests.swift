@@ -1,6 +1,5 @@
+import PostbackKit
 import Testing
-
-@testable import PostbackKit
 
 /// The conversion value request read without a JSON tree (`UserStateParser.quickRequest`): where
 /// it gives a request, the tree path gives the same; where the tree path refuses, it gives none.
@@ -19,11 +18,11 @@ struct StateRequestReaderTests {
             }
         }
         return StateRequest(
+            state,
             appID: scalar(value["app_id"]),
             bundleID: scalar(value["bundle_id"]),
             conversionType: scalar(value["conversion_type"]),
-            explain: value["explain"] == .bool(true),
-            state: state
+            explain: value["explain"] == .bool(true)
         )
     }
 

@@ -1,9 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+import PostbackServer
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackServer
 
 /// docs/openapi.yaml against the routes `serve` has: the document `GET /openapi.json` answers
 /// names every route with its methods, and nothing else.
@@ -39,7 +38,7 @@ struct ContractTests {
             }
         )
         let served = Set(
-            PostbackResponder.Route.allCases.flatMap { route in route.methods.map { "\($0.rawValue) \(route.rawValue)" }
+            ServeRoute.allCases.flatMap { route in route.methods.map { "\($0.rawValue) \(route.rawValue)" }
             }
         )
         #expect(

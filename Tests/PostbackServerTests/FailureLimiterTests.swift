@@ -1,6 +1,5 @@
+import PostbackServer
 import Testing
-
-@testable import PostbackServer
 
 @Suite("the wrong-key limit's window, on a clock of the test's own")
 struct FailureLimiterTests {

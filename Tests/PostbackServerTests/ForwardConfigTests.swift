@@ -1,8 +1,7 @@
 import PostbackKit
+import PostbackServer
 import PostbackStore
 import Testing
-
-@testable import PostbackServer
 
 /// `postbackd forward`'s config, its retry schedule and its signatures.
 @Suite("Forward configuration")

@@ -1,11 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import PostbackKit
+import PostbackServer
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackServer
-@testable import PostbackStore
 
 extension ForwardTests {
     /// Campaign mappings for every network in `rows`: prefix `D` (each digit) to campaign

@@ -4,13 +4,12 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import PostbackKit
+import PostbackServer
+import PostbackStore
 import PostbackTestSupport
 import Synchronization
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackServer
-@testable import PostbackStore
 
 #if canImport(Glibc)
 import Glibc

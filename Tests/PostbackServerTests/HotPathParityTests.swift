@@ -1,11 +1,10 @@
 import Foundation
 import PostbackKit
+import PostbackServer
 import PostbackStore
 import PostbackTestSupport
 import Synchronization
 import Testing
-
-@testable import PostbackServer
 
 #if canImport(Glibc)
 import Glibc

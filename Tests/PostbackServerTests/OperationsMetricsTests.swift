@@ -1,10 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import PostbackKit
+import PostbackServer
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackServer
 
 /// The metrics the shipped alert rules and dashboard read (ops/prometheus, ops/grafana): per-app
 /// series labelled by the registered apps, kept across a restart from the store; and every

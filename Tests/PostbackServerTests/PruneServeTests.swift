@@ -1,4 +1,5 @@
 import Foundation
+import PostbackKit
 import PostbackTestSupport
 import Testing
 
@@ -123,6 +124,7 @@ struct PruneServeTests {
             stores.append(store)
         }
         let (whole, killed) = (stores[0], stores[1])
+        let firstDay = UTCInstant.now().day
         let once = try await Postbackd.run(["prune", "--batch", "10", "--db", whole.argument])
         #expect(once.status == 0, "\(once.standardError)")
 
@@ -148,10 +150,13 @@ struct PruneServeTests {
         let again = try await Postbackd.run(["prune", "--batch", "10", "--db", killed.argument])
         #expect(again.status == 0, "\(again.standardError)")
         #expect(try await killed.dump() == whole.dump())
+        // A prune examines the days before today (UTC): when midnight fell between the two runs,
+        // the second one examined a day more, and only that column differs.
+        let examined = UTCInstant.now().day == firstDay ? "examined_before" : "NULL"
         for query in [
             "SELECT date, quarantined, duplicates, conflicts FROM pruned_intake ORDER BY date",
             "SELECT dedup_key, kind, first_seen FROM pruned_keys ORDER BY dedup_key",
-            "SELECT kind, days, examined_before FROM retention ORDER BY kind",
+            "SELECT kind, days, \(examined) FROM retention ORDER BY kind",
         ] {
             let (left, right) = (try await killed.rows(query), try await whole.rows(query))
             #expect(left == right, "\(query)")

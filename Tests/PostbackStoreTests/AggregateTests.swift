@@ -1,11 +1,10 @@
 import Foundation
 import GRDB
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Synchronization
 import Testing
-
-@testable import PostbackStore
 
 /// A model and postbacks whose aggregates were computed by hand (see each expectation).
 ///

@@ -1,10 +1,9 @@
 import Foundation
 import GRDB
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// `check --quick` on every engine: it reads the rows received from its first day on (and the
 /// aggregated days from it), exactly those, finds what is wrong among them, and leaves older

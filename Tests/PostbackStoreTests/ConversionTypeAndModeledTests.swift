@@ -1,9 +1,8 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// A model per conversion type, and modeled null values (issue 36), on every engine. The
 /// expected figures are worked out here from the rules as the issue states them.

@@ -1,9 +1,8 @@
 import Foundation
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// What the conversion value endpoints store: bundle identifiers and device histories, the same
 /// on every engine. The stores are opened as a job opens them, not as `serve` does: what is

@@ -1,9 +1,8 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// Costs and exchange rates on every engine: spend, CPI and ROAS at network, campaign and
 /// country grain against a corpus whose revenue the test knows; files re-added, corrected and

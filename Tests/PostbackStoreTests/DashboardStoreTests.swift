@@ -1,9 +1,8 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// What the dashboard reads: the totals tables (`aggregate_daily_totals`, the dashboard's
 /// tables by either date, and their revenue), which reports by their dimensions read instead

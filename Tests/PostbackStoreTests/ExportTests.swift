@@ -1,9 +1,8 @@
 import Foundation
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// `postbackd export`: every stored column, decoded through the current model, and consumers
 /// that read each postback once; on every engine.

@@ -1,9 +1,8 @@
 import Foundation
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// What an ingest session promises, from the same test code against every engine: what it
 /// counts is what the store holds, whether it commits or rolls back.

@@ -1,10 +1,9 @@
 import Foundation
 import GRDB
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// Ingests `paths` into the SQLite database at `database` with the test keys.
 @discardableResult

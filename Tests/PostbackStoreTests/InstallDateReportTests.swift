@@ -1,10 +1,9 @@
 import Foundation
 import GRDB
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// Section 9 in the store: the inferences stored with each postback (and filled in by the
 /// migration), campaign mappings, and reports by the new dimensions, each compared with counts

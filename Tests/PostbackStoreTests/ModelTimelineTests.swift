@@ -1,9 +1,8 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// Date-effective models (issue 36): each postback decoded with the model in force when its
 /// value was set, on every engine. The expected figures are computed here from the rule as the

@@ -1,10 +1,9 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import PostgresNIO
 import Testing
-
-@testable import PostbackStore
 
 /// ``PostgresCopyRows`` against a real server: every value written as COPY text reads back as
 /// the value written, the characters COPY escapes and the doubles that need every digit

@@ -1,7 +1,6 @@
 import PostbackKit
+import PostbackStore
 import Testing
-
-@testable import PostbackStore
 
 /// `Report.folded(keeping:)`: the one way rows are summed to fewer dimensions (the dashboard's
 /// panels, a report converted day by day then summed back).

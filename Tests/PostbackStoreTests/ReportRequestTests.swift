@@ -1,8 +1,7 @@
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// A report asked for by options (`postbackd report`, and the report API): parsing, refusals,
 /// and the app and network filters on both engines.

@@ -1,9 +1,8 @@
 import Foundation
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// Retention and `prune` on every engine: each kind removes what its policy says and nothing
 /// else; a replay of a removed postback is a duplicate; aggregates are untouched, and

@@ -1,11 +1,10 @@
 import Foundation
 import GRDB
 import Logging
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// Released migrations never change, and a store written by a release upgrades to exactly the
 /// schema a new store gets, every row kept.

@@ -1,9 +1,8 @@
 import Foundation
+import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackKit
-@testable import PostbackStore
 
 /// The storage guarantees, from the same test code against every engine: SQLite always, and
 /// PostgreSQL when `POSTBACKD_TEST_POSTGRES_URL` names a server (`scripts/postgres-dev.sh`).

@@ -1,9 +1,8 @@
 import Foundation
 import PostbackKit
+import PostbackStore
 import PostbackTestSupport
 import Testing
-
-@testable import PostbackStore
 
 /// `doctor --db`'s checks of what a store receives (``StoreDoctor``), on every engine: for each
 /// check, subjects on both sides of each threshold, the postbacks signed with the test keys and
@@ -223,7 +222,7 @@ struct StoreDoctorTests {
     @Test("the null rates' rise is compared exactly, and its text rounds to a tenth")
     func nullRateArithmetic() {
         let rates = StoreDoctor.NullRates(
-            network: "n",
+            "n",
             app: 1,
             recent: 3,
             recentNulls: 2,
@@ -236,7 +235,7 @@ struct StoreDoctorTests {
         #expect(!rates.jumped(points: 20, factor: 3))
         #expect(rates.rise == "up 33.3 points, 2.0 times")
         let fromNone = StoreDoctor.NullRates(
-            network: "n",
+            "n",
             app: 1,
             recent: 8,
             recentNulls: 2,
@@ -247,7 +246,7 @@ struct StoreDoctorTests {
         #expect(fromNone.rise == "up 25.0 points, from none")
         let huge = Int64(3_000_000_000)
         let large = StoreDoctor.NullRates(
-            network: "n",
+            "n",
             app: 1,
             recent: huge,
             recentNulls: huge,

@@ -182,7 +182,7 @@ package enum CampaignMappingFile {
     /// A problem for each row whose period shares a day with an earlier-starting row of the
     /// same network and prefix (naming the one that reaches furthest), found by one sweep per
     /// group in order of start: n log n, whatever the file holds.
-    static func overlaps(_ rows: [CampaignMapping]) -> [String] {
+    package static func overlaps(_ rows: [CampaignMapping]) -> [String] {
         var problems: [String] = []
         let groups = Dictionary(grouping: rows) { [$0.adNetworkID, $0.prefix] }
         for key in groups.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {

@@ -114,6 +114,13 @@ public struct ConversionValueAnswer: Sendable, Hashable {
     }
 }
 
+extension ConversionValueAnswer {
+    /// An answer without an explanation (the tests' expected answers).
+    package init(window: Int?, fine: Int?, coarse: CoarseConversionValue?, lock: Bool) {
+        self.init(window: window, fine: fine, coarse: coarse, lock: lock, explanation: nil)
+    }
+}
+
 extension CoarseConversionValue {
     /// low < medium < high.
     var rank: Int {

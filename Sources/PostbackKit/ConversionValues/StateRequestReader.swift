@@ -13,6 +13,13 @@ package struct StateRequest: Sendable, Equatable {
     package var state: UserState
 }
 
+extension StateRequest {
+    /// A request for `state` (the tests' expected requests).
+    package init(_ state: UserState, appID: String?, bundleID: String?, conversionType: String?, explain: Bool) {
+        self.init(appID: appID, bundleID: bundleID, conversionType: conversionType, explain: explain, state: state)
+    }
+}
+
 extension UserStateParser {
     /// `bytes` read without a tree, when they are valid JSON (as strictly as everywhere: the
     /// same scanner runs first) and every field the request takes is usable. Nil for anything

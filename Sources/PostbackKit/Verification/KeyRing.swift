@@ -29,22 +29,12 @@ package struct AAKKey: Sendable {
     package var isDevelopment: Bool
 }
 
-/// Why keys could not be loaded.
-public struct KeyRingError: CodedError {
-    /// What kind of failure this is; errors compare equal by code.
-    public typealias Code = ErrorCode<Self>
+/// Why keys could not be loaded: errors compare equal by `code`; `reason` is what a person
+/// reads, and `source` says where in postbackd it was made.
+public typealias KeyRingError = MessageError<KeyRingErrorDomain>
 
-    public let code: Code
-    public let reason: String
-    /// Where in postbackd the error was made, for a log or a bug report.
-    public let source: ErrorSource
-
-    init(_ code: Code, _ reason: String, fileID: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.source = ErrorSource(fileID: fileID, line: line)
-    }
-}
+/// The domain of ``KeyRingError``'s codes.
+public enum KeyRingErrorDomain: Sendable {}
 
 extension ErrorCode where Domain == KeyRingError {
     /// The `--keys` folder does not exist.

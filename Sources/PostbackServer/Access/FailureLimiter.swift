@@ -9,9 +9,9 @@ import Synchronization
 /// Failed sign-ins and failed keys per client address: at most ``limit`` a window (a minute),
 /// then every request of that address that needs a key is answered 429 until the window is over.
 /// Bounded: past ``maximumAddresses`` addresses the oldest windows are forgotten.
-final class FailureLimiter: Sendable {
+package final class FailureLimiter: Sendable {
     static let limit = 10
-    static let defaultWindowMs: Int64 = 60_000
+    package static let defaultWindowMs: Int64 = 60_000
     static let maximumAddresses = 65_536
 
     private struct Window {
@@ -23,20 +23,20 @@ final class FailureLimiter: Sendable {
     /// How long a window lasts, from an address's first failure in it.
     let windowMs: Int64
 
-    init(windowMs: Int64 = FailureLimiter.defaultWindowMs) {
+    package init(windowMs: Int64 = FailureLimiter.defaultWindowMs) {
         self.windowMs = max(1, windowMs)
     }
 
     /// What failures are counted under: an IPv4 address, an IPv6 /64 (one client's usual
     /// allocation, which it could otherwise walk through), or the text as given.
-    static func bucket(_ address: String?) -> String {
+    package static func bucket(_ address: String?) -> String {
         guard let address else { return "-" }
         guard let parsed = IPAddress(address), parsed.bytes.count == 16 else { return address }
         return IPAddress(bytes: Array(parsed.bytes.prefix(8)) + Array(repeating: 0, count: 8)).text + "/64"
     }
 
     /// Seconds until `address` may try again, when it has failed ``limit`` times this window.
-    func retryAfter(_ address: String, nowMs: Int64 = UTCInstant.now().milliseconds) -> Int? {
+    package func retryAfter(_ address: String, nowMs: Int64 = UTCInstant.now().milliseconds) -> Int? {
         windows.withLock { windows in
             guard let window = windows[address], nowMs - window.startMs < windowMs,
                 window.failures >= Self.limit
@@ -46,7 +46,7 @@ final class FailureLimiter: Sendable {
     }
 
     /// Counts a failure of `address`.
-    func fail(_ address: String, nowMs: Int64 = UTCInstant.now().milliseconds) {
+    package func fail(_ address: String, nowMs: Int64 = UTCInstant.now().milliseconds) {
         windows.withLock { windows in
             if windows.count >= Self.maximumAddresses {
                 windows = windows.filter { nowMs - $0.value.startMs < windowMs }

@@ -79,7 +79,7 @@ struct PartnerValues {
 }
 
 /// The body of one delivery, or why there is none.
-enum ForwardBody: Equatable {
+package enum ForwardBody: Equatable {
     case body([UInt8])
     /// Recorded as the delivery's answer; the delivery is rejected.
     case refused(String)
@@ -131,7 +131,7 @@ enum ForwardBody: Equatable {
     /// (numbers as written, strings byte for byte). A member whose name the object already has
     /// is left out, never added twice nor replacing Apple's. Nil when `object` is not a JSON
     /// object.
-    static func spliced(_ object: [UInt8], _ members: [(name: String, json: String)]) -> [UInt8]? {
+    package static func spliced(_ object: [UInt8], _ members: [(name: String, json: String)]) -> [UInt8]? {
         guard case .object(let existing)? = try? JSONValue.parse(object) else { return nil }
         let names = Set(existing.map(\.key))
         let added = members.filter { !names.contains($0.name) }

@@ -37,6 +37,12 @@ package struct ForwardConfig: Sendable {
             package var maxSeconds: Double = 3600
             package var giveUpHours: Double = 72
 
+            package init(baseSeconds: Double = 1, maxSeconds: Double = 3600, giveUpHours: Double = 72) {
+                self.baseSeconds = baseSeconds
+                self.maxSeconds = maxSeconds
+                self.giveUpHours = giveUpHours
+            }
+
             /// The wait before attempt `attempt + 1` after `attempt` failures: exponential from
             /// ``baseSeconds``, capped at ``maxSeconds``, with full jitter (`unit` in [0, 1)).
             package func delaySeconds(afterFailures attempt: Int, unit: Double) -> Double {

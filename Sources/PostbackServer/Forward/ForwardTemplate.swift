@@ -30,7 +30,7 @@ package struct ForwardTemplate: Sendable {
 
     /// Checks `value` (at `path` in the config): an object within the bounds whose placeholders
     /// all name a column.
-    init(_ value: JSONValue, path: String) throws(ForwardConfig.Problem) {
+    package init(_ value: JSONValue, path: String) throws(ForwardConfig.Problem) {
         guard case .object = value else {
             throw ForwardConfig.Problem(
                 .invalidValue,
@@ -136,7 +136,7 @@ package struct ForwardTemplate: Sendable {
     }
 
     /// The body for one postback: the template with each placeholder replaced by `value(name)`.
-    func render(_ value: (String) -> ExportValue) -> [UInt8] {
+    package func render(_ value: (String) -> ExportValue) -> [UInt8] {
         Array(Self.fill(root, value).text.utf8)
     }
 

@@ -10,7 +10,7 @@ import Synchronization
 /// HTTP client (its own connections) and at most `concurrency` requests in flight, so a slow
 /// or broken destination never delays another. The store is reached through the
 /// ``DeliveryLedger``.
-final class Forwarder: Sendable {
+package final class Forwarder: Sendable {
     enum Mode: Sendable {
         /// Until stopped, picking up newly stored postbacks.
         case follow
@@ -32,7 +32,7 @@ final class Forwarder: Sendable {
     /// local queue, and at most that plus ``DeliveryLedger/groupSize`` claimed and not committed
     /// (with the answers whose outcomes wait for their commit); the queue is refilled, with one
     /// claim, when fewer than its concurrency wait.
-    static let queueDepth = 4
+    package static let queueDepth = 4
     /// How long a claimed delivery stays leased beyond `queueDepth` times its timeout (a wait in
     /// the queue, then the request): the time to record its outcome. A process killed
     /// mid-request holds its deliveries this long after that.
@@ -391,7 +391,7 @@ final class Forwarder: Sendable {
 }
 
 /// What an attempt got.
-enum DeliveryAnswer: Sendable {
+package enum DeliveryAnswer: Sendable {
     /// An HTTP answer: its status, the start of its body, its `Retry-After` in seconds.
     case status(Int, String, retryAfter: Double?)
     /// No answer: a timeout, a refused or broken connection.
@@ -402,7 +402,12 @@ extension DeliveryOutcome {
     /// Records `answer`: 2xx delivered; 408, 429, 5xx and no answer retried on `retry`'s
     /// schedule (no sooner than a `Retry-After`, capped by `max_seconds`) until `give_up_hours`
     /// after the first attempt, then failed; anything else rejected.
-    mutating func apply(_ got: DeliveryAnswer, retry: ForwardConfig.Destination.Retry, nowMs: Int64, unit: Double) {
+    package mutating func apply(
+        _ got: DeliveryAnswer,
+        retry: ForwardConfig.Destination.Retry,
+        nowMs: Int64,
+        unit: Double
+    ) {
         lastAttemptMs = min(lastAttemptMs, nowMs)
         var retryAfter: Double?
         switch got {

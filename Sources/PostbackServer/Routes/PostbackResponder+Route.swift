@@ -1,97 +1,99 @@
 import HTTPTypes
 
-extension PostbackResponder {
-    /// `serve`'s one table of routes, by path without its trailing slash (docs/openapi.yaml
-    /// describes each): what each takes (its methods), whether ``HotRouteHandler`` answers it
-    /// below Hummingbird, and how much of a body it reads. The router (``respond(to:context:)``)
-    /// and the hot path both read it, and answer an oversized body with ``tooLarge(_:)``.
-    enum Route: String, CaseIterable {
-        case skadnetwork = "/.well-known/skadnetwork/report-attribution"
-        case appattribution = "/.well-known/appattribution/report-attribution"
-        case conversionValue = "/v1/conversion-value"
-        case snippet = "/api/v2/conversion_value"
-        case appleAdsToken = "/v1/apple-ads/token"
-        case health = "/healthz"
-        case ready = "/readyz"
-        case metrics = "/metrics"
-        case report = "/api/v1/report"
-        case summary = "/api/v1/summary"
-        case postbacks = "/api/v1/postbacks"
-        case root = "/"
-        case dashboard = "/dashboard"
-        case login = "/login"
-        case openAPI = "/openapi.json"
+/// `serve`'s one table of routes, by path without its trailing slash (docs/openapi.yaml
+/// describes each): what each takes (its methods), whether ``HotRouteHandler`` answers it
+/// below Hummingbird, and how much of a body it reads. The router (``PostbackResponder/respond(to:context:)``)
+/// and the hot path both read it, and answer an oversized body with ``PostbackResponder/tooLarge(_:)``.
+package enum ServeRoute: String, CaseIterable {
+    case skadnetwork = "/.well-known/skadnetwork/report-attribution"
+    case appattribution = "/.well-known/appattribution/report-attribution"
+    case conversionValue = "/v1/conversion-value"
+    case snippet = "/api/v2/conversion_value"
+    case appleAdsToken = "/v1/apple-ads/token"
+    case health = "/healthz"
+    case ready = "/readyz"
+    case metrics = "/metrics"
+    case report = "/api/v1/report"
+    case summary = "/api/v1/summary"
+    case postbacks = "/api/v1/postbacks"
+    case root = "/"
+    case dashboard = "/dashboard"
+    case login = "/login"
+    case openAPI = "/openapi.json"
 
-        /// How much of a request's body a route reads; past it the answer is 413.
-        enum BodyLimit {
-            /// None: a body is not read (a `GET`'s is dropped).
-            case unread
-            /// `--max-body` (``PostbackResponder/maximumBody``): a postback.
-            case postback
-            /// ``PostbackResponder/maximumStateBody``: a conversion value state.
-            case state
-            /// ``PostbackResponder/maximumTokenBody``: an Apple Ads token.
-            case token
-            /// ``PostbackResponder/maximumLoginBody``: the login form.
-            case loginForm
+    /// How much of a request's body a route reads; past it the answer is 413.
+    enum BodyLimit {
+        /// None: a body is not read (a `GET`'s is dropped).
+        case unread
+        /// `--max-body` (``PostbackResponder/maximumBody``): a postback.
+        case postback
+        /// ``PostbackResponder/maximumStateBody``: a conversion value state.
+        case state
+        /// ``PostbackResponder/maximumTokenBody``: an Apple Ads token.
+        case token
+        /// ``PostbackResponder/maximumLoginBody``: the login form.
+        case loginForm
+    }
+
+    /// The routes ``HotRouteHandler`` answers with some method.
+    static let hot: [ServeRoute] = allCases.filter { route in route.methods.contains { route.isHot($0) } }
+
+    init?(path: String) {
+        var path = Substring(path)
+        if path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
+        self.init(rawValue: String(path))
+    }
+
+    /// The hot route `target` (a request's path and query) names taken with `method`, found
+    /// by comparing bytes (nothing allocated): the test every request passes on its way to
+    /// Hummingbird.
+    static func hot(_ target: String, _ method: HTTPRequest.Method) -> ServeRoute? {
+        var path = target.utf8[...]
+        if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        if path.count > 1 && path.last == UInt8(ascii: "/") { path = path.dropLast() }
+        for route in hot where route.isHot(method) && path.elementsEqual(route.rawValue.utf8) {
+            return route
         }
+        return nil
+    }
 
-        /// The routes ``HotRouteHandler`` answers with some method.
-        static let hot: [Route] = allCases.filter { route in route.methods.contains { route.isHot($0) } }
-
-        init?(path: String) {
-            var path = Substring(path)
-            if path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
-            self.init(rawValue: String(path))
-        }
-
-        /// The hot route `target` (a request's path and query) names taken with `method`, found
-        /// by comparing bytes (nothing allocated): the test every request passes on its way to
-        /// Hummingbird.
-        static func hot(_ target: String, _ method: HTTPRequest.Method) -> Route? {
-            var path = target.utf8[...]
-            if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
-            if path.count > 1 && path.last == UInt8(ascii: "/") { path = path.dropLast() }
-            for route in hot where route.isHot(method) && path.elementsEqual(route.rawValue.utf8) {
-                return route
-            }
-            return nil
-        }
-
-        /// The methods the route takes (`GET` also takes `HEAD`).
-        var methods: [HTTPRequest.Method] {
-            switch self {
-            case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
-            case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard, .openAPI: [.get]
-            case .login: [.get, .post]
-            }
-        }
-
-        func takes(_ method: HTTPRequest.Method) -> Bool {
-            methods.contains(method) || (method == .head && methods.contains(.get))
-        }
-
-        /// Whether ``HotRouteHandler`` answers the route taken with `method`, below Hummingbird:
-        /// the routes every device and app calls (ServeHTTP1Channel.swift says why).
-        func isHot(_ method: HTTPRequest.Method) -> Bool {
-            switch self {
-            case .skadnetwork, .appattribution, .conversionValue: method == .post
-            case .snippet: method == .get || method == .head
-            default: false
-            }
-        }
-
-        /// How much of a body the route reads.
-        var bodyLimit: BodyLimit {
-            switch self {
-            case .skadnetwork, .appattribution: .postback
-            case .conversionValue: .state
-            case .appleAdsToken: .token
-            case .login: .loginForm
-            default: .unread
-            }
+    /// The methods the route takes (`GET` also takes `HEAD`).
+    package var methods: [HTTPRequest.Method] {
+        switch self {
+        case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
+        case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard, .openAPI: [.get]
+        case .login: [.get, .post]
         }
     }
+
+    func takes(_ method: HTTPRequest.Method) -> Bool {
+        methods.contains(method) || (method == .head && methods.contains(.get))
+    }
+
+    /// Whether ``HotRouteHandler`` answers the route taken with `method`, below Hummingbird:
+    /// the routes every device and app calls (ServeHTTP1Channel.swift says why).
+    func isHot(_ method: HTTPRequest.Method) -> Bool {
+        switch self {
+        case .skadnetwork, .appattribution, .conversionValue: method == .post
+        case .snippet: method == .get || method == .head
+        default: false
+        }
+    }
+
+    /// How much of a body the route reads.
+    var bodyLimit: BodyLimit {
+        switch self {
+        case .skadnetwork, .appattribution: .postback
+        case .conversionValue: .state
+        case .appleAdsToken: .token
+        case .login: .loginForm
+        default: .unread
+        }
+    }
+}
+
+extension PostbackResponder {
+    typealias Route = ServeRoute
 
     /// The most body bytes `route` reads: 0 where it reads none.
     func bodyLimit(_ route: Route) -> Int {

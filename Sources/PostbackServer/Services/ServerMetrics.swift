@@ -8,7 +8,7 @@ import Synchronization
 /// What `serve` counts, through swift-metrics into a Prometheus registry of the server's own
 /// (not the process-wide bootstrap, so that several servers in one process count apart), and
 /// its text for `GET /metrics`.
-final class ServerMetrics: Sendable {
+package final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     private let requests = Mutex<[RequestKey: CoreMetrics.Counter]>([:])
@@ -55,7 +55,7 @@ final class ServerMetrics: Sendable {
         }
     }
 
-    init() {
+    package init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         // Commits take a flush to disk: from a tenth of a millisecond to seconds.
         factory.durationHistogramBuckets["postbackd_commit_duration_seconds"] = [
@@ -172,7 +172,7 @@ final class ServerMetrics: Sendable {
     /// The registered apps, whose ids label the per-app series (every other app is `other`),
     /// and the newest postback the store holds for each app (seconds since 1970), so that the
     /// series survive a restart.
-    func apps(registered: Set<Int64>, newest: [Int64: Int64] = [:]) {
+    package func apps(registered: Set<Int64>, newest: [Int64: Int64] = [:]) {
         let (updates, dropped) = apps.withLock { apps -> ([(CoreMetrics.Gauge, Int64)], [AppSeries.Dropped]) in
             // An app no longer registered loses its series (its postbacks count as `other`
             // from now on): a frozen newest-postback time would look like an app that stopped.
@@ -230,7 +230,7 @@ final class ServerMetrics: Sendable {
     }
 
     /// The Prometheus text exposition of everything above.
-    func text() -> [UInt8] {
+    package func text() -> [UInt8] {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer

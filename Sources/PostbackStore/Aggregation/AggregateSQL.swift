@@ -3,8 +3,8 @@ import PostbackKit
 /// The aggregate tables and the statements a run executes on both engines around the rows it
 /// writes its own way: deleting the days' rows, filling the intake, the fine-value totals and
 /// the dashboard's tables from them, and recording the run.
-enum AggregateSQL {
-    static let tables =
+package enum AggregateSQL {
+    package static let tables =
         [
             "aggregate_daily", "aggregate_daily_revenue", "aggregate_daily_events", "aggregate_daily_event_revenue",
             "aggregate_fine_values", "aggregate_daily_intake", "aggregate_daily_totals",
@@ -24,7 +24,7 @@ enum AggregateSQL {
 
     /// The tables by install date: a run over some days received replaces their rows for the
     /// install dates those days can hold (``dashboardStatements(_:)``), not by `date`.
-    static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap {
+    package static let installTables = DashboardTable.all.filter { $0.basis == .install }.flatMap {
         [$0.name, $0.name + "_revenue"]
     }
 
@@ -32,7 +32,7 @@ enum AggregateSQL {
     /// day's groups summed over every other dimension. A report by these alone (the dashboard's,
     /// the default one) reads them: a few hundred rows a day instead of one per combination of
     /// every dimension.
-    static let totalsDimensions: [AggregateDimension] = [
+    package static let totalsDimensions: [AggregateDimension] = [
         .date, .appID, .adNetworkID, .installDate, .crowdAnonymityTier,
     ]
 

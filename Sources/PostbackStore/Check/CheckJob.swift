@@ -355,7 +355,7 @@ package struct CheckReport: Sendable {
     package var store: String
     package var engine = EngineCheck(name: "", outcome: .skipped, messages: [])
     package var checked: [CheckedTable: Int] = [:]
-    var aggregatedDays = 0
+    package var aggregatedDays = 0
     /// `--quick`'s window; nil for a whole check.
     package var window: CheckWindow?
     /// The first findings (``CheckJob/Options/maximumFindings``).

@@ -7,26 +7,30 @@ import PostbackKit
 /// holds them: a year of the bench's four apps is 141,229 totals rows, 51,681 by day received
 /// and app, 14,580 by day received alone. Without the app, a dashboard's rows do not grow with
 /// the apps a network serves.
-struct DashboardTable: Hashable, Sendable {
-    let basis: DateBasis
-    let byApp: Bool
+package struct DashboardTable: Hashable, Sendable {
+    package let basis: DateBasis
+    package let byApp: Bool
 
-    init(_ basis: DateBasis, byApp: Bool) {
+    package init(_ basis: DateBasis, byApp: Bool) {
         self.basis = basis
         self.byApp = byApp
     }
 
     /// With the app first: each table without it is filled from the one with it.
-    static let all = DateBasis.allCases.flatMap { basis in [true, false].map { DashboardTable(basis, byApp: $0) } }
+    package static let all = DateBasis.allCases.flatMap { basis in
+        [true, false].map { DashboardTable(basis, byApp: $0) }
+    }
 
     /// `aggregate_dashboard_received`, `aggregate_dashboard_install_by_app`, …; its revenue
     /// table is the same name with `_revenue`.
-    var name: String { "aggregate_dashboard_\(basis.rawValue)" + (byApp ? "_by_app" : "") }
+    package var name: String { "aggregate_dashboard_\(basis.rawValue)" + (byApp ? "_by_app" : "") }
 
     /// `date` or `install_date`.
     var day: AggregateDimension { basis == .received ? .date : .installDate }
 
-    var dimensions: [AggregateDimension] { [day] + (byApp ? [.appID] : []) + [.adNetworkID, .crowdAnonymityTier] }
+    package var dimensions: [AggregateDimension] {
+        [day] + (byApp ? [.appID] : []) + [.adNetworkID, .crowdAnonymityTier]
+    }
 
     /// What it is summed from: the totals, or the table with the app.
     private var summedFrom: String { byApp ? "aggregate_daily_totals" : DashboardTable(basis, byApp: true).name }

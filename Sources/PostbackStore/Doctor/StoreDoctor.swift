@@ -218,7 +218,7 @@ package enum StoreDoctor {
     }
 
     /// One network's first postbacks of one app, recent and before, with and without a value.
-    struct NullRates {
+    package struct NullRates {
         var network: String
         var app: Int64
         var recent: Int64
@@ -229,7 +229,7 @@ package enum StoreDoctor {
         /// Whether the recent rate is at least `points` percentage points above the baseline's
         /// and at least `factor` times it, compared exactly (in integers wide enough for any
         /// count's products).
-        func jumped(points: Int, factor: Int) -> Bool {
+        package func jumped(points: Int, factor: Int) -> Bool {
             guard recent > 0, baseline > 0 else { return false }
             let (recent, recentNulls, baseline, baselineNulls) =
                 (Int128(recent), Int128(recentNulls), Int128(baseline), Int128(baselineNulls))
@@ -241,7 +241,7 @@ package enum StoreDoctor {
         }
 
         /// `up 20.0 points, 2.0 times`: the rise, to one decimal.
-        var rise: String {
+        package var rise: String {
             let (recent, recentNulls, baseline, baselineNulls) =
                 (Int128(recent), Int128(recentNulls), Int128(baseline), Int128(baselineNulls))
             let points = tenths(1000 * (recentNulls * baseline - baselineNulls * recent), recent * baseline)
@@ -389,13 +389,13 @@ package enum StoreDoctor {
     }
 
     /// `40.0%`: `part` of `whole`, to one decimal.
-    static func percent(_ part: Int64, _ whole: Int64) -> String {
+    package static func percent(_ part: Int64, _ whole: Int64) -> String {
         tenths(1000 * Int128(part), Int128(whole)) + "%"
     }
 
     /// `numerator / denominator` tenths, to one decimal, half rounded away from zero:
     /// `tenths(405, 10)` is `4.1`.
-    static func tenths(_ numerator: Int128, _ denominator: Int128) -> String {
+    package static func tenths(_ numerator: Int128, _ denominator: Int128) -> String {
         guard denominator > 0 else { return "0.0" }
         let negative = numerator < 0
         let value = (abs(numerator) * 2 + denominator) / (2 * denominator)
@@ -441,5 +441,26 @@ extension StoreDoctor {
             section.failure = StoreFault.classify(error, at: location).reason
         }
         return section
+    }
+}
+
+extension StoreDoctor.NullRates {
+    /// `network`'s rates for `app` (the tests' cases).
+    package init(
+        _ network: String,
+        app: Int64,
+        recent: Int64,
+        recentNulls: Int64,
+        baseline: Int64,
+        baselineNulls: Int64
+    ) {
+        self.init(
+            network: network,
+            app: app,
+            recent: recent,
+            recentNulls: recentNulls,
+            baseline: baseline,
+            baselineNulls: baselineNulls
+        )
     }
 }

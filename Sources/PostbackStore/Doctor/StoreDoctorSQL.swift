@@ -4,7 +4,7 @@ import PostbackKit
 /// engines. Each reads the production postbacks of the claimed apps received within a window
 /// before `now`, found through `postbacks`' index on the day received (``SQLQuery/receivedDay``)
 /// and then narrowed to the instant: a handful of days of rows, however large the store.
-enum StoreDoctorSQL {
+package enum StoreDoctorSQL {
     /// The postbacks received from `from` (included) to `to` (excluded) that count: production
     /// ones of claimed apps. The days bound the index; the instants, the window.
     static func window(from: UTCInstant, to: UTCInstant) -> SQLQuery {
@@ -22,7 +22,7 @@ enum StoreDoctorSQL {
 
     /// Rows `(app, SKAdNetwork postbacks)`: the apps with at least `minimum` SKAdNetwork
     /// postbacks and no AdAttributionKit one in the window.
-    static func withoutCopies(from: UTCInstant, to: UTCInstant, minimum: Int) -> SQLQuery {
+    package static func withoutCopies(from: UTCInstant, to: UTCInstant, minimum: Int) -> SQLQuery {
         """
         SELECT app_id, \(counted("kind = 'skan'")) FROM postbacks
         WHERE \(window(from: from, to: to))
@@ -35,7 +35,7 @@ enum StoreDoctorSQL {
     /// Rows `(app, last received, postbacks of each day of `days`…)`: the apps with at least
     /// `minimum` postbacks from `days[0]` to `quiet` and none from `quiet` to `to`. Day i is
     /// `[days[i], days[i + 1])`, the last one's end `quiet`.
-    static func stopped(days: [UTCInstant], quiet: UTCInstant, to: UTCInstant, minimum: Int) -> SQLQuery {
+    package static func stopped(days: [UTCInstant], quiet: UTCInstant, to: UTCInstant, minimum: Int) -> SQLQuery {
         let ends = days.dropFirst() + [quiet]
         let perDay: [SQLQuery] = zip(days, ends).map { start, end in
             counted("received_at >= \(start) AND received_at < \(end)")
@@ -52,7 +52,7 @@ enum StoreDoctorSQL {
     /// Rows `(network, app, recent, recent without a value, before, before without a value)`:
     /// the first postbacks (sequence index 0) that won, from `from` to `recent` and from
     /// `recent` to `to`, of each network and app with at least `minimum` of each.
-    static func nullRates(
+    package static func nullRates(
         from: UTCInstant,
         recent: UTCInstant,
         to: UTCInstant,
@@ -73,7 +73,7 @@ enum StoreDoctorSQL {
 
     /// Rows `(app, kind, conversion type, sequence index, fine value, coarse value, postbacks)`:
     /// the postbacks of `apps` in the window, by what decodes them.
-    static func values(apps: [Int64], from: UTCInstant, to: UTCInstant) -> SQLQuery {
+    package static func values(apps: [Int64], from: UTCInstant, to: UTCInstant) -> SQLQuery {
         let ids: [SQLQuery] = apps.map { "\($0)" }
         return """
             SELECT app_id, kind, conversion_type, postback_sequence_index, fine_value, coarse_value, COUNT(*)

@@ -30,8 +30,8 @@ enum ExportColumnType {
     case hex
 }
 
-struct ExportColumn {
-    var name: String
+package struct ExportColumn {
+    package var name: String
     var type: ExportColumnType
 
     init(_ name: String, _ type: ExportColumnType) {
@@ -42,7 +42,7 @@ struct ExportColumn {
 
 extension ExportTable {
     /// Every stored column, in the order written.
-    var columns: [ExportColumn] {
+    package var columns: [ExportColumn] {
         switch self {
         case .postbacks:
             [

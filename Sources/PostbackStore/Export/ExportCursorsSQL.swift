@@ -3,14 +3,14 @@ import PostbackKit
 /// Where each consumer's last export ended (`export --consumer`, and `forward`'s discovery), on
 /// both engines. What a cursor holds is the engine's own (row ids on SQLite, transaction ids on
 /// PostgreSQL: `ExportCursor`); reading and writing it is one statement.
-enum ExportCursorsSQL {
+package enum ExportCursorsSQL {
     /// Where `consumer`'s export of `table` ended: one row, its position, or none.
     static func select(consumer: String, table: ExportTable) -> SQLQuery {
         "SELECT position FROM export_cursors WHERE consumer = \(consumer) AND table_name = \(table.rawValue)"
     }
 
     /// Records where `consumer`'s export of `table` ended.
-    static func save(_ cursor: ExportCursor, consumer: String, table: ExportTable) -> SQLQuery {
+    package static func save(_ cursor: ExportCursor, consumer: String, table: ExportTable) -> SQLQuery {
         """
         INSERT INTO export_cursors (consumer, table_name, position, updated_at)
         VALUES (\(consumer), \(table.rawValue), \(cursor.position), \(UTCInstant.now()))

@@ -23,7 +23,7 @@ extension Report {
 
     // MARK: - JSON
 
-    func json() -> String {
+    package func json() -> String {
         let objects = rows.map { row -> String in
             var object = JSONObjectWriter()
             addDimensions(row, to: &object)
@@ -115,7 +115,7 @@ extension Report {
 
     // MARK: - CSV
 
-    func csv() -> String {
+    package func csv() -> String {
         var header = dimensions.map(\.column)
         header +=
             events
@@ -216,7 +216,7 @@ extension Report {
 
     // MARK: - Table
 
-    func table(width: Int) -> String {
+    package func table(width: Int) -> String {
         guard !rows.isEmpty else {
             return "no aggregate rows for this period (run postbackd aggregate after ingesting)\n"
         }
@@ -481,7 +481,7 @@ func amountsJSON(_ amounts: [String: Double]) -> String {
 }
 
 /// Money rounded to millionths, as stored sums of micros are exact to that.
-func roundedMoney(_ value: Double) -> Double {
+package func roundedMoney(_ value: Double) -> Double {
     (value * 1_000_000).rounded() / 1_000_000
 }
 

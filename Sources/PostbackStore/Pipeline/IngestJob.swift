@@ -189,7 +189,7 @@ package struct IngestJob: Sendable {
 
 /// The absolute path with symbolic links resolved, so that one file read by two names is one
 /// source; the path as given when it cannot be resolved.
-func canonicalPath(_ path: String) -> String {
+package func canonicalPath(_ path: String) -> String {
     guard let resolved = realpath(path, nil) else { return path }
     defer { free(resolved) }
     return String(cString: resolved)

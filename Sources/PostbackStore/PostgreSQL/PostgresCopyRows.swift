@@ -15,17 +15,17 @@ import PostgresNIO
 /// Each value is written as the column's input function reads it back exactly: integers in
 /// decimal, `t`/`f`, dates as `YYYY-MM-DD`, doubles as Swift's shortest text that reads back as
 /// the same double (`float8in` rounds correctly).
-struct PostgresCopyRows {
+package struct PostgresCopyRows {
     /// The text. An array, not a `ByteBuffer`: each of a `ByteBuffer`'s small writes checks its
     /// storage object's exclusive access at run time (7% of `aggregate`'s client samples).
     private(set) var bytes: [UInt8] = []
     /// Rows ended.
-    private(set) var count = 0
+    package private(set) var count = 0
     /// Whether the current row has no field yet (no tab before the next).
     private var atRowStart = true
 
     /// `capacity`: bytes to reserve.
-    init(capacity: Int = 4096) {
+    package init(capacity: Int = 4096) {
         bytes.reserveCapacity(capacity)
     }
 
@@ -44,13 +44,13 @@ struct PostgresCopyRows {
     }
 
     /// Ends the current row.
-    mutating func endRow() {
+    package mutating func endRow() {
         bytes.append(UInt8(ascii: "\n"))
         atRowStart = true
         count += 1
     }
 
-    mutating func append(_ value: String?) {
+    package mutating func append(_ value: String?) {
         guard var text = value else { return appendNull() }
         separate()
         text.withUTF8 { utf8 in
@@ -80,23 +80,23 @@ struct PostgresCopyRows {
             || byte == UInt8(ascii: "\t")
     }
 
-    mutating func append(_ value: Int64?) {
+    package mutating func append(_ value: Int64?) {
         guard let value else { return appendNull() }
         separate()
         writeDecimal(value)
     }
 
-    mutating func append(_ value: Int?) {
+    package mutating func append(_ value: Int?) {
         append(value.map(Int64.init))
     }
 
-    mutating func append(_ value: Bool?) {
+    package mutating func append(_ value: Bool?) {
         guard let value else { return appendNull() }
         separate()
         bytes.append(value ? UInt8(ascii: "t") : UInt8(ascii: "f"))
     }
 
-    mutating func append(_ value: Double?) {
+    package mutating func append(_ value: Double?) {
         guard let value else { return appendNull() }
         separate()
         // Swift's `description` is the shortest text that reads back as the same double:
@@ -104,7 +104,7 @@ struct PostgresCopyRows {
         bytes.append(contentsOf: value.description.utf8)
     }
 
-    mutating func append(_ value: UTCDay?) {
+    package mutating func append(_ value: UTCDay?) {
         guard let value else { return appendNull() }
         separate()
         let (year, month, day) = civilDate(fromDays: value.daysSinceEpoch)
@@ -159,7 +159,7 @@ extension PostgresCopyRows: AggregateRowSink {
 extension PostgresConnection {
     /// Writes `rows` into `table`'s `columns` (a comma-separated list of column names, ours, not
     /// input) with `COPY … FROM STDIN`, in slices of at most a megabyte.
-    func copy(_ rows: PostgresCopyRows, into table: String, columns: String, logger: Logger) async throws {
+    package func copy(_ rows: PostgresCopyRows, into table: String, columns: String, logger: Logger) async throws {
         guard rows.count > 0 else { return }
         let names = columns.split(separator: ",").map { String($0.withoutSurroundingSpaces) }
         try await copyFrom(table: table, columns: names, logger: logger) { writer in

@@ -9,11 +9,11 @@ import PostgresNIO
 /// applied. Several workers may start at once on an empty database: each migrates inside one
 /// transaction that first takes a transaction-scoped advisory lock, so one migrates and the
 /// others find the work done when they get the lock.
-enum PostgresSchema {
-    struct Migration {
-        var version: Int
+package enum PostgresSchema {
+    package struct Migration {
+        package var version: Int
         var name: String
-        var statements: [String]
+        package var statements: [String]
     }
 
     /// `pg_advisory_xact_lock` keys: "postback", "pbd-aggr", "pbd-modl" as big-endian integers.
@@ -30,7 +30,7 @@ enum PostgresSchema {
     /// Each released migration, literal SQL: frozen once shipped, naming no application type
     /// (no column list, dimension or table built by live code). A change to the schema is a new
     /// migration at the end; `SchemaUpgradeTests` pins each one's SHA-256.
-    static let migrations: [Migration] = [
+    package static let migrations: [Migration] = [
         Migration(
             version: 1,
             name: "postbacks, sightings, conflicts, quarantine, ingest runs, models, aggregates",

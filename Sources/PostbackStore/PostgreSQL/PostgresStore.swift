@@ -29,7 +29,7 @@ package final class PostgresStore: StoreEngine {
 
     /// Entries kept before a write is sent without waiting for ``IngestSession/commit()``:
     /// bounds memory whatever `--commit-every` says.
-    static let maximumPendingEntries = 16_384
+    package static let maximumPendingEntries = 16_384
 
     /// How long a transaction the server broke off is retried before the job gives up.
     static let retrySeconds: Int64 = 60
@@ -74,7 +74,7 @@ package final class PostgresStore: StoreEngine {
     ///
     /// - Throws: ``DatabaseOpenError`` naming the host and what to check when the server
     ///   cannot be reached, refuses the user, has no such database, or holds a newer schema.
-    static func with<Result>(
+    package static func with<Result>(
         _ url: PostgresURL,
         access: StoreAccess = .standard,
         logger: Logger,

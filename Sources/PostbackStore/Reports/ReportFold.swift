@@ -20,7 +20,7 @@ extension Report {
     /// in the order of the rows (their dimensions' order, so the same every time). A row is
     /// ``ReportRow/unconverted`` when any of its parts is, its amounts then empty. Tier shares
     /// are computed again when the tier is kept.
-    func folded(keeping kept: [Int]) -> Report {
+    package func folded(keeping kept: [Int]) -> Report {
         /// An amount's sums: micros of the minimum and maximum, half-micros of the estimate
         /// (read amounts); or the amounts themselves (converted ones).
         typealias Sums = (min: Int64, max: Int64, estimate: Int64, converted: RevenueTotal)

@@ -83,3 +83,10 @@ extension ReportRow {
         }
     }
 }
+
+extension ReportRow {
+    /// A row of these dimensions with nothing counted yet.
+    package init(dimensions: [DimensionValue]) {
+        self.dimensions = dimensions
+    }
+}

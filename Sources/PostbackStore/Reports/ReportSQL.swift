@@ -3,8 +3,10 @@ import PostbackKit
 /// The statements of a report, written once for both engines (``SQLQuery``): PostgreSQL's
 /// `date` and booleans read back as SQLite's text and integers, its sums of integers as
 /// `bigint`, and its order as SQLite's (NULL first, text by its bytes).
-struct ReportSQL {
-    var query: ReportQuery
+package struct ReportSQL {
+    package var query: ReportQuery
+
+    package init(query: ReportQuery) { self.query = query }
 
     /// The groups: the dimensions, then `event` for an events report.
     var groupColumns: [String] { query.dimensions.map(\.column) + (query.events ? ["event", "model_type"] : []) }
@@ -101,7 +103,7 @@ struct ReportSQL {
 
     /// Where a report's counts and revenue come from: the smallest tables that hold its
     /// dimensions and filters (apps and networks are in every one).
-    enum Source: Equatable {
+    package enum Source: Equatable {
         /// `aggregate_daily` (`aggregate_daily_events` for an events report): every dimension.
         case detailed
         /// `aggregate_daily_totals`: date, app, network, install date, tier.
@@ -120,7 +122,7 @@ struct ReportSQL {
         }
     }
 
-    var source: Source {
+    package var source: Source {
         if query.events || query.detailedRowsOnly { return .detailed }
         // Without the app when it can: the smallest.
         let tables = DashboardTable.all.filter { !$0.byApp } + DashboardTable.all.filter(\.byApp)
@@ -129,7 +131,7 @@ struct ReportSQL {
     }
 
     /// Whether the report reads sums of the detailed rows (the totals or a dashboard table).
-    var readsTotals: Bool { source != .detailed }
+    package var readsTotals: Bool { source != .detailed }
 
     /// The count metrics (or, for events, occurrences and postbacks) per group.
     var metrics: SQLQuery {
@@ -193,7 +195,7 @@ struct ReportSQL {
     /// postbacks. For a query on the received basis (the tables have no install date). Without
     /// an app or network filter it reads `aggregate_fine_value_totals`, the same sums over
     /// every app and network.
-    var fineValues: SQLQuery {
+    package var fineValues: SQLQuery {
         precondition(query.dateBasis == .received)
         let table =
             query.appIDs.isEmpty && query.adNetworkIDs.isEmpty && !query.detailedRowsOnly

@@ -34,12 +34,12 @@ package enum PostbackSchema {
     /// (no column list, dimension or table built by live code), so that what it creates is what
     /// it created the day it shipped. A change to the schema is a new migration at the end.
     /// `SchemaUpgradeTests` pins each one's SHA-256.
-    struct Migration: Sendable {
-        var identifier: String
+    package struct Migration: Sendable {
+        package var identifier: String
         /// SQL functions the migration's statements call (v5's dedup key digest: the stored
         /// key's definition, which no SQL spells).
         var functions: [DatabaseFunction]
-        var sql: String
+        package var sql: String
 
         init(_ identifier: String, functions: [DatabaseFunction] = [], sql: String) {
             self.identifier = identifier
@@ -59,7 +59,7 @@ package enum PostbackSchema {
         return migrator
     }
 
-    static let migrations: [Migration] = [
+    package static let migrations: [Migration] = [
         Migration(
             "v1: postbacks, sightings, conflicts, quarantine, ingest runs",
             sql: #"""

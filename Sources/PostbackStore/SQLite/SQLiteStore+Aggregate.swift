@@ -188,7 +188,7 @@ extension SQLiteStore {
         }
     }
 
-    static let selectPostbacks = selectAggregated(from: "postbacks")
+    package static let selectPostbacks = selectAggregated(from: "postbacks")
     static let selectPrunedPostbacks = selectAggregated(from: "pruned_postbacks")
 
     private static func selectAggregated(from table: String) -> String {

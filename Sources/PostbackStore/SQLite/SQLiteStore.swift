@@ -56,7 +56,7 @@ package final class SQLiteStore: StoreEngine {
     }
 
     /// Stops the checkpointer; the connection closes with the queue.
-    func close() {
+    package func close() {
         checkpointer?.stop()
     }
 

@@ -11,7 +11,7 @@ import CPostbackdOpenSSL
 /// The arithmetic is still OpenSSL's; only the order of work changes.
 // @unchecked: the group and its table are built in init and only read afterwards; OpenSSL's
 // point multiplication reads a group without changing it, so threads may share one.
-final class ECFixedBase: @unchecked Sendable {
+package final class ECFixedBase: @unchecked Sendable {
     /// The group with this point as its generator, precomputed.
     let group: OpaquePointer
     let curve: ECCurve

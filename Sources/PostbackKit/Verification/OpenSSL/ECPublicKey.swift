@@ -68,7 +68,7 @@ package final class ECPublicKey: @unchecked Sendable {
 
     /// The key's point with its precomputed multiples, for fast verification of many
     /// signatures (``ECFixedBase``); built once, by the first caller, and shared.
-    var fixedBase: ECFixedBase? {
+    package var fixedBase: ECFixedBase? {
         fixedBaseTable.withLock { table in
             if let built = table { return built }
             let built = ECFixedBase(publicKey: pointer, curve: curve)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The one build of postbackd: release configuration, without debug information. The tests
+# (scripts/test.sh), the main job (scripts/main-job.sh), CI's checks and the Debian package
+# (scripts/package.sh links the same objects with the Swift runtime inside) all use it, so that
+# a fresh machine (and CI, on 2 cores) compiles the dependency tree once. Every script that
+# builds goes through here: SwiftPM recompiles everything when its flags change.
+#
+#   scripts/build.sh [SWIFT-BUILD-OPTIONS]   e.g. --build-tests, --product postbackd, --show-bin-path
+#   scripts/build.sh --flags                 prints its flags, for `swift package` (whose plugins
+#                                            build too: scripts/reference.sh)
+#
+# Release, not debug: the tests then run the code that ships (and run faster: they are
+# CPU-bound). No debug information: nothing here reads it (the package strips it; a crash's
+# backtrace still names its functions), so none is made. The index store stays: the tests'
+# discovery reads it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+    export PATH=/opt/swift/usr/bin:$PATH
+fi
+flags=(-c release -debug-info-format none)
+if [ "${1:-}" = --flags ]; then
+    echo "${flags[*]}"
+    exit 0
+fi
+exec swift build "${flags[@]}" "$@"

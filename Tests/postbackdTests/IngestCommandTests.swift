@@ -129,20 +129,29 @@ struct IngestCommandTests {
 
         let crashed = try await TestStore.make(engine, in: directory, name: "crashed")
         var interrupted: [Int] = []
-        // Kill at fractions of a clean run's duration, so the kills land mid-run on any machine.
-        for fraction in [0.1, 0.25, 0.4, 0.55, 0.7, 0.85] {
+        // Kills after a tenth of a clean run's duration, then half as long again each time, on
+        // the same store: each run verifies the whole input again, so a later kill gets further.
+        // Growing, not fixed, fractions: the clean run is only a guess of the killed runs' pace
+        // (a release build's run is mostly start-up, and the tests around it load the machine
+        // more or less), and a kill that finds nothing new stored just waits longer next time.
+        var delay = duration * 0.1
+        for _ in 0..<12 where interrupted.count < 6 {
+            let before = (try? await crashed.count("postbacks")) ?? 0
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Postbackd.executable)
             process.arguments = arguments(crashed.argument)
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            usleep(UInt32(duration * fraction * 1_000_000))
+            usleep(UInt32(min(delay, 60) * 1_000_000))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            guard process.terminationReason == .uncaughtSignal else { continue }  // it finished first
+            guard process.terminationReason == .uncaughtSignal else { break }  // it finished first
             #expect(process.terminationStatus == SIGKILL)
-            if let count = try? await crashed.count("postbacks") { interrupted.append(count) }
+            let count = (try? await crashed.count("postbacks")) ?? 0
+            if count == total { break }  // killed after its last commit: the store is whole
+            if count > before { interrupted.append(count) }
+            delay *= 1.5
         }
         #expect(
             interrupted.contains { $0 > 0 && $0 < total },

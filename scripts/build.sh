@@ -9,8 +9,8 @@
 #   scripts/build.sh --flags                 prints its flags, for `swift package` (whose plugins
 #                                            build too: scripts/reference.sh)
 #
-# Release, not debug: the tests then run the code that ships (and run faster: they are
-# CPU-bound). No debug information: nothing here reads it (the package strips it; a crash's
+# Release, not debug: the tests then run the code that ships (and the whole suite ran in 490 s
+# here, against 682–766 s in debug). No debug information: nothing here reads it (the package strips it; a crash's
 # backtrace still names its functions), so none is made. The index store stays: the tests'
 # discovery reads it.
 set -euo pipefail

@@ -19,9 +19,6 @@ cd "$(dirname "$0")/.."
 
 out=${1:-dist}
 
-if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
-    export PATH=/opt/swift/usr/bin:$PATH
-fi
 for tool in dpkg-deb dpkg-shlibdeps strip readelf gzip; do
     command -v "$tool" >/dev/null 2>&1 || { echo "scripts/package.sh: $tool is missing (dpkg-dev, binutils, gzip)" >&2; exit 2; }
 done

@@ -12,5 +12,9 @@
 # would recompile them all with -enable-testing). A plain `swift test` (debug) works too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+    export PATH=/opt/swift/usr/bin:$PATH
+fi
 scripts/build.sh --build-tests
-exec swift test -c release -debug-info-format none --skip-build "$@"
+read -ra flags <<<"$(scripts/build.sh --flags)"
+exec swift test "${flags[@]}" --skip-build "$@"

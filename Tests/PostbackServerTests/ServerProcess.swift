@@ -78,6 +78,13 @@ final class ServerProcess: Sendable {
         throw ServerError(description: "serve did not print 'listening on' within 60 s")
     }
 
+    /// A random address of 127.0.0.0/8 (all of it is loopback on Linux), for a server that a
+    /// client may go on calling after it ends: no other test's server, on 127.0.0.1, answers
+    /// there, even on the same port.
+    static func loopbackAddressOfItsOwn() -> String {
+        "127.\(Int.random(in: 1...254)).\(Int.random(in: 0...255)).\(Int.random(in: 1...254))"
+    }
+
     /// The loopback port it listens on, for raw exchanges.
     var port: UInt16 { UInt16(base.split(separator: ":").last ?? "") ?? 0 }
 
@@ -138,6 +145,17 @@ extension HTTPClient {
             tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(certificate))
             configuration.tlsConfiguration = tls
         }
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// A client for a load that outlives its server: `connections` connections, and a refused
+    /// connection fails its request at once, where the shared client retries it until the
+    /// request's 30 s deadline. Shut it down after use.
+    static func forLoad(connections: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
+        configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 

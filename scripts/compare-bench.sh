@@ -10,7 +10,9 @@
 # `git worktree` of the reference commit built with `swift build -c release`, and this tree's
 # .build/release/postbackd. COUNT postbacks (default 100000). Environment: BENCH_OUT (work
 # folder, default bench-out/compare), BENCH_PAIRS (default 5), BENCH_POSTGRES (0 to skip
-# PostgreSQL). Needs python3, and Debian's postgresql for PostgreSQL.
+# PostgreSQL), BENCH_SQLITE (0 to skip SQLite's figures, to rerun PostgreSQL's with more pairs;
+# its aggregate's models still come from A's SQLite store, made untimed). Needs python3, and
+# Debian's postgresql for PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 a=$(realpath "${1:?usage: compare-bench.sh A_BIN B_BIN [COUNT]}")
@@ -78,9 +80,13 @@ check_sqlite() { "$2" check --db "$out/agg-$1.sqlite"; }
 
 echo "| figure (wall seconds, median of $pairs pairs) | A | B | B/A (min–max) |"
 echo "|---|---|---|---|"
-pair "SQLite ingest, $count postbacks, all cores" fresh_sqlite ingest_sqlite
-pair "SQLite aggregate, 7 days" aggregate_prepare_sqlite aggregate_sqlite
-pair "SQLite check (reads every row)" aggregate_prepare_sqlite check_sqlite
+if [ "${BENCH_SQLITE:-1}" = 0 ]; then
+    aggregate_prepare_sqlite a "$a"
+else
+    pair "SQLite ingest, $count postbacks, all cores" fresh_sqlite ingest_sqlite
+    pair "SQLite aggregate, 7 days" aggregate_prepare_sqlite aggregate_sqlite
+    pair "SQLite check (reads every row)" aggregate_prepare_sqlite check_sqlite
+fi
 
 [ "${BENCH_POSTGRES:-1}" = 0 ] && exit 0
 export POSTBACKD_PG_DIR="$out/pg"

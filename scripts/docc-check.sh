@@ -9,16 +9,10 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # PostbackKit's public symbols, extracted from the module the build made (scripts/build.sh; built
-# here when missing; with POSTBACKD_BUILT=1, as CI runs it beside `swift test`, which holds
-# SwiftPM's lock, the one build is done and SwiftPM is not asked): `swift package
-# dump-symbol-graph` would give the same graph for every module of the package, minutes of work
-# for the one module the catalog documents.
-if [ "${POSTBACKD_BUILT:-}" = 1 ]; then
-    modules="$(readlink -f .build/release)/Modules"
-else
-    scripts/build.sh --target PostbackKit >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 2; }
-    modules="$(scripts/build.sh --show-bin-path)/Modules"
-fi
+# here when missing): `swift package dump-symbol-graph` would give the same graph for every
+# module of the package, minutes of work for the one module the catalog documents.
+scripts/build.sh --target PostbackKit >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 2; }
+modules="$(scripts/build.sh --show-bin-path)/Modules"
 [ -f "$modules/PostbackKit.swiftmodule" ] || { echo "docc-check: no PostbackKit module in $modules" >&2; exit 2; }
 mkdir "$work/symbols"
 extract=$(command -v swift-symbolgraph-extract || echo "$(dirname "$(readlink -f "$(command -v swift)")")/swift-symbolgraph-extract")

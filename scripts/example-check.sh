@@ -23,14 +23,8 @@ else
         echo "example-check: $example/Package.swift pins another Hummingbird than Package.swift" >&2
         exit 1
     }
-    # With POSTBACKD_BUILT=1 (CI, beside `swift test`, which holds SwiftPM's lock) the one build
-    # is done and SwiftPM is not asked.
-    if [ "${POSTBACKD_BUILT:-}" = 1 ]; then
-        bin="$(readlink -f .build/release)/HummingbirdVerifyExample"
-    else
-        bin="$(scripts/build.sh --show-bin-path)/HummingbirdVerifyExample"
-        [ -x "$bin" ] || scripts/build.sh --product HummingbirdVerifyExample >&2
-    fi
+    bin="$(scripts/build.sh --show-bin-path)/HummingbirdVerifyExample"
+    [ -x "$bin" ] || scripts/build.sh --product HummingbirdVerifyExample >&2
 fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -12,8 +12,8 @@
 # says, followed by ~gitYYYYMMDDHHMMSS.COMMIT when the commit is not tagged vVERSION, so that
 # snapshots sort by commit time and below the release).
 # POSTBACKD_PACKAGE_MAINTAINER: the Maintainer field (default: postbackd maintainers <root@localhost>).
-# POSTBACKD_BUILT=1: the one build is done (CI did it): link .build/release's objects without
-# asking SwiftPM first, which a running `swift test` holds locked.
+# POSTBACKD_BUILT=1 (scripts/build.sh): the one build is done; link its objects without asking
+# SwiftPM, which a running `swift test` holds locked.
 # Needs dpkg-dev (dpkg-shlibdeps computes Depends from the libraries the binary links) and
 # python3-yaml.
 set -euo pipefail
@@ -42,12 +42,8 @@ trap 'rm -rf "$work"' EXIT
 # compiled against the static runtime's modules, they name the libraries to link, and Foundation's
 # static library needs one that its shared library holds inside, _FoundationCollections; the link
 # here names it.
-if [ "${POSTBACKD_BUILT:-}" = 1 ]; then
-    bin_path=$(readlink -f .build/release)
-else
-    scripts/build.sh --product postbackd
-    bin_path=$(scripts/build.sh --show-bin-path)
-fi
+scripts/build.sh --product postbackd
+bin_path=$(scripts/build.sh --show-bin-path)
 [ -x "$bin_path/postbackd" ] || { echo "scripts/package.sh: no $bin_path/postbackd: run scripts/build.sh" >&2; exit 2; }
 binary="$work/postbackd"
 "$python" - "$bin_path" "$binary" <<'PY'

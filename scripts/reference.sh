@@ -17,8 +17,8 @@
 # plugins' tools, compiled for each clean checkout, and the two plugin runs.
 #
 # Regenerating builds the products as scripts/build.sh does (nothing to do after it: the plugins
-# build with its flags). --check uses .build/release/postbackd, built by scripts/build.sh first
-# unless POSTBACKD_BUILT=1 says the one build is done (CI). The man pages name MANUAL_DATE, not
+# build with its flags). --check builds postbackd with scripts/build.sh first (nothing to do with
+# POSTBACKD_BUILT=1, as CI runs it). The man pages name MANUAL_DATE, not
 # today, so that the same commands always give the same pages: move it with each release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,12 +37,8 @@ pin=$(grep -o 'apple/swift-argument-parser", exact: "[0-9.]*"' Package.swift | g
 [ -n "$pin" ] || { echo "scripts/reference.sh: Package.swift pins no exact swift-argument-parser" >&2; exit 2; }
 
 if $check; then
-    if [ "${POSTBACKD_BUILT:-}" = 1 ]; then
-        bin=$(readlink -f .build/release)/postbackd
-    else
-        scripts/build.sh --product postbackd >&2
-        bin=$(scripts/build.sh --show-bin-path)/postbackd
-    fi
+    scripts/build.sh --product postbackd >&2
+    bin=$(scripts/build.sh --show-bin-path)/postbackd
     failed=0
     if ! "$bin" --experimental-dump-help | diff -u docs/reference/postbackd.json - >&2; then
         echo "the commands' help differs from docs/reference/postbackd.json (above)" >&2

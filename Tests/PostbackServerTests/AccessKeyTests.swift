@@ -281,19 +281,8 @@ struct AccessKeyTests {
         // No key yet: the report is open, as before keys.
         #expect(try await client.send(.GET, second.base + "/api/v1/report").status == 200)
 
-        /// Seconds until `server` answers `status` to `secret`, polled every 100 ms, up to 15 s.
         func secondsUntil(_ status: Int, _ server: ServerProcess, _ secret: String?) async throws -> Double? {
-            let started = Date()
-            while Date().timeIntervalSince(started) < 15 {
-                let answer = try await client.send(
-                    .GET,
-                    server.base + "/api/v1/summary",
-                    headers: secret.map(Self.bearer) ?? []
-                )
-                if answer.status == status { return Date().timeIntervalSince(started) }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            return nil
+            try await Self.secondsUntil(status, server, secret, client: client)
         }
         let secret = try await addKey(store, "partner", ["--apps", String(Self.game)])
         // Added through the store: both servers close the route and take the key.

@@ -219,16 +219,32 @@ package struct TestStore: Sendable {
         return try await Self.withConnection(url, body)
     }
 
-    /// Runs `body` while another session holds open a transaction that has a transaction id
-    /// (PostgreSQL only): whatever commits meanwhile has a later id, as when a slow ingest's
-    /// transaction began first.
-    /// `statements` run in that transaction first.
+    /// Runs `body` while another session holds open a write transaction, as another process
+    /// would. On PostgreSQL it has a transaction id: whatever commits meanwhile has a later id,
+    /// as when a slow ingest's transaction began first; `statements` run in it first. On SQLite
+    /// it holds the file's write lock (`BEGIN IMMEDIATE`), and `statements` must be empty.
     package func whileTransactionOpen<Result: Sendable>(
         _ statements: [String] = [],
         _ body: () async throws -> Result
     ) async throws -> Result {
-        guard case .postgres(let url) = location else {
-            throw TestStoreError(description: "whileTransactionOpen needs a PostgreSQL store")
+        let url: PostgresURL
+        switch location {
+        case .postgres(let postgres): url = postgres
+        case .sqlite(let path):
+            guard statements.isEmpty else { throw TestStoreError(description: "statements are PostgreSQL's") }
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            configuration.allowsUnsafeTransactions = true  // open across the calls, as the store does
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.inDatabase { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+            do {
+                let result = try await body()
+                try queue.inDatabase { db in try db.execute(sql: "COMMIT") }
+                return result
+            } catch {
+                try? queue.inDatabase { db in try db.execute(sql: "ROLLBACK") }
+                throw error
+            }
         }
         return try await Self.withConnection(url) { connection in
             try await connection.query("BEGIN", logger: Self.logger)

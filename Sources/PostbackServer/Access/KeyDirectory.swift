@@ -86,42 +86,56 @@ final class KeyDirectory: Sendable {
     }
 }
 
-/// Reloads ``KeyDirectory`` from the store every ``KeyDirectory/reloadInterval`` and records
-/// the keys' last uses, on a store of `--db` beside the writer's (never `--read-db`'s: a
-/// standby takes no writes). A store that cannot be read keeps the keys read before, and says
-/// so in the log.
+/// Reloads ``KeyDirectory`` from the store every ``KeyDirectory/reloadInterval``, on a store of
+/// `--db` beside the writer's (never `--read-db`'s: a revoked key must be refused however far a
+/// standby lags), and hands the keys' last uses to the writer, which records them between two
+/// commits. A store that cannot be read keeps the keys read before, and says so in the log.
+///
+/// The reads wait for no write. A write that waits for the store's lock (another process's
+/// transaction on the same SQLite file) holds the connection it waits on; done here, as it
+/// was, it put off the next read, and the reading routes with it (CI saw a revocation taken
+/// after 10.09 s). The reads also keep a clock of their own: each is due ``KeyDirectory/reloadInterval``
+/// after the last was due, not after it ended, so a revoked key is refused within the interval
+/// and the time one read takes.
 struct KeyReloadService: Service {
     let keys: KeyDirectory
     let reader: ReportReader
+    let committer: GroupCommitter
     let logger: Logger
 
     func run() async throws {
         // Cancelled as soon as shutdown begins, a wait for an unreachable store included: the
         // writer, shut down after this, must not wait for it.
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: KeyDirectory.reloadInterval)
+        await cancelWhenGracefulShutdown {
+            await Self.every(KeyDirectory.reloadInterval) {
                 await reload()
+                committer.recordKeyUses(keys.takeUses())
             }
+        }
+        // The uses since the last turn: the writer, shut down after this, records them.
+        committer.recordKeyUses(keys.takeUses())
+    }
+
+    /// Runs `body` once every `interval` on the clock, from when each run was due, not from when
+    /// the last one ended; a run that overran its turn starts the next at once, with no catching
+    /// up. Ends when the task is cancelled.
+    static func every(_ interval: Duration, _ body: () async -> Void) async {
+        let clock = ContinuousClock()
+        var due = clock.now
+        while !Task.isCancelled {
+            due = max(due + interval, clock.now)
+            do { try await clock.sleep(until: due) } catch { return }
+            await body()
         }
     }
 
     private func reload() async {
-        // The keys first: a revocation must not wait on a write.
         do {
             keys.replace(with: try await reader.read { store in try await store.accessKeys() })
         } catch {
             if !Task.isCancelled {
                 logger.warning("cannot reload the access keys", metadata: ["serve.error": "\(error)"])
             }
-            return
-        }
-        let uses = keys.takeUses()
-        guard !uses.isEmpty, !Task.isCancelled else { return }
-        do {
-            try await reader.read { store in try await store.recordAccessKeyUse(uses) }
-        } catch {
-            logger.warning("cannot record the access keys' use", metadata: ["serve.error": "\(error)"])
         }
     }
 }

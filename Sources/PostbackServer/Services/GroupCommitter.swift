@@ -65,11 +65,14 @@ final class GroupCommitter: Sendable {
         var tokens: [WaitingToken] = []
         var probes: [CheckedContinuation<String?, Never>] = []
         var reloadModels = false
+        /// When each stored access key was last used, not yet recorded.
+        var keyUses: [String: UTCInstant] = [:]
         var writerIdle: CheckedContinuation<Void, Never>?
         var closing = false
 
         var idle: Bool {
-            pending.isEmpty && calls.isEmpty && tokens.isEmpty && probes.isEmpty && !reloadModels && !closing
+            pending.isEmpty && calls.isEmpty && tokens.isEmpty && probes.isEmpty && !reloadModels && keyUses.isEmpty
+                && !closing
         }
     }
 
@@ -80,9 +83,12 @@ final class GroupCommitter: Sendable {
         var tokens: [WaitingToken]
         var probes: [CheckedContinuation<String?, Never>]
         var reloadModels: Bool
+        var keyUses: [String: UTCInstant]
         var closing: Bool
 
-        var isEmpty: Bool { group.isEmpty && calls.isEmpty && tokens.isEmpty && probes.isEmpty && !reloadModels }
+        var isEmpty: Bool {
+            group.isEmpty && calls.isEmpty && tokens.isEmpty && probes.isEmpty && !reloadModels && keyUses.isEmpty
+        }
     }
 
     private let state = Mutex(State())
@@ -164,6 +170,14 @@ final class GroupCommitter: Sendable {
         _ = handToWriter { $0.reloadModels = true }
     }
 
+    /// Hands the writer when keys were last used, to record between two commits; waits for
+    /// nothing. A write that waits for the store's lock then holds up the writer, which would
+    /// wait for the same lock, and never the keys' reads (``KeyReloadService``).
+    func recordKeyUses(_ uses: [String: UTCInstant]) {
+        guard !uses.isEmpty else { return }
+        _ = handToWriter { state in state.keyUses.merge(uses) { max($0, $1) } }
+    }
+
     /// Adds work for the writer with `add` and wakes it if idle; false, adding nothing, once
     /// closing.
     private func handToWriter(_ add: (inout State) -> Void) -> Bool {
@@ -223,6 +237,16 @@ final class GroupCommitter: Sendable {
                     )
                 }
             }
+            if !work.keyUses.isEmpty {
+                do {
+                    try await store.recordAccessKeyUse(work.keyUses)
+                } catch {
+                    logger.warning(
+                        "cannot record the access keys' use",
+                        metadata: ["serve.error": "\(StoreFault.classify(error, at: store.location).reason)"]
+                    )
+                }
+            }
             if work.closing && work.isEmpty { return summary }
         }
     }
@@ -245,12 +269,15 @@ final class GroupCommitter: Sendable {
                     state.probes = []
                     let reload = state.reloadModels
                     state.reloadModels = false
+                    let keyUses = state.keyUses
+                    state.keyUses = [:]
                     return Work(
                         group: group,
                         calls: calls,
                         tokens: tokens,
                         probes: probes,
                         reloadModels: reload,
+                        keyUses: keyUses,
                         closing: state.closing
                     )
                 }

@@ -237,7 +237,8 @@ package struct ServeJob: Sendable {
             logger: logger
         )
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: writer), .init(service: KeyReloadService(keys: keys, reader: keysReader, logger: logger)),
+            .init(service: writer),
+            .init(service: KeyReloadService(keys: keys, reader: keysReader, committer: committer, logger: logger)),
             .init(service: MetricsRefreshService(metrics: metrics, reader: keysReader, logger: logger)),
         ]
         if let forward, let forwardStore {

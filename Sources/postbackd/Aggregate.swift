@@ -88,9 +88,7 @@ extension Postbackd {
             } catch {
                 throw failStore(error, database.location)
             }
-            let output = TextOutput.standardOutput()
-            output.line(format == .json ? summary.json : summary.text)
-            output.flush()
+            standardOutput(line: format == .json ? summary.json : summary.text)
         }
     }
 }

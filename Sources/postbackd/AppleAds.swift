@@ -192,9 +192,7 @@ extension Postbackd.AppleAds {
             let report: PostbackStore.AppleAdsReport = try await database.perform {
                 try await AppleAdsReportJob.report($0, query)
             }
-            let output = TextOutput.standardOutput()
-            output.write(report.formatted(format))
-            output.flush()
+            standardOutput(write: report.formatted(format))
         }
     }
 }

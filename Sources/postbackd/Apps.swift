@@ -53,13 +53,12 @@ extension Postbackd {
                 let outcome = try await database.perform(refusals: true) {
                     try await AppsJob.add($0, appID: appID, name: name, bundleID: bundleID)
                 }
-                let output = TextOutput.standardOutput()
-                output.line(
-                    "app \(appID) \(outcome.rawValue)"
+                standardOutput(
+                    line:
+                        "app \(appID) \(outcome.rawValue)"
                         + (outcome == .added
                             ? "; postbackd aggregate counts its postbacks under policy registered" : "")
                 )
-                output.flush()
             }
         }
 
@@ -75,9 +74,7 @@ extension Postbackd {
                 let (apps, policy): ([StoredApp], AppsPolicy) = try await database.perform {
                     try await AppsJob.list($0)
                 }
-                let output = TextOutput.standardOutput()
-                output.write(format == .json ? AppsJob.json(apps) : AppsJob.table(apps, policy: policy))
-                output.flush()
+                standardOutput(write: format == .json ? AppsJob.json(apps) : AppsJob.table(apps, policy: policy))
             }
         }
 
@@ -94,9 +91,7 @@ extension Postbackd {
             func run() async throws {
                 let removed: Bool = try await database.perform { try await AppsJob.remove($0, appID: appID) }
                 guard removed else { throw failInput("app \(appID) is not registered (postbackd apps list)") }
-                let output = TextOutput.standardOutput()
-                output.line("app \(appID) removed")
-                output.flush()
+                standardOutput(line: "app \(appID) removed")
             }
         }
 
@@ -114,11 +109,10 @@ extension Postbackd {
                 let (apps, policy): ([UnclaimedApp], AppsPolicy) = try await database.perform {
                     try await AppsJob.unclaimed($0)
                 }
-                let output = TextOutput.standardOutput()
-                output.write(
-                    format == .json ? AppsJob.unclaimedJSON(apps) : AppsJob.unclaimedTable(apps, policy: policy)
+                standardOutput(
+                    write:
+                        format == .json ? AppsJob.unclaimedJSON(apps) : AppsJob.unclaimedTable(apps, policy: policy)
                 )
-                output.flush()
             }
         }
 

@@ -50,9 +50,7 @@ extension Postbackd {
                 } catch {
                     throw failStore(error, database.location)
                 }
-                let output = TextOutput.standardOutput()
-                output.line(format == .json ? change.json : change.text)
-                output.flush()
+                standardOutput(line: format == .json ? change.json : change.text)
             }
         }
 

@@ -79,9 +79,7 @@ extension Postbackd {
                 throw failStore(error, database.location)
             }
             if showProgress { Self.clearProgress() }
-            let output = TextOutput.standardOutput()
-            output.write(format == .json ? report.json : report.text)
-            output.flush()
+            standardOutput(write: format == .json ? report.json : report.text)
             if !report.sound { throw ExitCode(1) }
         }
 

@@ -125,9 +125,7 @@ extension Postbackd {
                 sections.append(await StoreDoctor.section(location, now: .now()))
             }
             let report = DoctorReport(sections)
-            let output = TextOutput.standardOutput()
-            output.write(format == .json ? report.json : report.text)
-            output.flush()
+            standardOutput(write: format == .json ? report.json : report.text)
             if let prometheusTextfile {
                 let now = Double(UTCInstant.now().milliseconds) / 1000
                 do {

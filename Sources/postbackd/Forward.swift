@@ -111,9 +111,7 @@ extension Postbackd {
             }
             errors.flush()
             if status {
-                let output = TextOutput.standardOutput()
-                output.write(Self.statusTable(states, nowMs: UTCInstant.now().milliseconds))
-                output.flush()
+                standardOutput(write: Self.statusTable(states, nowMs: UTCInstant.now().milliseconds))
             }
             if drain, let summary, summary.attempts.values.contains(where: { $0.rejected + $0.failed > 0 }) {
                 throw ExitCode.notAllValid

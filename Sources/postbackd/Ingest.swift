@@ -86,9 +86,7 @@ extension Postbackd {
             } catch {
                 throw failStore(error, database.location, whileWriting: true)
             }
-            let output = TextOutput.standardOutput()
-            output.line(format == .json ? summary.json : summary.text)
-            output.flush()
+            standardOutput(line: format == .json ? summary.json : summary.text)
             if summary.unreadableFiles > 0 {
                 throw failInput(
                     "\(summary.unreadableFiles) input(s) could not be read (see above); fix them and run the same command again"

@@ -64,9 +64,7 @@ extension Postbackd {
                     let scopes = try scope.map { try AccessScope.parse($0) } ?? AccessScope.defaults
                     return try await AccessKeysJob.add($0, name: name, apps: appIDs, scopes: scopes)
                 }
-                let output = TextOutput.standardOutput()
-                output.line(created.secret)
-                output.flush()
+                standardOutput(line: created.secret)
                 let errors = TextOutput.standardError()
                 errors.line(
                     "key \(created.key.name): apps \(AccessKeysJob.appsText(created.key.apps)), scopes \(created.key.scopes.map(\.rawValue).joined(separator: ",")). Keep the secret above now: it is not stored and cannot be shown again."
@@ -91,9 +89,7 @@ extension Postbackd {
 
             func run() async throws {
                 let keys: [StoredAccessKey] = try await database.perform { try await AccessKeysJob.list($0) }
-                let output = TextOutput.standardOutput()
-                output.write(format == .json ? AccessKeysJob.json(keys) : AccessKeysJob.table(keys))
-                output.flush()
+                standardOutput(write: format == .json ? AccessKeysJob.json(keys) : AccessKeysJob.table(keys))
             }
         }
 
@@ -111,9 +107,7 @@ extension Postbackd {
                 let revoked = try await database.perform(refusals: true) {
                     try await AccessKeysJob.revoke($0, name: name)
                 }
-                let output = TextOutput.standardOutput()
-                output.line(revoked ? "revoked \(name)" : "\(name) was revoked already")
-                output.flush()
+                standardOutput(line: revoked ? "revoked \(name)" : "\(name) was revoked already")
             }
         }
     }

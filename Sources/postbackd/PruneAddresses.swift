@@ -42,11 +42,10 @@ extension Postbackd {
             let (cutoff, cleared): (UTCInstant, ClearedAddresses) = try await database.perform(whileWriting: true) {
                 try await PruneAddressesJob.run($0, olderThan: olderThan)
             }
-            let output = TextOutput.standardOutput()
-            output.line(
-                "cleared the client addresses of \(formatCount(cleared.postbacks)) postbacks, \(formatCount(cleared.sightings)) sightings and \(formatCount(cleared.quarantine)) quarantined entries received before \(cutoff.iso8601)"
+            standardOutput(
+                line:
+                    "cleared the client addresses of \(formatCount(cleared.postbacks)) postbacks, \(formatCount(cleared.sightings)) sightings and \(formatCount(cleared.quarantine)) quarantined entries received before \(cutoff.iso8601)"
             )
-            output.flush()
         }
     }
 }

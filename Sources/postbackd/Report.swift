@@ -206,9 +206,7 @@ extension Postbackd {
 
         private func write(_ text: String) throws {
             guard let output else {
-                let standard = TextOutput.standardOutput()
-                standard.write(text)
-                standard.flush()
+                standardOutput(write: text)
                 return
             }
             do {

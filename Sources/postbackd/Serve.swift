@@ -366,20 +366,17 @@ extension Postbackd {
             let summary: IngestSummary
             do {
                 summary = try await job.run { line in
-                    let output = TextOutput.standardOutput()
-                    output.line(line)
-                    output.flush()
+                    standardOutput(line: line)
                 }
             } catch let error as PostbackServerError where error.code != .stopping {
                 throw failInput(error.reason)
             } catch {
                 throw failStore(error, database.location)
             }
-            let output = TextOutput.standardOutput()
-            output.line(
-                "stopped: \(formatCount(summary.read)) received, \(formatCount(summary.accepted)) stored, \(formatCount(summary.duplicates)) duplicates, \(formatCount(summary.quarantined)) quarantined"
+            standardOutput(
+                line:
+                    "stopped: \(formatCount(summary.read)) received, \(formatCount(summary.accepted)) stored, \(formatCount(summary.duplicates)) duplicates, \(formatCount(summary.quarantined)) quarantined"
             )
-            output.flush()
         }
     }
 }

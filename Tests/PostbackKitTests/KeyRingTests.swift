@@ -47,8 +47,8 @@ struct KeyRingTests {
     @Test("bad key folders are explained")
     func badFolders() throws {
         let directory = try TemporaryDirectory()
-        #expect(throws: KeyRingError(.noKeys, "")) { try KeyRing(directories: [directory.path]) }
-        #expect(throws: KeyRingError(.noSuchDirectory, "")) { try KeyRing(directories: [directory.path + "/nope"]) }
+        #expect(throws: PostbackKitError(.noKeys, "")) { try KeyRing(directories: [directory.path]) }
+        #expect(throws: PostbackKitError(.noSuchDirectory, "")) { try KeyRing(directories: [directory.path + "/nope"]) }
         try directory.write(
             "p192.pem",
             try String(contentsOfFile: Repository.path("Keys/test/p256.pem"), encoding: .utf8)
@@ -61,6 +61,6 @@ struct KeyRingTests {
             #expect(error.reason.contains("p192.pem must hold a P-192 key"))
         }
         try directory.write("p192.pem", "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n")
-        #expect(throws: KeyRingError(.badKey, "")) { try KeyRing(directories: [directory.path]) }
+        #expect(throws: PostbackKitError(.badKey, "")) { try KeyRing(directories: [directory.path]) }
     }
 }

@@ -93,6 +93,27 @@ package enum ConversionModelParser {
 private struct ModelReader {
     var problems: [ConversionModelError.Problem] = []
 
+    /// Whether `key`, a `what` (0 to `maximum`), names no entry of `mapped` yet; else fails at
+    /// `path`: out of range, or `mappedWhat` `key` mapped more than once.
+    mutating func isNew<Value>(
+        _ key: Int64,
+        in mapped: [Int: Value],
+        upTo maximum: Int64,
+        _ path: String,
+        _ what: String,
+        _ mappedWhat: String
+    ) -> Bool {
+        guard key <= maximum else {
+            fail(path, "\(key) is not a \(what) (0–\(maximum))")
+            return false
+        }
+        guard mapped[Int(key)] == nil else {
+            fail(path, "\(mappedWhat) \(key) is mapped more than once")
+            return false
+        }
+        return true
+    }
+
     mutating func fail(_ path: String, _ message: String) {
         if problems.count < 50 { problems.append(.init(path: path, message: message)) }
     }
@@ -122,15 +143,8 @@ private struct ModelReader {
                 element["fineGrainedConversionValue"] == nil
                 ? 0 : integer(element["fineGrainedConversionValue"], valuePath, minimum: 0)
             let mapping = self.mapping(element["conversionValueMapping"], elementPath + ".conversionValueMapping")
-            guard let fine else { continue }
-            guard fine <= 63 else {
-                fail(valuePath, "\(fine) is not a fine conversion value (0–63)")
-                continue
-            }
-            if fineValues[Int(fine)] != nil {
-                fail(valuePath, "fine value \(fine) is mapped more than once")
-                continue
-            }
+            guard let fine, isNew(fine, in: fineValues, upTo: 63, valuePath, "fine conversion value", "fine value")
+            else { continue }
             if let mapping { fineValues[Int(fine)] = mapping }
         }
 
@@ -202,15 +216,16 @@ private struct ModelReader {
                     }
                 }
             }
-            guard let sequence else { continue }
-            guard sequence <= 2 else {
-                fail(indexPath, "\(sequence) is not a postback sequence index (0–2)")
-                continue
-            }
-            if coarseValues[Int(sequence)] != nil {
-                fail(indexPath, "postback sequence index \(sequence) is mapped more than once")
-                continue
-            }
+            guard let sequence,
+                isNew(
+                    sequence,
+                    in: coarseValues,
+                    upTo: 2,
+                    indexPath,
+                    "postback sequence index",
+                    "postback sequence index"
+                )
+            else { continue }
             coarseValues[Int(sequence)] = byCoarse
             if let trigger { lockTriggers[Int(sequence)] = trigger }
         }
@@ -366,17 +381,21 @@ private struct ModelReader {
         return Array(elements.enumerated())
     }
 
-    /// An integer written as a JSON integer or, as protobuf JSON writes int64, a string of digits.
-    mutating func integer(_ value: JSONValue?, _ path: String, minimum: Int64) -> Int64? {
-        guard let value, value != .null else { return nil }
-        let text: String
+    /// The text of a number written as a JSON number or, as protobuf JSON writes int64, as a
+    /// string; nil, failing at `path` (`expected` names what was), for another kind of value.
+    mutating func numberText(_ value: JSONValue, _ path: String, expected: String) -> String? {
         switch value {
-        case .number(let number): text = number
-        case .string(let string): text = string
+        case .number(let number): return number
+        case .string(let string): return string
         default:
-            fail(path, "expected an integer, found \(value.kindName)")
+            fail(path, "expected \(expected), found \(value.kindName)")
             return nil
         }
+    }
+
+    /// An integer written as a JSON integer or, as protobuf JSON writes int64, a string of digits.
+    mutating func integer(_ value: JSONValue?, _ path: String, minimum: Int64) -> Int64? {
+        guard let value, value != .null, let text = numberText(value, path, expected: "an integer") else { return nil }
         guard let parsed = Int64(text) else {
             fail(path, "expected an integer, found \(value.text)")
             return nil
@@ -403,15 +422,7 @@ private struct ModelReader {
 
     /// A non-negative amount of money, as micros.
     mutating func money(_ value: JSONValue?, _ path: String) -> Int64? {
-        guard let value, value != .null else { return nil }
-        let text: String
-        switch value {
-        case .number(let number): text = number
-        case .string(let string): text = string
-        default:
-            fail(path, "expected a number, found \(value.kindName)")
-            return nil
-        }
+        guard let value, value != .null, let text = numberText(value, path, expected: "a number") else { return nil }
         guard let amount = Double(text), amount.isFinite else {
             fail(path, "expected a number, found \(value.text)")
             return nil

@@ -346,23 +346,15 @@ package enum CostFile {
         // Without a required column every row would repeat it; otherwise the rows are checked
         // too, the unknown columns left aside, so that one pass names every problem.
         guard required.allSatisfy(header.contains) else { return problems }
-        while let record = records.next() {
-            if let problem = record.problem {
-                problems.append("\(source):\(record.line): \(problem)")
-                continue
-            }
-            if record.fields.allSatisfy({ $0.isEmpty }) { continue }  // a blank line
-            guard record.fields.count == header.count else {
-                problems.append(
-                    "\(source):\(record.line): \(record.fields.count) columns; the header has \(header.count) (\(header.joined(separator: ",")))"
-                )
-                continue
-            }
+        let headerText = header.joined(separator: ",")
+        problems += records.rows(source: source, header: header, headerText: headerText) { fields, line in
             var cells: [String: String] = [:]
-            for (name, value) in zip(header, record.fields) where known.contains(name) && cells[name] == nil {
+            for (name, value) in zip(header, fields) where known.contains(name) && cells[name] == nil {
                 cells[name] = value
             }
-            row(cells, record.line) { column, what in problems.append("\(source):\(record.line): \(column): \(what)") }
+            var rowProblems: [String] = []
+            row(cells, line) { column, what in rowProblems.append("\(source):\(line): \(column): \(what)") }
+            return rowProblems
         }
         return problems
     }

@@ -161,16 +161,14 @@ package struct DoctorReport: Sendable {
     }
 
     private static func escapedLabel(_ value: String) -> String {
-        var out = ""
-        for character in value {
+        value.replacingCharacters { character in
             switch character {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(character)
+            case "\\": "\\\\"
+            case "\"": "\\\""
+            case "\n": "\\n"
+            default: nil
             }
         }
-        return out
     }
 
     private static func number(_ value: Double) -> String {

@@ -1,12 +1,13 @@
 /// Why PostbackKit could not do what was asked, when all there is to say is a message: an input
-/// path that does not exist, a file or a line input that cannot be read, a key OpenSSL cannot use.
+/// path that does not exist, a file or a line input that cannot be read, a key OpenSSL cannot use,
+/// keys that cannot be loaded (``KeyRing``).
 ///
-/// Errors compare equal by ``code``; ``reason`` is what a person reads, and ``source`` says where
-/// in postbackd it was made.
-package typealias PostbackKitError = MessageError<PostbackKitErrorDomain>
+/// Errors compare equal by ``MessageError/code``; ``MessageError/reason`` is what a person reads,
+/// and ``MessageError/source`` says where in postbackd it was made.
+public typealias PostbackKitError = MessageError<PostbackKitErrorDomain>
 
 /// The domain of ``PostbackKitError``'s codes.
-package enum PostbackKitErrorDomain: Sendable {}
+public enum PostbackKitErrorDomain: Sendable {}
 
 extension ErrorCode where Domain == PostbackKitError {
     /// A path given on the command line does not exist.

@@ -92,23 +92,41 @@ package final class TextOutput: Sendable {
 
     private func emit(_ bytes: [UInt8]) {
         guard case .descriptor(let descriptor, _) = target else { return }
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return  // a closed pipe: nothing more can be shown
-                }
+        _ = writeWhole(bytes, to: descriptor)  // a closed pipe: nothing more can be shown
+    }
+}
+
+/// Writes the whole of `bytes` to `descriptor`, again after a partial or interrupted write;
+/// returns the `errno` of a write that failed (a closed pipe, a full disk), or nil.
+package func writeWhole(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
+    bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let written = Glibc.write(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+            if written > 0 {
+                offset += written
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                return errno
             }
         }
+        return nil
     }
 }
 
 extension StringProtocol {
+    /// The text with every character that `replacement` gives text for replaced by that text
+    /// (an escaping: HTML's `&amp;`, a URI's `%25`, a Prometheus label's `\"`).
+    package func replacingCharacters(_ replacement: (Character) -> String?) -> String {
+        var out = ""
+        out.reserveCapacity(utf8.count)
+        for character in self {
+            if let replaced = replacement(character) { out += replaced } else { out.append(character) }
+        }
+        return out
+    }
+
     /// Without leading and trailing spaces (only U+0020: option values and header lists).
     package var withoutSurroundingSpaces: String {
         String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())

@@ -29,14 +29,8 @@ package struct AAKKey: Sendable {
     package var isDevelopment: Bool
 }
 
-/// Why keys could not be loaded: errors compare equal by `code`; `reason` is what a person
-/// reads, and `source` says where in postbackd it was made.
-public typealias KeyRingError = MessageError<KeyRingErrorDomain>
-
-/// The domain of ``KeyRingError``'s codes.
-public enum KeyRingErrorDomain: Sendable {}
-
-extension ErrorCode where Domain == KeyRingError {
+/// Why keys could not be loaded (``PostbackKitError``, the target's one message-only error).
+extension ErrorCode where Domain == PostbackKitError {
     /// The `--keys` folder does not exist.
     public static let noSuchDirectory = Self("noSuchDirectory")
     /// The folder holds none of the expected key files.
@@ -98,10 +92,10 @@ public struct KeyRing: Sendable {
     /// later, `aak-<kid with / replaced by _>.pem` AdAttributionKit postbacks with that `kid`
     /// (a development key when the kid contains `development`); any may be absent. Keys are
     /// named after the folder (`Keys/test` gives `test-p192`, `test-p256`, `test:<kid>`).
-    package mutating func addKeys(fromDirectory directory: String) throws(KeyRingError) {
+    package mutating func addKeys(fromDirectory directory: String) throws(PostbackKitError) {
         var info = stat()
         guard stat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw KeyRingError(.noSuchDirectory, "--keys \(directory): no such folder")
+            throw PostbackKitError(.noSuchDirectory, "--keys \(directory): no such folder")
         }
         let prefix = Self.keyNamePrefix(forDirectory: directory)
         var found = false
@@ -113,10 +107,10 @@ public struct KeyRing: Sendable {
             do {
                 key = try ECPublicKey(pemRepresentation: pem)
             } catch {
-                throw KeyRingError(.badKey, "\(path): \(error); expected a PEM PUBLIC KEY")
+                throw PostbackKitError(.badKey, "\(path): \(error); expected a PEM PUBLIC KEY")
             }
             guard key.curve == curve else {
-                throw KeyRingError(
+                throw PostbackKitError(
                     .badKey,
                     "\(path): the key is on \(key.curve), but \(curve.rawValue).pem must hold a \(curve) key"
                 )
@@ -135,10 +129,10 @@ public struct KeyRing: Sendable {
             do {
                 key = try ECPublicKey(pemRepresentation: pem)
             } catch {
-                throw KeyRingError(.badKey, "\(path): \(error); expected a PEM PUBLIC KEY")
+                throw PostbackKitError(.badKey, "\(path): \(error); expected a PEM PUBLIC KEY")
             }
             guard key.curve == .p256 else {
-                throw KeyRingError(
+                throw PostbackKitError(
                     .badKey,
                     "\(path): the key is on \(key.curve); AdAttributionKit (ES256) needs a P-256 key"
                 )
@@ -152,12 +146,12 @@ public struct KeyRing: Sendable {
             )
         }
         guard found else {
-            throw KeyRingError(.noKeys, "--keys \(directory): no p192.pem, p256.pem or aak-*.pem in this folder")
+            throw PostbackKitError(.noKeys, "--keys \(directory): no p192.pem, p256.pem or aak-*.pem in this folder")
         }
     }
 
     /// A key ring holding the keys of each folder, in the order given.
-    public init(directories: [String]) throws(KeyRingError) {
+    public init(directories: [String]) throws(PostbackKitError) {
         self.init()
         for directory in directories {
             try addKeys(fromDirectory: directory)

@@ -37,6 +37,19 @@ enum RefusalStyle {
 }
 
 extension PostbackResponder {
+    /// ``admit(_:_:scope:secrets:cookie:style:)`` for a route that apps call: the key in the `a`
+    /// parameter or as a bearer token, never a cookie, and a refusal worded for an app.
+    func admitApp(_ request: Request, _ context: Caller, scope: AccessScope) -> Admission {
+        admit(
+            request,
+            context,
+            scope: scope,
+            secrets: [request.formParameters["a"].map(String.init), bearerToken(request)],
+            cookie: false,
+            style: .app
+        )
+    }
+
     /// Whether `request` may use a route of `scope`: open when no key is needed; else the key of
     /// one of `secrets` (a bearer token, an `a` parameter) or, where `cookie`, of the login's
     /// session cookie, which must open `scope`. A wrong secret counts against the client's

@@ -12,14 +12,7 @@ extension PostbackResponder {
     static let maximumTokenBody = 16_384
 
     func appleAdsToken(_ request: Request, context: Caller, arrival: UTCInstant) async -> Answer {
-        let admission = admit(
-            request,
-            context,
-            scope: .appleAds,
-            secrets: [request.formParameters["a"].map(String.init), bearerToken(request)],
-            cookie: false,
-            style: .app
-        )
+        let admission = admitApp(request, context, scope: .appleAds)
         if case .refused(let response) = admission { return response }
         let body: ByteBuffer
         do {

@@ -19,14 +19,7 @@ extension PostbackResponder {
     /// The state in `body` (read whole: ``HotRouteHandler`` refuses one over
     /// ``maximumStateBody`` bytes), answered at once.
     func conversionValue(_ request: Request, body: ByteBuffer, context: Caller) -> Answer {
-        let admission = admit(
-            request,
-            context,
-            scope: .conversionValue,
-            secrets: [request.formParameters["a"].map(String.init), bearerToken(request)],
-            cookie: false,
-            style: .app
-        )
+        let admission = admitApp(request, context, scope: .conversionValue)
         if case .refused(let response) = admission { return response }
         let bytes = Array(body.readableBytesView)
         // Most states are read without a JSON tree (StateRequestReader.swift); whatever that

@@ -25,111 +25,77 @@ extension PostbackResponder {
     // MARK: GET /api/v1/report
 
     func report(_ request: Request, context: Caller) async -> Answer {
-        let parsed: ReportRequest
-        switch openReading(
-            request,
-            context,
-            .report,
-            style: .api,
-            allowed: Self.reportParameters,
-            parse: ReportRequest.parse,
-            query: \.query
-        ) {
-        case .refused(let answer): return answer
-        case .opened(let opened): parsed = opened
-        }
-        do {
-            let (report, warning) = try await reader.read { store in try await parsed.read(store) }
-            var response = Answer(
-                status: .ok,
-                headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: ByteBuffer(string: report.formatted(.json))
-            )
-            if let warning { response.headers[.postbackdWarning] = warning.oneLine }
-            return response
-        } catch {
-            return unreadable(error)
+        let parameters = Self.reportParameters
+        return await reading(request, context, .report, .api, parameters, ReportRequest.parse, \.query) { parsed in
+            do {
+                let (report, warning) = try await reader.read { store in try await parsed.read(store) }
+                var response = Self.apiJSON(report.formatted(.json))
+                if let warning { response.headers[.postbackdWarning] = warning.oneLine }
+                return response
+            } catch {
+                return unreadable(error)
+            }
         }
     }
 
     // MARK: GET /api/v1/summary
 
     func summary(_ request: Request, context: Caller) async -> Answer {
-        let query: ReportQuery
-        switch openReading(
-            request,
-            context,
-            .report,
-            style: .api,
-            allowed: Self.summaryParameters,
-            parse: Dashboard.query,
-            query: { $0 }
-        ) {
-        case .refused(let answer): return answer
-        case .opened(let opened): query = opened
-        }
-        do {
-            let dashboard = try await reader.read { store in try await Dashboard.read(store, query, summaryOnly: true) }
-            return Answer(
-                status: .ok,
-                headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: ByteBuffer(string: dashboard.summaryJSON + "\n")
-            )
-        } catch {
-            return unreadable(error)
+        await reading(request, context, .report, .api, Self.summaryParameters, Dashboard.query, \.self) { query in
+            do {
+                let dashboard = try await reader.read { store in
+                    try await Dashboard.read(store, query, summaryOnly: true)
+                }
+                return Self.apiJSON(dashboard.summaryJSON + "\n")
+            } catch {
+                return unreadable(error)
+            }
         }
     }
 
     // MARK: GET /dashboard
 
     func dashboard(_ request: Request, context: Caller) async -> Answer {
-        let query: ReportQuery
-        switch openReading(
-            request,
-            context,
-            .dashboard,
-            style: .page,
-            allowed: Self.dashboardParameters,
-            parse: Dashboard.query,
-            query: { $0 }
-        ) {
-        case .refused(let answer): return answer
-        case .opened(let opened): query = opened
-        }
-        do {
-            let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
-            return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: Route.dashboard.rawValue)).html)
-        } catch {
-            logger.error("cannot read the dashboard", metadata: ["serve.error": "\(error)"])
-            var response = Self.page(
-                .serviceUnavailable,
-                title: "The store cannot be read now",
-                body: "<p>The numbers could not be read from the store. Reload in a few seconds.</p>"
-            )
-            response.headers[.retryAfter] = "5"
-            return response
+        await reading(request, context, .dashboard, .page, Self.dashboardParameters, Dashboard.query, \.self) { query in
+            do {
+                let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
+                return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: Route.dashboard.rawValue)).html)
+            } catch {
+                logger.error("cannot read the dashboard", metadata: ["serve.error": "\(error)"])
+                var response = Self.page(
+                    .serviceUnavailable,
+                    title: "The store cannot be read now",
+                    body: "<p>The numbers could not be read from the store. Reload in a few seconds.</p>"
+                )
+                response.headers[.retryAfter] = "5"
+                return response
+            }
         }
     }
 
-    /// How a reading route begins: refused, or its request read.
-    enum Reading<Opened> {
-        case refused(Answer)
-        case opened(Opened)
+    /// A reading API's JSON answer, never cached.
+    static func apiJSON(_ body: String) -> Answer {
+        Answer(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ByteBuffer(string: body)
+        )
     }
 
-    /// What every reading route does first: admits the key for `scope`; reads the query's
-    /// parameters (only `allowed`), narrowed to the key's apps; `parse`s them; and checks that
-    /// the `query` made of them names only the key's apps. A parameter that cannot be read is
-    /// 400 naming it: JSON for the API, a page for the dashboard.
-    func openReading<Opened>(
+    /// A reading route: admits the key for `scope`; reads the query's parameters (only
+    /// `allowed`), narrowed to the key's apps; `parse`s them; checks that the `query` made of
+    /// them names only the key's apps; and then gives them to `answer`. A parameter that cannot be
+    /// read is 400 naming it: JSON for the API, a page for the dashboard.
+    func reading<Opened>(
         _ request: Request,
         _ context: Caller,
         _ scope: AccessScope,
-        style: RefusalStyle,
-        allowed: [String],
-        parse: (ReportRequest.Options) throws(ReportRequestError) -> Opened,
-        query: (Opened) -> ReportQuery
-    ) -> Reading<Opened> {
+        _ style: RefusalStyle,
+        _ allowed: [String],
+        _ parse: (ReportRequest.Options) throws(ReportRequestError) -> Opened,
+        _ query: (Opened) -> ReportQuery,
+        answer: (Opened) async -> Answer
+    ) async -> Answer {
         let admission = admit(
             request,
             context,
@@ -138,28 +104,26 @@ extension PostbackResponder {
             cookie: true,
             style: style
         )
-        if case .refused(let response) = admission { return .refused(response) }
+        if case .refused(let response) = admission { return response }
         let opened: Opened
         do throws(ReportRequestError) {
             var options = try Self.reportOptions(request.formParameters, allowed: allowed)
-            if let refusal = self.scope(&options, to: admission, style: style) { return .refused(refusal) }
+            if let refusal = self.scope(&options, to: admission, style: style) { return refusal }
             opened = try parse(options)
         } catch {
             let parameter = error.option.replacingDashes
             guard style == .page else {
-                return .refused(Self.json(.badRequest, Self.error(error.reason, field: parameter)))
+                return Self.json(.badRequest, Self.error(error.reason, field: parameter))
             }
-            return .refused(
-                Self.page(
-                    .badRequest,
-                    title: "Filters not understood",
-                    body:
-                        "<p>\(escapeHTML(parameter)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
-                )
+            return Self.page(
+                .badRequest,
+                title: "Filters not understood",
+                body:
+                    "<p>\(escapeHTML(parameter)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
             )
         }
-        if let refusal = refuseUnscoped(query(opened), admission) { return .refused(refusal) }
-        return .opened(opened)
+        if let refusal = refuseUnscoped(query(opened), admission) { return refusal }
+        return await answer(opened)
     }
 
     // MARK: Login

@@ -88,9 +88,8 @@ package enum CampaignsJob {
 
     /// JSON Lines, one object per row (null for empty cells).
     package static func json(_ rows: [StoredCampaignMapping]) -> String {
-        rows.map { stored in
+        JSONObjectWriter.lines(rows) { stored, object in
             let row = stored.mapping
-            var object = JSONObjectWriter()
             object.add("ad_network_id", row.adNetworkID)
             object.add("source_identifier", row.prefix)
             object.add("valid_from", row.validFrom?.description)
@@ -101,8 +100,7 @@ package enum CampaignsJob {
             object.add("source", row.source)
             object.add("line", row.line)
             object.add("added_at", stored.addedAt)
-            return object.text + "\n"
-        }.joined()
+        }
     }
 
     /// An aligned table for people.

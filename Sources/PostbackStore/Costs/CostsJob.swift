@@ -80,9 +80,8 @@ package enum CostsJob {
     /// JSON Lines, one object per row (null for absent dimensions), with where and when it was
     /// added.
     package static func json(_ costs: [StoredCost]) -> String {
-        costs.map { stored in
+        JSONObjectWriter.lines(costs) { stored, object in
             let row = stored.row
-            var object = JSONObjectWriter()
             object.add("date", row.date.description)
             object.add("ad_network_id", row.adNetworkID)
             object.add("app_id", row.appID)
@@ -93,8 +92,7 @@ package enum CostsJob {
             object.add("source", row.source)
             object.add("line", row.line)
             object.add("added_at", stored.addedAt)
-            return object.text + "\n"
-        }.joined()
+        }
     }
 
     /// An aligned table for people, with the spend per currency after it.
@@ -113,9 +111,7 @@ package enum CostsJob {
         var totals: [String: Int64] = [:]
         for stored in costs { totals[stored.row.currency, default: 0] += stored.row.spendMicros }
         let summary = totals.sorted { $0.key < $1.key }.map { "\($0.key) \(formatMoney(Double($0.value) / 1_000_000))" }
-        return (TableColumn.lines(columns, rows: costs.count) + ["total: " + summary.joined(separator: ", ")]).map {
-            $0.trailingSpacesRemoved
-        }.joined(separator: "\n") + "\n"
+        return TableColumn.text(columns, rows: costs.count, after: ["total: " + summary.joined(separator: ", ")])
     }
 
     /// A rates file `rates add` reads back.
@@ -132,8 +128,7 @@ package enum CostsJob {
 
     /// JSON Lines, one object per rate.
     package static func ratesJSON(_ rates: [StoredRate]) -> String {
-        rates.map { stored in
-            var object = JSONObjectWriter()
+        JSONObjectWriter.lines(rates) { stored, object in
             object.add("date", stored.rate.date.description)
             object.add("base", stored.rate.base)
             object.add("quote", stored.rate.quote)
@@ -141,22 +136,20 @@ package enum CostsJob {
             object.add("source", stored.rate.source)
             object.add("line", stored.rate.line)
             object.add("added_at", stored.addedAt)
-            return object.text + "\n"
-        }.joined()
+        }
     }
 
     /// An aligned table for people.
     package static func ratesTable(_ rates: [StoredRate]) -> String {
         guard !rates.isEmpty else { return "no exchange rates in this period (postbackd rates add FILE)\n" }
-        func column(_ header: String, right: Bool = false, _ cell: (ExchangeRate) -> String) -> TableColumn {
-            TableColumn(header: header, rightAligned: right, cells: rates.map { cell($0.rate) }, priority: 90)
-        }
+        let rows = rates.map(\.rate)
         let columns = [
-            column("date") { $0.date.description }, column("base") { $0.base }, column("quote") { $0.quote },
-            column("rate", right: true) { formatJSONNumber($0.rate) }, column("read from") { $0.place },
+            TableColumn("date", of: rows) { $0.date.description }, TableColumn("base", of: rows) { $0.base },
+            TableColumn("quote", of: rows) { $0.quote },
+            TableColumn("rate", right: true, of: rows) { formatJSONNumber($0.rate) },
+            TableColumn("read from", of: rows) { $0.place },
         ]
-        return TableColumn.lines(columns, rows: rates.count).map { $0.trailingSpacesRemoved }.joined(separator: "\n")
-            + "\n"
+        return TableColumn.text(columns, rows: rows.count)
     }
 
     /// Micros as a decimal without trailing zeros (`12.5`, `3`).

@@ -143,21 +143,11 @@ final class ExportSink {
     }
 
     private func drain() throws {
-        try buffer.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    throw StoreError(
-                        .cannotWrite,
-                        "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(errno)))"
-                    )
-                }
-            }
+        if let failure = writeWhole(buffer, to: descriptor) {
+            throw StoreError(
+                .cannotWrite,
+                "\(partial ?? "standard output"): cannot write: \(String(cString: strerror(failure)))"
+            )
         }
         buffer.removeAll(keepingCapacity: true)
     }

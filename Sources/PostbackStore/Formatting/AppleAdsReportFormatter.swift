@@ -41,19 +41,10 @@ extension AppleAdsReport {
                 )
             }
             for metric in AppleAdsMetric.allCases {
-                columns.append(
-                    TableColumn(
-                        header: metric.rawValue,
-                        rightAligned: true,
-                        cells: rows.map { formatCount($0.counts[metric] ?? 0) },
-                        total: rows.count > 1 ? formatCount(rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) }) : nil,
-                        priority: 100
-                    )
-                )
+                columns.append(.counts(metric.rawValue, of: rows, priority: 100) { $0.counts[metric] ?? 0 })
             }
             if rows.count > 1 && !dimensions.isEmpty { columns[0].total = "total" }
-            return TableColumn.lines(columns, rows: rows.count).map { $0.trailingSpacesRemoved }.joined(separator: "\n")
-                + "\n"
+            return TableColumn.text(columns, rows: rows.count)
         }
     }
 

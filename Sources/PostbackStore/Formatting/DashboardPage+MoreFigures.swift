@@ -185,23 +185,16 @@ extension DashboardPage {
             .init(name: "duplicates", color: SVGChart.palette[0], values: duplicates),
             .init(name: "conflicts", color: SVGChart.palette[1], values: conflicts),
         ]
-        let chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: "Copies")
-        return figure(
+        return dayCountsFigure(
             id: "intake",
             title: title,
             caption:
                 "What did not become a stored postback, for every app and network (conflicts are duplicates whose unsigned values differ). "
                 + description,
-            svg: chart.lines(series, id: "intake", title: title, description: description),
-            legend: series.map { ($0.name, $0.color) },
-            table: table(
-                caption: title,
-                headers: [dayAxisTitle, "quarantined", "duplicates", "conflicts"],
-                rows: days.indices.map { position in
-                    [days[position].description]
-                        + [quarantined, duplicates, conflicts].map { count(Int($0[position])) }
-                }
-            )
+            description: description,
+            yTitle: "Copies",
+            series: series,
+            columns: series.map(\.name)
         )
     }
 
@@ -226,18 +219,14 @@ extension DashboardPage {
             .init(name: "SKAdNetwork (com.apple.ads)", color: SVGChart.palette[0], values: skan),
             .init(name: "AdServices attribution", color: SVGChart.palette[1], values: adServices),
         ]
-        let chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: "Installs")
-        return figure(
+        return dayCountsFigure(
             id: "apple-ads",
             title: title,
             caption: description,
-            svg: chart.lines(series, id: "apple-ads", title: title, description: description),
-            legend: series.map { ($0.name, $0.color) },
-            table: table(
-                caption: title,
-                headers: [dayAxisTitle, "SKAdNetwork", "AdServices"],
-                rows: days.indices.map { [days[$0].description, count(Int(skan[$0])), count(Int(adServices[$0]))] }
-            )
+            description: description,
+            yTitle: "Installs",
+            series: series,
+            columns: ["SKAdNetwork", "AdServices"]
         )
     }
 }

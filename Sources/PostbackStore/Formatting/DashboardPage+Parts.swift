@@ -4,6 +4,34 @@ import PostbackKit
 extension DashboardPage {
     // MARK: - Parts
 
+    /// A line chart of whole numbers a day, with its table: a day a row, a column of each of
+    /// `series`, headed `columns`.
+    func dayCountsFigure(
+        id: String,
+        title: String,
+        caption: String,
+        description: String,
+        yTitle: String,
+        series: [SVGChart.Series],
+        columns: [String]
+    ) -> String {
+        let chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: yTitle)
+        return figure(
+            id: id,
+            title: title,
+            caption: caption,
+            svg: chart.lines(series, id: id, title: title, description: description),
+            legend: series.map { ($0.name, $0.color) },
+            table: table(
+                caption: title,
+                headers: [dayAxisTitle] + columns,
+                rows: days.indices.map { position in
+                    [days[position].description] + series.map { count(Int($0.values[position])) }
+                }
+            )
+        )
+    }
+
     func figure(
         id: String,
         title: String,

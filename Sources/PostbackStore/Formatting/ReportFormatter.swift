@@ -270,13 +270,7 @@ extension Report {
             ]
             for metric in ReportMetric.shown {
                 columns.append(
-                    TableColumn(
-                        header: metric.shortName,
-                        rightAligned: true,
-                        cells: rows.map { formatCount($0.counts[metric] ?? 0) },
-                        total: rows.count > 1 ? formatCount(rows.reduce(0) { $0 + ($1.counts[metric] ?? 0) }) : nil,
-                        priority: priorities[metric] ?? 10
-                    )
+                    .counts(metric.shortName, of: rows, priority: priorities[metric] ?? 10) { $0.counts[metric] ?? 0 }
                 )
             }
         }
@@ -300,15 +294,7 @@ extension Report {
             }
         }
         for column in extraColumns {
-            columns.append(
-                TableColumn(
-                    header: column,
-                    rightAligned: true,
-                    cells: rows.map { formatCount($0.extras[column] ?? 0) },
-                    total: rows.count > 1 ? formatCount(rows.reduce(0) { $0 + ($1.extras[column] ?? 0) }) : nil,
-                    priority: 97
-                )
-            )
+            columns.append(.counts(column, of: rows, priority: 97) { $0.extras[column] ?? 0 })
         }
         for currency in currencies {
             let total = rows.reduce(0.0) { $0 + ($1.revenue[currency]?.estimate ?? 0) }

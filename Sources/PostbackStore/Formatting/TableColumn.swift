@@ -17,6 +17,24 @@ struct TableColumn {
         return limit.map { min($0, natural) } ?? natural
     }
 
+    /// A right-aligned column of whole counts, each row's `count`, and their total under a table
+    /// of more than one row.
+    static func counts<Row>(_ header: String, of rows: [Row], priority: Int, _ count: (Row) -> Int) -> TableColumn {
+        TableColumn(
+            header: header,
+            rightAligned: true,
+            cells: rows.map { formatCount(count($0)) },
+            total: rows.count > 1 ? formatCount(rows.reduce(0) { $0 + count($1) }) : nil,
+            priority: priority
+        )
+    }
+
+    /// ``lines(_:rows:)`` and then `after`, as text: each line without trailing spaces, and
+    /// ended.
+    static func text(_ columns: [TableColumn], rows: Int, after: [String] = []) -> String {
+        (lines(columns, rows: rows) + after).map(\.trailingSpacesRemoved).joined(separator: "\n") + "\n"
+    }
+
     /// The header, a rule, `rows` rows, and (when a column has one) a rule and the totals.
     static func lines(_ columns: [TableColumn], rows: Int) -> [String] {
         // Cells may hold text from outside (campaign and app names): a terminal shows it, it
@@ -68,3 +86,11 @@ func wrap(_ text: String, width: Int) -> [String] {
 }
 
 /// Revenue per currency as `{"USD": {"min": …, "max": …, "estimate": …}}`.
+
+extension TableColumn {
+    /// A column that is never hidden: `header`, and each of `rows`' cells. (In an extension: in
+    /// the type's body it would take the memberwise initializer's place.)
+    init<Row>(_ header: String, right: Bool = false, of rows: [Row], _ cell: (Row) -> String) {
+        self.init(header: header, rightAligned: right, cells: rows.map(cell), priority: 90)
+    }
+}

@@ -14,17 +14,14 @@ func csvField(_ text: String) -> String {
 
 /// Text made safe for HTML content and attribute values.
 package func escapeHTML(_ text: String) -> String {
-    var out = ""
-    out.reserveCapacity(text.utf8.count)
-    for character in text {
+    text.replacingCharacters { character in
         switch character {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&#39;"
-        default: out.append(character)
+        case "&": "&amp;"
+        case "<": "&lt;"
+        case ">": "&gt;"
+        case "\"": "&quot;"
+        case "'": "&#39;"
+        default: nil
         }
     }
-    return out
 }

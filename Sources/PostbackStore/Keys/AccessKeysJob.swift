@@ -30,23 +30,20 @@ package enum AccessKeysJob {
     /// An aligned table for people: never the secret, nor its hash.
     package static func table(_ keys: [StoredAccessKey]) -> String {
         guard !keys.isEmpty else { return "no access keys (postbackd keys add NAME --apps ID,…)\n" }
-        func column(_ header: String, _ cell: (StoredAccessKey) -> String) -> TableColumn {
-            TableColumn(header: header, rightAligned: false, cells: keys.map(cell), priority: 90)
-        }
         let columns = [
-            column("name") { $0.name }, column("apps") { appsText($0.apps) },
-            column("scopes") { $0.scopes.map(\.rawValue).joined(separator: ",") },
-            column("created") { $0.createdAt }, column("last used") { $0.lastUsedAt ?? "never" },
-            column("revoked") { $0.revokedAt ?? "–" },
+            TableColumn("name", of: keys) { $0.name }, TableColumn("apps", of: keys) { appsText($0.apps) },
+            TableColumn("scopes", of: keys) { $0.scopes.map(\.rawValue).joined(separator: ",") },
+            TableColumn("created", of: keys) { $0.createdAt },
+            TableColumn("last used", of: keys) { $0.lastUsedAt ?? "never" },
+            TableColumn("revoked", of: keys) { $0.revokedAt ?? "–" },
         ]
-        return TableColumn.lines(columns, rows: keys.count).map(\.trailingSpacesRemoved).joined(separator: "\n") + "\n"
+        return TableColumn.text(columns, rows: keys.count)
     }
 
     /// JSON Lines: `name`, `apps` (null: every app), `scopes`, `created_at`, `last_used_at`,
     /// `revoked_at`.
     package static func json(_ keys: [StoredAccessKey]) -> String {
-        keys.map { key in
-            var object = JSONObjectWriter()
+        JSONObjectWriter.lines(keys) { key, object in
             object.add("name", key.name)
             object.addRaw(
                 "apps",
@@ -56,7 +53,6 @@ package enum AccessKeysJob {
             object.add("created_at", key.createdAt)
             object.add("last_used_at", key.lastUsedAt)
             object.add("revoked_at", key.revokedAt)
-            return object.text + "\n"
-        }.joined()
+        }
     }
 }

@@ -138,18 +138,12 @@ package struct SQLRow: Sendable {
 }
 
 /// A row that is not what the statement that read it promises: a store that postbackd did not
-/// write, or a defect. The coded shape of ``StoreFault``.
-package struct SQLReadError: CodedError {
-    package typealias Code = ErrorCode<Self>
+/// write, or a defect. The coded shape of ``StoreFault``; apart from ``StoreError``, whose
+/// codes a command may answer as refusals of what it was asked (`apps add`), which this never is.
+package typealias SQLReadError = MessageError<SQLReadErrorDomain>
 
-    package let code: Code
-    package let reason: String
-
-    package init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
+/// The domain of ``SQLReadError``'s codes.
+package enum SQLReadErrorDomain: Sendable {}
 
 extension ErrorCode where Domain == SQLReadError {
     /// The row has fewer columns than read.

@@ -239,16 +239,14 @@ package enum PostbackDatabase {
 
     /// A path as a `file:` URI's path: `%`, `?` and `#` escaped.
     private static func uriEscaped(_ path: String) -> String {
-        var escaped = ""
-        for character in path {
+        path.replacingCharacters { character in
             switch character {
-            case "%": escaped += "%25"
-            case "?": escaped += "%3f"
-            case "#": escaped += "%23"
-            default: escaped.append(character)
+            case "%": "%25"
+            case "?": "%3f"
+            case "#": "%23"
+            default: nil
             }
         }
-        return escaped
     }
 
     private static let maximumOpenAttempts = 20

@@ -105,7 +105,7 @@ extension PostbackResponder {
             // A session cookie can be computed from a guessed `--dashboard-token`: a wrong one
             // counts as a wrong key.
             if wrongCookie { limiter.fail(address) }
-            if style == .page { return .refused(Self.redirect(to: Route.login.rawValue)) }
+            if style == .page { return .refused(Self.redirect(to: ServeRoute.login.rawValue)) }
             return .refused(
                 refusal(
                     .unauthorized,

@@ -19,7 +19,7 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private struct HotRequest {
-        var route: PostbackResponder.Route
+        var route: ServeRoute
         var head: HTTPRequest
         var body = ByteBuffer()
         /// The most body bytes the route reads.
@@ -116,7 +116,7 @@ final class HotRouteHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A new request: a hot one is read here, any other handed on.
     private func start(_ head: HTTPRequest, context: ChannelHandlerContext) {
-        guard let path = head.path, let route = PostbackResponder.Route.hot(path, head.method) else {
+        guard let path = head.path, let route = ServeRoute.hot(path, head.method) else {
             state = .handedOn(requestEnded: false, answered: false)
             context.fireChannelRead(wrapInboundOut(.head(head)))
             return

@@ -59,7 +59,7 @@ extension PostbackResponder {
         await reading(request, context, .dashboard, .page, Self.dashboardParameters, Dashboard.query, \.self) { query in
             do {
                 let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
-                return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: Route.dashboard.rawValue)).html)
+                return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: ServeRoute.dashboard.rawValue)).html)
             } catch {
                 logger.error("cannot read the dashboard", metadata: ["serve.error": "\(error)"])
                 var response = Self.page(
@@ -132,7 +132,7 @@ extension PostbackResponder {
     /// the session cookie. Wrong keys count against the client's address (``FailureLimiter``).
     func login(_ request: Request, context: Caller) async -> Answer {
         guard keys.guards(.dashboard) else {
-            return Self.redirect(to: Route.dashboard.rawValue)
+            return Self.redirect(to: ServeRoute.dashboard.rawValue)
         }
         if request.method != .post { return Self.loginPage(.ok, message: nil) }
         let address = FailureLimiter.bucket(clientAddress(request, context))
@@ -161,7 +161,7 @@ extension PostbackResponder {
             return Self.loginPage(.forbidden, message: "That key does not open the dashboard.")
         }
         keys.used(key)
-        var response = Self.redirect(to: Route.dashboard.rawValue)
+        var response = Self.redirect(to: ServeRoute.dashboard.rawValue)
         response.headers[.setCookie] =
             "\(Self.sessionCookie)=\(AccessKeySecret.session(given)); Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000"
             + (secureCookie ? "; Secure" : "")

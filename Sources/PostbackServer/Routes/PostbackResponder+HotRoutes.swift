@@ -7,7 +7,7 @@ extension PostbackResponder {
     /// A hot route's answer from the router, where the hot path is off (``ServeJob/hotPath``,
     /// for the tests that compare both paths): the same route code, body limit and 413 as
     /// ``HotRouteHandler``'s.
-    func hot(_ route: Route, _ request: Request, caller: Caller, requestID: String) async throws -> Answer {
+    func hot(_ route: ServeRoute, _ request: Request, caller: Caller, requestID: String) async throws -> Answer {
         let arrival = UTCInstant.now()
         let limit = bodyLimit(route)
         var body = ByteBuffer()

@@ -93,10 +93,8 @@ package enum ServeRoute: String, CaseIterable {
 }
 
 extension PostbackResponder {
-    typealias Route = ServeRoute
-
     /// The most body bytes `route` reads: 0 where it reads none.
-    func bodyLimit(_ route: Route) -> Int {
+    func bodyLimit(_ route: ServeRoute) -> Int {
         switch route.bodyLimit {
         case .unread: 0
         case .postback: maximumBody
@@ -107,7 +105,7 @@ extension PostbackResponder {
     }
 
     /// 413: `route`'s answer to a body over ``bodyLimit(_:)`` bytes.
-    func tooLarge(_ route: Route) -> Answer {
+    func tooLarge(_ route: ServeRoute) -> Answer {
         switch route.bodyLimit {
         case .unread, .postback:
             Self.json(

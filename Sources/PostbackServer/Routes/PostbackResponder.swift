@@ -79,7 +79,7 @@ struct PostbackResponder: HTTPResponder {
         let started = ContinuousClock.now
         let caller = Caller(peer: context.peer)
         let requestID = Self.requestID(request.headers[.xRequestID])
-        let route = Route(path: request.uri.path)
+        let route = ServeRoute(path: request.uri.path)
         var answer: Answer
         if let route {
             if route.takes(request.method) {
@@ -110,7 +110,7 @@ struct PostbackResponder: HTTPResponder {
                 case .postbacks:
                     answer = await pullPostbacks(request, context: caller)
                 case .root:
-                    answer = Self.redirect(to: Route.dashboard.rawValue)
+                    answer = Self.redirect(to: ServeRoute.dashboard.rawValue)
                 case .dashboard:
                     answer = await dashboard(request, context: caller)
                 case .login:
@@ -137,7 +137,7 @@ struct PostbackResponder: HTTPResponder {
     /// its line in the access log.
     func finish(
         _ answer: inout Answer,
-        route: Route?,
+        route: ServeRoute?,
         _ head: HTTPRequest,
         caller: Caller,
         requestID: String,

@@ -131,17 +131,9 @@ private struct ModelReader {
         let window = integer(value["measurementWindowHours"], path + ".measurementWindowHours", minimum: 0)
 
         var fineValues: [Int: ConversionValueMapping] = [:]
-        for (index, element) in array(
-            value["fineGrainedConversionValueMappings"],
-            path + ".fineGrainedConversionValueMappings"
-        ) {
-            let elementPath = path + ".fineGrainedConversionValueMappings[\(index)]"
-            guard isObject(element, elementPath) else { continue }
+        for (element, elementPath) in objects(value, "fineGrainedConversionValueMappings", path) {
             let valuePath = elementPath + ".fineGrainedConversionValue"
-            // proto3: an absent fine value is 0.
-            let fine =
-                element["fineGrainedConversionValue"] == nil
-                ? 0 : integer(element["fineGrainedConversionValue"], valuePath, minimum: 0)
+            let fine = protoInteger(element, "fineGrainedConversionValue", valuePath)
             let mapping = self.mapping(element["conversionValueMapping"], elementPath + ".conversionValueMapping")
             guard let fine, isNew(fine, in: fineValues, upTo: 63, valuePath, "fine conversion value", "fine value")
             else { continue }
@@ -150,13 +142,9 @@ private struct ModelReader {
 
         var coarseValues: [Int: [CoarseConversionValue: ConversionValueMapping]] = [:]
         var lockTriggers: [Int: LockTrigger] = [:]
-        for (index, element) in array(value["postbackMappings"], path + ".postbackMappings") {
-            let elementPath = path + ".postbackMappings[\(index)]"
-            guard isObject(element, elementPath) else { continue }
+        for (element, elementPath) in objects(value, "postbackMappings", path) {
             let indexPath = elementPath + ".postbackSequenceIndex"
-            let sequence =
-                element["postbackSequenceIndex"] == nil
-                ? 0 : integer(element["postbackSequenceIndex"], indexPath, minimum: 0)
+            let sequence = protoInteger(element, "postbackSequenceIndex", indexPath)
             let locks = ["lockWindowCoarseConversionValue", "lockWindowFineConversionValue", "lockWindowEvent"].filter {
                 element[$0] != nil
             }
@@ -379,6 +367,20 @@ private struct ModelReader {
             return []
         }
         return Array(elements.enumerated())
+    }
+
+    /// The elements of `value`'s array `key` that are objects, each with its path
+    /// (`path.key[2]`); any other element fails.
+    mutating func objects(_ value: JSONValue, _ key: String, _ path: String) -> [(JSONValue, String)] {
+        array(value[key], path + "." + key).compactMap { index, element in
+            let elementPath = path + ".\(key)[\(index)]"
+            return isObject(element, elementPath) ? (element, elementPath) : nil
+        }
+    }
+
+    /// The non-negative integer `element[key]`, where proto3's JSON leaves out a 0.
+    mutating func protoInteger(_ element: JSONValue, _ key: String, _ path: String) -> Int64? {
+        element[key] == nil ? 0 : integer(element[key], path, minimum: 0)
     }
 
     /// The text of a number written as a JSON number or, as protobuf JSON writes int64, as a

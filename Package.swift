@@ -162,8 +162,10 @@ let package = Package(
         ),
         .testTarget(
             name: "postbackdTests",
-            // Depending on the executable makes `swift test` build it; the tests run it.
-            dependencies: ["postbackd", "PostbackKit", "PostbackStore", "PostbackTestSupport"],
+            // The tests run the built executable (`swift test` builds every product) and import none
+            // of its code: a dependency on it would hold the test modules' compilation until its
+            // own, last in the build.
+            dependencies: ["PostbackKit", "PostbackStore", "PostbackTestSupport"],
             swiftSettings: testSettings
         ),
         // `serve` under test: the built binary or the library on a loopback port, a real HTTP
@@ -171,7 +173,7 @@ let package = Package(
         .testTarget(
             name: "PostbackServerTests",
             dependencies: [
-                "postbackd", "PostbackKit", "PostbackStore", "PostbackServer", "PostbackTestSupport",
+                "PostbackKit", "PostbackStore", "PostbackServer", "PostbackTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

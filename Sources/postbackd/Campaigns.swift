@@ -57,10 +57,6 @@ extension Postbackd {
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Show the stored mapping rows.")
 
-            enum ListFormat: String, ExpressibleByArgument, CaseIterable {
-                case table, csv, json
-            }
-
             @OptionGroup var database: DatabaseOptions
 
             @Option(help: ArgumentHelp("Only this ad network's rows.", valueName: "id"))
@@ -73,13 +69,7 @@ extension Postbackd {
                 let rows: [StoredCampaignMapping] = try await database.perform {
                     try await CampaignsJob.list($0, network: network)
                 }
-                let output = TextOutput.standardOutput()
-                switch format {
-                case .table: output.write(CampaignsJob.table(rows))
-                case .csv: output.write(CampaignsJob.csv(rows))
-                case .json: output.write(CampaignsJob.json(rows))
-                }
-                output.flush()
+                format.write(rows, table: CampaignsJob.table, csv: CampaignsJob.csv, json: CampaignsJob.json)
             }
         }
     }

@@ -32,43 +32,8 @@ extension Postbackd {
             subcommands: [Add.self, List.self]
         )
 
-        struct Add: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(
-                abstract: "Check spend files and store their rows, each file in one transaction."
-            )
-
-            @OptionGroup var database: DatabaseOptions
-
-            @Option(help: "text or json (JSON Lines, one object per file stored).")
-            var format: ResultFormat = .text
-
-            @Argument(help: "Spend files (CSV); - reads standard input.")
-            var files: [String]
-
-            func run() async throws {
-                try await addFiles(files, database: database, format: format, what: "cost row") {
-                    try await CostsJob.addCosts($0, files: $1)
-                }
-            }
-        }
-
-        struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Show the stored cost rows.")
-
-            @OptionGroup var database: DatabaseOptions
-
-            @OptionGroup var period: PeriodOptions
-
-            @Option(help: "table, csv (a spend file costs add reads back) or json (JSON Lines).")
-            var format: ListFormat = .table
-
-            func run() async throws {
-                let costs = try await database.perform {
-                    try await CostsJob.costs($0, from: period.first, to: period.last)
-                }
-                format.write(costs, table: CostsJob.table, csv: CostsJob.csv, json: CostsJob.json)
-            }
-        }
+        typealias Add = AddRowFiles<Self>
+        typealias List = ListRows<Self>
     }
 
     struct Rates: AsyncParsableCommand {
@@ -93,83 +58,105 @@ extension Postbackd {
             subcommands: [Add.self, List.self]
         )
 
-        struct Add: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(
-                abstract: "Check exchange-rate files and store their rates, each file in one transaction."
-            )
-
-            @OptionGroup var database: DatabaseOptions
-
-            @Option(help: "text or json (JSON Lines, one object per file stored).")
-            var format: ResultFormat = .text
-
-            @Argument(help: "Exchange-rate files (CSV: date,base,quote,rate); - reads standard input.")
-            var files: [String]
-
-            func run() async throws {
-                try await addFiles(files, database: database, format: format, what: "rate") {
-                    try await CostsJob.addRates($0, files: $1)
-                }
-            }
-        }
-
-        struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Show the stored exchange rates.")
-
-            @OptionGroup var database: DatabaseOptions
-
-            @OptionGroup var period: PeriodOptions
-
-            @Option(help: "table, csv (a rates file rates add reads back) or json (JSON Lines).")
-            var format: ListFormat = .table
-
-            func run() async throws {
-                let rates = try await database.perform {
-                    try await CostsJob.rates($0, from: period.first, to: period.last)
-                }
-                format.write(rates, table: CostsJob.ratesTable, csv: CostsJob.ratesCSV, json: CostsJob.ratesJSON)
-            }
-        }
+        typealias Add = AddRowFiles<Self>
+        typealias List = ListRows<Self>
     }
+}
 
-    /// `--format` of `costs list` and `rates list`.
-    enum ListFormat: String, ExpressibleByArgument, CaseIterable {
-        case table, csv, json
+/// What `costs` and `rates` differ in: their help and their jobs. Both store CSV files, each in one
+/// transaction (`add`), and show the stored rows as a table, CSV or JSON Lines (`list`).
+protocol StoredRowsCommand {
+    associatedtype Row
+    /// `add`'s abstract.
+    static var addAbstract: String { get }
+    /// The help of `add`'s files.
+    static var filesHelp: String { get }
+    /// `list`'s abstract.
+    static var listAbstract: String { get }
+    /// What `list --format csv` writes.
+    static var csvHelp: String { get }
+    static func add(_ location: StoreLocation, files: [String]) async throws -> CostsJob.Outcome
+    static func rows(_ location: StoreLocation, from: UTCDay?, to: UTCDay?) async throws -> [Row]
+    static func table(_ rows: [Row]) -> String
+    static func csv(_ rows: [Row]) -> String
+    static func json(_ rows: [Row]) -> String
+}
 
-        /// `rows` on standard output, by the writer of this format.
-        func write<Row>(
-            _ rows: [Row],
-            table: ([Row]) -> String,
-            csv: ([Row]) -> String,
-            json: ([Row]) -> String
-        ) {
-            let output = TextOutput.standardOutput()
-            switch self {
-            case .table: output.write(table(rows))
-            case .csv: output.write(csv(rows))
-            case .json: output.write(json(rows))
-            }
-            output.flush()
-        }
+extension Postbackd.Costs: StoredRowsCommand {
+    static let addAbstract = "Check spend files and store their rows, each file in one transaction."
+    static let filesHelp = "Spend files (CSV); - reads standard input."
+    static let listAbstract = "Show the stored cost rows."
+    static let csvHelp = "a spend file costs add reads back"
+    static func add(_ location: StoreLocation, files: [String]) async throws -> CostsJob.Outcome {
+        try await CostsJob.addCosts(location, files: files)
     }
+    static func rows(_ location: StoreLocation, from: UTCDay?, to: UTCDay?) async throws -> [StoredCost] {
+        try await CostsJob.costs(location, from: from, to: to)
+    }
+    static func table(_ rows: [StoredCost]) -> String { CostsJob.table(rows) }
+    static func csv(_ rows: [StoredCost]) -> String { CostsJob.csv(rows) }
+    static func json(_ rows: [StoredCost]) -> String { CostsJob.json(rows) }
+}
+
+extension Postbackd.Rates: StoredRowsCommand {
+    static let addAbstract = "Check exchange-rate files and store their rates, each file in one transaction."
+    static let filesHelp = "Exchange-rate files (CSV: date,base,quote,rate); - reads standard input."
+    static let listAbstract = "Show the stored exchange rates."
+    static let csvHelp = "a rates file rates add reads back"
+    static func add(_ location: StoreLocation, files: [String]) async throws -> CostsJob.Outcome {
+        try await CostsJob.addRates(location, files: files)
+    }
+    static func rows(_ location: StoreLocation, from: UTCDay?, to: UTCDay?) async throws -> [StoredRate] {
+        try await CostsJob.rates(location, from: from, to: to)
+    }
+    static func table(_ rows: [StoredRate]) -> String { CostsJob.ratesTable(rows) }
+    static func csv(_ rows: [StoredRate]) -> String { CostsJob.ratesCSV(rows) }
+    static func json(_ rows: [StoredRate]) -> String { CostsJob.ratesJSON(rows) }
 }
 
 /// `costs add` and `rates add`: stores the files without problems, prints what each changed,
 /// then every problem of the others (exit status 2).
-private func addFiles(
-    _ files: [String],
-    database: DatabaseOptions,
-    format: ResultFormat,
-    what: String,
-    add: (StoreLocation, [String]) async throws -> CostsJob.Outcome
-) async throws {
-    let outcome: CostsJob.Outcome = try await database.perform(whileWriting: true) { try await add($0, files) }
-    let output = TextOutput.standardOutput()
-    for change in outcome.changes { output.line(format == .json ? change.json : change.text) }
-    output.flush()
-    guard outcome.refused.isEmpty else {
-        throw failInput(
-            outcome.refused.map { "nothing of \($0.file ?? "") was stored:\n" + $0.reason }.joined(separator: "\n")
-        )
+struct AddRowFiles<Kind: StoredRowsCommand>: AsyncParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "add", abstract: Kind.addAbstract)
+    }
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "text or json (JSON Lines, one object per file stored).")
+    var format: ResultFormat = .text
+
+    @Argument(help: ArgumentHelp(Kind.filesHelp))
+    var files: [String]
+
+    func run() async throws {
+        let outcome = try await database.perform(whileWriting: true) { try await Kind.add($0, files: files) }
+        let output = TextOutput.standardOutput()
+        for change in outcome.changes { output.line(format == .json ? change.json : change.text) }
+        output.flush()
+        guard outcome.refused.isEmpty else {
+            throw failInput(
+                outcome.refused.map { "nothing of \($0.file ?? "") was stored:\n" + $0.reason }.joined(separator: "\n")
+            )
+        }
+    }
+}
+
+/// `costs list` and `rates list`.
+struct ListRows<Kind: StoredRowsCommand>: AsyncParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "list", abstract: Kind.listAbstract)
+    }
+
+    @OptionGroup var database: DatabaseOptions
+
+    @OptionGroup var period: PeriodOptions
+
+    @Option(help: ArgumentHelp("table, csv (\(Kind.csvHelp)) or json (JSON Lines)."))
+    var format: ListFormat = .table
+
+    func run() async throws {
+        let rows = try await database.perform { try await Kind.rows($0, from: period.first, to: period.last) }
+        format.write(rows, table: Kind.table, csv: Kind.csv, json: Kind.json)
     }
 }

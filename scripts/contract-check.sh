@@ -6,6 +6,8 @@
 # a documented content type, and a body valid against the documented schema.
 #
 #   scripts/contract-check.sh [MAX_EXAMPLES]   examples per operation (default 60)
+#   scripts/contract-check.sh --prepare         only makes schemathesis's virtualenv (CI, beside
+#                                               the build, which this check needs)
 #
 # Environment: POSTBACKD_BIN (the binary; default the release build, scripts/build.sh, built when missing),
 # SCHEMATHESIS (the st command; default a virtualenv in .build/schemathesis-venv, made and
@@ -13,10 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-examples=${1:-60}
 version=4.32.5
-bin=${POSTBACKD_BIN:-.build/release/postbackd}
-[ -x "$bin" ] || scripts/build.sh --product postbackd >&2
 st=${SCHEMATHESIS:-}
 if [ -z "$st" ]; then
     venv=.build/schemathesis-venv
@@ -27,6 +26,10 @@ if [ -z "$st" ]; then
     fi
     st=$venv/bin/st
 fi
+[ "${1:-}" != --prepare ] || exit 0
+examples=${1:-60}
+bin=${POSTBACKD_BIN:-.build/release/postbackd}
+[ -x "$bin" ] || scripts/build.sh --product postbackd >&2
 
 work=$(mktemp -d)
 server_pid=""

@@ -41,7 +41,7 @@ struct AccessKeyTests {
 
     /// A client that does not follow redirects (the login answers 303).
     static func client() -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
+        var configuration = HTTPClient.testConfiguration()
         configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }

@@ -202,7 +202,7 @@ struct DashboardTests {
             ["--db", store.argument, "--dashboard-token-file", tokenFile, "--access-log"],
             directory: directory.path
         )
-        var configuration = HTTPClient.Configuration()
+        var configuration = HTTPClient.testConfiguration()
         configuration.redirectConfiguration = .disallow
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         defer { Task { try? await client.shutdown() } }

@@ -133,12 +133,26 @@ struct Answer: Sendable {
 }
 
 extension HTTPClient {
-    /// The tests' plain HTTP client (AsyncHTTPClient's shared one, never shut down).
-    static func forTests() throws -> HTTPClient { .shared }
+    /// Every test client's configuration: a connection idle for 5 s is closed by the client,
+    /// before `serve` closes it (after `--read-timeout`, 10 s by default). A request sent on a
+    /// connection the server is closing at that moment fails with "I/O on closed channel" (seen
+    /// in CI: a test that waits 10 s for the keys' reload between two requests).
+    static func testConfiguration() -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.idleTimeout = .seconds(5)
+        return configuration
+    }
+
+    /// The tests' plain HTTP client, shared and never shut down (as AsyncHTTPClient's `shared`,
+    /// whose idle connections outlive `serve`'s).
+    static let tests = HTTPClient(eventLoopGroupProvider: .singleton, configuration: testConfiguration())
+
+    /// The tests' plain HTTP client (``tests``).
+    static func forTests() throws -> HTTPClient { tests }
 
     /// A client that trusts `certificate` (the fixture's) for HTTPS; shut it down after use.
     static func forTests(trusting certificate: String?) throws -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
+        var configuration = testConfiguration()
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
         if let certificate {
             var tls = TLSConfiguration.makeClientConfiguration()
@@ -152,7 +166,7 @@ extension HTTPClient {
     /// connection fails its request at once, where the shared client retries it until the
     /// request's 30 s deadline. Shut it down after use.
     static func forLoad(connections: Int) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
+        var configuration = testConfiguration()
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -352,7 +352,22 @@ struct AccessKeyTests {
                 if finished && rows.count < limit {
                     let end = deadline ?? Date().addingTimeInterval(60)
                     deadline = end
-                    if try await lines.count >= expected() || Date() > end { return lines }
+                    if try await lines.count >= expected() { return lines }
+                    if Date() > end {
+                        // What held the bound back, for the failure below to be explained: the
+                        // cluster's transactions that hold an id, and the snapshot.
+                        if store.engine == .postgres {
+                            let running = try await store.rows(
+                                """
+                                SELECT datname::text, backend_xid::text, state, xact_start::text, left(query, 100)
+                                FROM pg_stat_activity WHERE backend_xid IS NOT NULL
+                                """
+                            )
+                            let snapshot = try await store.rows("SELECT pg_current_snapshot()::text")
+                            print("pull: short of the stored lines after 60 s at \(cursor): \(snapshot), \(running)")
+                        }
+                        return lines
+                    }
                     try await Task.sleep(for: .milliseconds(200))
                 }
             }

@@ -143,8 +143,8 @@ extension HTTPClient {
         return configuration
     }
 
-    /// The tests' plain HTTP client, shared and never shut down (as AsyncHTTPClient's `shared`,
-    /// whose idle connections outlive `serve`'s).
+    /// The tests' plain HTTP client, shared and never shut down; it takes the place of
+    /// AsyncHTTPClient's `shared`, whose idle connections outlive `serve`'s.
     static let tests = HTTPClient(eventLoopGroupProvider: .singleton, configuration: testConfiguration())
 
     /// The tests' plain HTTP client (``tests``).

@@ -37,12 +37,18 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // zlib and zstd: inputs compressed as gzip (.gz) or Zstandard (.zst), read as a stream.
+        .systemLibrary(
+            name: "CPostbackdCompression",
+            providers: [.apt(["zlib1g-dev", "libzstd-dev"])]
+        ),
         // The core: postbacks, parsing, verification, conversion models, generation. No storage,
         // no network: `verify` links neither a database driver nor a server.
         .target(
             name: "PostbackKit",
             dependencies: [
                 "CPostbackdOpenSSL",
+                "CPostbackdCompression",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

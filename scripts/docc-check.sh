@@ -18,6 +18,7 @@ mkdir "$work/symbols"
 extract=$(command -v swift-symbolgraph-extract || echo "$(dirname "$(readlink -f "$(command -v swift)")")/swift-symbolgraph-extract")
 "$extract" -module-name PostbackKit -target "$(uname -m)-unknown-linux-gnu" -I "$modules" \
     -Xcc -fmodule-map-file="$PWD/Sources/CPostbackdOpenSSL/module.modulemap" \
+    -Xcc -fmodule-map-file="$PWD/Sources/CPostbackdCompression/module.modulemap" \
     -minimum-access-level public -output-dir "$work/symbols"
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 "$docc" convert Sources/PostbackKit/PostbackKit.docc --additional-symbol-graph-dir "$work/symbols" \

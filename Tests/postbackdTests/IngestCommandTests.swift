@@ -93,6 +93,26 @@ struct IngestCommandTests {
         ])
         #expect(badTime.status == 2)
         #expect(badTime.standardError.contains("ISO 8601"))
+        for channel in ["Network X", "network/x", ".x", String(repeating: "n", count: 65)] {
+            let badChannel = try await Postbackd.run([
+                "ingest", "--db", database, "--channel", channel, Repository.vectors,
+            ])
+            #expect(badChannel.status == 2, "\(channel)")
+            #expect(
+                badChannel.standardError.contains("--channel '\(channel)': a channel is 1 to 64 lower-case letters"),
+                "\(badChannel.standardError)"
+            )
+        }
+        #expect(!FileManager.default.fileExists(atPath: database), "nothing is read before the channel is checked")
+        let keyChannels = [
+            (["--all-apps", "--channels", "network-x"], "--channels goes with --scope forwards"),
+            (["--all-apps", "--scope", "forwards", "--channels", "device"], "device is the channel of Apple's"),
+            (["--all-apps", "--scope", "forwards", "--channels", "Network"], "is not a channel"),
+        ]
+        for (arguments, message) in keyChannels {
+            let key = try await Postbackd.run(["keys", "add", "--db", database, "network-x"] + arguments)
+            #expect(key.status == 2 && key.standardError.contains(message), "\(arguments): \(key.standardError)")
+        }
         let quarantinedOnly = try await Postbackd.run([
             "ingest", "--db", database, Repository.vectors + "/apple-1.0-doc-example.json",
         ])
@@ -289,9 +309,13 @@ struct IngestCommandTests {
         try await server.restart(pauseSeconds: 1)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        // Stopped while writing, it says what was committed is kept; stopped while it opened the
+        // store (before anything was written), that the server could not be reached.
         #expect(
             process.terminationStatus == 0
-                || (process.terminationStatus == 2 && message.contains("run the same command again")),
+                || (process.terminationStatus == 2
+                    && (message.contains("run the same command again")
+                        || message.contains("the server cannot be reached"))),
             "status \(process.terminationStatus): \(message)"
         )
         let rerun = try await Postbackd.run(arguments(url))
@@ -301,5 +325,64 @@ struct IngestCommandTests {
             try await clean.dump(),
             "after a server restart and a re-run"
         )
+    }
+
+    @Test(
+        "a network's daily forwards compressed: .jsonl.gz and standard input ingest as the plain file; a truncated archive is named, exit 2, what was read before it stored"
+    )
+    func compressedForwards() async throws {
+        let day = try directory.write(
+            "day.jsonl",
+            try await Postbackd.generated(count: 3000, seed: 60, duplicates: 0, invalid: 0.01)
+        )
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: day)[.size] as? Int)
+        let compress = try await Shell.run(
+            "cd \(Shell.quoted(directory.path)) && gzip -c day.jsonl > day.jsonl.gz && zstd -q -c day.jsonl > day.jsonl.zst && head -c $(( $(stat -c %s day.jsonl.gz) / 2 )) day.jsonl.gz > cut.jsonl.gz",
+            in: directory.path
+        )
+        #expect(compress.status == 0, "\(compress.output)")
+        func ingest(_ name: String, _ input: String) async throws -> (Postbackd.Run, TestStore) {
+            let store = TestStore(engine: .sqlite, location: .sqlite(path: directory.path + "/\(name).sqlite"))
+            let run = try await Postbackd.run([
+                "ingest", "--db", store.argument, "--keys", TestKeys.directory, "--channel", "network-x",
+                "--received-at", "2026-11-21", input,
+            ])
+            return (run, store)
+        }
+        let (plainRun, plain) = try await ingest("plain", day)
+        #expect(plainRun.status == 0, "\(plainRun.standardError)")
+        let stored = try await plain.strings("SELECT transaction_id FROM postbacks ORDER BY transaction_id")
+        #expect(stored.count > 2900)
+        for archive in ["day.jsonl.gz", "day.jsonl.zst"] {
+            let (run, store) = try await ingest(archive, directory.path + "/" + archive)
+            #expect(run.status == 0, "\(archive): \(run.standardError)")
+            #expect(try await store.strings("SELECT transaction_id FROM postbacks ORDER BY transaction_id") == stored)
+            #expect(try await store.count("quarantine") == plain.count("quarantine"))
+            #expect(try await store.count("postbacks", where: "channel <> 'network-x'") == 0)
+        }
+        let piped = try await Shell.run(
+            "cd \(Shell.quoted(directory.path)) && gzip -c day.jsonl | '\(Postbackd.executable)' ingest --db piped.sqlite --keys '\(TestKeys.directory)' -",
+            in: directory.path
+        )
+        #expect(piped.status == 0, "\(piped.output)")
+        let pipedStore = TestStore(engine: .sqlite, location: .sqlite(path: directory.path + "/piped.sqlite"))
+        #expect(try await pipedStore.count("postbacks") == stored.count)
+
+        let (cutRun, cut) = try await ingest("cut", directory.path + "/cut.jsonl.gz")
+        #expect(cutRun.status == 2)
+        #expect(
+            cutRun.standardError.contains("cut.jsonl.gz")
+                && cutRun.standardError.contains("the gzip archive is truncated: it ends inside its compressed data"),
+            "\(cutRun.standardError)"
+        )
+        let kept = try await cut.count("postbacks")
+        #expect(kept > 100 && kept < stored.count, "\(kept) of \(stored.count) (\(size) bytes plain)")
+        // The line the cut went through is not quarantined as a fragment: the archive is read
+        // again whole once it is fixed.
+        let digests = "SELECT raw_sha256 FROM quarantine"
+        #expect(Set(try await cut.strings(digests)).isSubset(of: Set(try await plain.strings(digests))))
+        let (rerun, _) = try await ingest("cut", directory.path + "/day.jsonl.gz")
+        #expect(rerun.status == 0)
+        #expect(try await cut.strings("SELECT transaction_id FROM postbacks ORDER BY transaction_id") == stored)
     }
 }

@@ -1,7 +1,7 @@
 /// Reads postback entries from files and standard input, in order, in batches.
 ///
 /// Each file is read in one of three forms (``InputForm``), decided as follows:
-/// 1. a name ending in `.jsonl` or `.ndjson` is JSON Lines;
+/// 1. a name ending in `.jsonl` or `.ndjson` (compressed too: `.jsonl.gz`) is JSON Lines;
 /// 2. otherwise, a file whose first non-blank byte is `[` is a JSON array, read element by
 ///    element without holding the whole array;
 /// 3. otherwise, a file of at most 64 KiB that holds exactly one JSON value is one postback
@@ -9,6 +9,7 @@
 /// 4. anything else is JSON Lines: every non-blank line is one postback, and a line holding
 ///    anything but a JSON object is a malformed entry.
 ///
+/// An input compressed with gzip or zstd is decompressed as it is read (``FileCursor``).
 /// Memory is bounded by the chunk size and the size limits, however large the input.
 package final class EntryReader {
     private let files: [InputFile]

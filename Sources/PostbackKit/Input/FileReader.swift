@@ -84,7 +84,8 @@ final class FileReader {
     // MARK: - One object
 
     private func readWholeFile(into batch: inout EntryBatch) -> Bool {
-        guard nextIndex == 0 else { return false }
+        // Cut off by a failed read: no entry, the input is reported as unreadable.
+        guard nextIndex == 0, cursor.readError == nil else { return false }
         nextIndex = 1
         let range = cursor.start..<(cursor.start + cursor.available)
         let isBlank = cursor.buffer[range].allSatisfy(isJSONWhitespace)
@@ -146,7 +147,9 @@ final class FileReader {
             searched = cursor.available
             if cursor.available > InputLimits.maximumLineBytes { return skipLongLine() }
             if !cursor.fill() {
-                return cursor.available > 0
+                // A line cut off by a failed read (a truncated or damaged archive) is no entry:
+                // the input is reported as unreadable, and read again whole once it is fixed.
+                return cursor.available > 0 && cursor.readError == nil
                     ? .line(cursor.start..<(cursor.start + cursor.available), endsWithNewline: false) : nil
             }
         }

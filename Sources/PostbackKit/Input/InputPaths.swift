@@ -18,8 +18,8 @@ package struct InputFile: Sendable, Hashable {
 
 /// Expands the paths of a command line into the files to read, in the order they are read.
 package enum InputPaths {
-    /// File name endings read when walking a folder (case-insensitive). A file named directly
-    /// is read whatever its name.
+    /// File name endings read when walking a folder (case-insensitive), each also compressed
+    /// (`.json.gz`, `.jsonl.zst`, …). A file named directly is read whatever its name.
     static let postbackExtensions = ["json", "jsonl", "ndjson"]
 
     /// The files to read for `paths`, in order: paths in the order given, each folder's files
@@ -53,7 +53,7 @@ package enum InputPaths {
                         InputDiagnostic(
                             severity: .warning,
                             source: path,
-                            message: "no .json, .jsonl or .ndjson files in this folder"
+                            message: "no .json, .jsonl or .ndjson files (or .gz or .zst of them) in this folder"
                         )
                     )
                 }
@@ -106,12 +106,14 @@ package enum InputPaths {
     }
 
     static func hasPostbackExtension(_ name: String) -> Bool {
-        guard let dot = name.lastIndex(of: ".") else { return false }
-        return postbackExtensions.contains(name[name.index(after: dot)...].lowercased())
+        let inner = CompressionFormat.innerName(name)
+        guard let dot = inner.lastIndex(of: ".") else { return false }
+        return postbackExtensions.contains(inner[inner.index(after: dot)...].lowercased())
     }
 
+    /// A name ending in `.jsonl` or `.ndjson`, compressed or not (`.jsonl.gz`).
     static func isJSONLinesName(_ name: String) -> Bool {
-        let lower = name.lowercased()
+        let lower = CompressionFormat.innerName(name).lowercased()
         return lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson")
     }
 }

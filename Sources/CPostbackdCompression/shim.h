@@ -1,0 +1,3 @@
+// zlib (gzip) and zstd, for reading compressed inputs (PostbackKit/Input/Decompressor.swift).
+#include <zlib.h>
+#include <zstd.h>

@@ -11,6 +11,8 @@ struct IngestEntry {
     var raw: ArraySlice<UInt8>
     var digest: [UInt8]
     var source: String
+    /// The channel it came by (``PostbackChannel``).
+    var channel: PostbackChannel
     var receivedAt: UTCInstant
     /// The postback to store and where its received time came from; nil: quarantined.
     var valid: (postback: Postback, receivedSource: ReceivedTimeSource)?
@@ -25,7 +27,8 @@ extension VerifiedBatch {
         _ body: (IngestEntry) throws -> Void
     ) rethrows {
         try forEachEntry(
-            source: { context.storedSource($0.location.source) },
+            source: { _, entry in context.storedSource(entry.location.source) },
+            channel: { _ in context.channel },
             receivedTime: { _, timestamp in context.rule.receivedTime(forwarderTimestamp: timestamp, now: now) },
             body
         )
@@ -35,14 +38,16 @@ extension VerifiedBatch {
     func forEachReceivedEntry(_ requests: [ReceivedRequest], _ body: (IngestEntry) throws -> Void) rethrows {
         precondition(requests.count == batch.entries.count, "one request per entry")
         try forEachEntry(
-            source: { _ in ReceivedRequest.source },
+            source: { index, _ in requests[index].source },
+            channel: { requests[$0].channel },
             receivedTime: { index, _ in (requests[index].receivedAt, .http) },
             body
         )
     }
 
     private func forEachEntry(
-        source: (RawEntry) -> String,
+        source: (Int, RawEntry) -> String,
+        channel: (Int) -> PostbackChannel,
         receivedTime: (Int, Double?) -> (UTCInstant, ReceivedTimeSource),
         _ body: (IngestEntry) throws -> Void
     ) rethrows {
@@ -63,7 +68,8 @@ extension VerifiedBatch {
                     result: result,
                     raw: batch.bytes[entry.range],
                     digest: rawDigests[index],
-                    source: source(entry),
+                    source: source(index, entry),
+                    channel: channel(index),
                     receivedAt: receivedAt,
                     valid: valid.map { ($0, receivedSource) }
                 )

@@ -25,6 +25,8 @@ extension ErrorCode where Domain == StoreError {
     package static let invalidName = Self("invalidName")
     package static let invalidApps = Self("invalidApps")
     package static let invalidScope = Self("invalidScope")
+    /// A channel a key's `forwards` scope names that is not a channel's name, or `device`.
+    package static let invalidChannel = Self("invalidChannel")
     /// A key of that name exists (revoked keys keep their names).
     package static let nameTaken = Self("nameTaken")
     package static let unknownName = Self("unknownName")

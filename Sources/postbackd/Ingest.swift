@@ -27,6 +27,7 @@ extension Postbackd {
                   postbackd ingest SamplePostbacks/apple
                   postbackd ingest --db /var/lib/postbackd/2026.sqlite --received-at 2026-11-21 incoming/
                   postbackd ingest --db postgres://postbackd@db.internal/postbackd incoming/
+                  postbackd ingest --channel network-x forwards/network-x/2026-11-21.jsonl
                   postbackd ingest --format json --keys Keys/test SamplePostbacks/generated
 
                 Exit status: 0 the run completed (quarantined postbacks are data, not failure); \
@@ -47,6 +48,14 @@ extension Postbackd {
         )
         var receivedAt: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "The channel these postbacks came by: a network's or partner's name for its forwards (network-x), or device for devices' copies archived elsewhere.",
+                valueName: "name"
+            )
+        )
+        var channel: String = PostbackChannel.file.name
+
         @Option(help: "text: a readable summary; json: the summary as one JSON object on one line.")
         var format: ResultFormat = .text
 
@@ -66,6 +75,9 @@ extension Postbackd {
                 throw ValidationError("--commit-every \(commitEvery) must be at least 1")
             }
             try checkTime(receivedAt, option: "--received-at")
+            guard PostbackChannel(channel) != nil else {
+                throw ValidationError("--channel '\(channel.escapedForTerminal)': \(PostbackChannel.rule)")
+            }
         }
 
         func run() async throws {
@@ -75,6 +87,7 @@ extension Postbackd {
                 location: database.location,
                 keyRing: try keys.keyRing(),
                 receivedAt: receivedAt.flatMap(UTCInstant.init(iso8601:)),
+                channel: PostbackChannel(channel) ?? .file,
                 logger: Logger(label: "postbackd.ingest"),
                 entriesPerTransaction: commitEvery
             )

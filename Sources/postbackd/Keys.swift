@@ -10,8 +10,9 @@ extension Postbackd {
                 A key opens the apps it was given (or every app) to its scopes: report (GET \
                 /api/v1/report and /api/v1/summary), dashboard (the page, signed in at /login), \
                 export (GET /api/v1/postbacks), conversion-value (POST /v1/conversion-value, GET \
-                /api/v2/conversion_value) and apple-ads (POST /v1/apple-ads/token). Without \
-                --scope a key reads: report, dashboard, export. Every serve sharing the store \
+                /api/v2/conversion_value), apple-ads (POST /v1/apple-ads/token) and forwards \
+                (POST /v1/forwards/CHANNEL, on the channels given with --channels, or every \
+                channel). Without --scope a key reads: report, dashboard, export. Every serve sharing the store \
                 takes a new or revoked key within 10 seconds. The secret is printed once; only \
                 its SHA-256 is stored. See docs/serve.md, "Access keys".
 
@@ -19,6 +20,7 @@ extension Postbackd {
                   postbackd keys add acme --apps 1254734734,1500000001
                   postbackd keys add acme-app --apps 1254734734 --scope conversion-value,apple-ads
                   postbackd keys add operations --all-apps
+                  postbackd keys add network-x --all-apps --scope forwards --channels network-x
                   postbackd keys list
                   postbackd keys revoke acme
 
@@ -46,11 +48,19 @@ extension Postbackd {
 
             @Option(
                 help: ArgumentHelp(
-                    "What the key may do, comma-separated: report, dashboard, export, conversion-value, apple-ads. Default: report,dashboard,export.",
+                    "What the key may do, comma-separated: report, dashboard, export, conversion-value, apple-ads, forwards. Default: report,dashboard,export.",
                     valueName: "scope,…"
                 )
             )
             var scope: String?
+
+            @Option(
+                help: ArgumentHelp(
+                    "With scope forwards: the channels the key posts on, comma-separated (default: every channel).",
+                    valueName: "name,…"
+                )
+            )
+            var channels: String?
 
             func validate() throws {
                 guard (apps == nil) != !allApps else {
@@ -62,12 +72,22 @@ extension Postbackd {
                 let created = try await database.perform(refusals: true) {
                     let appIDs = try apps.map { try AccessKeySecret.parseApps($0) }
                     let scopes = try scope.map { try AccessScope.parse($0) } ?? AccessScope.defaults
-                    return try await AccessKeysJob.add($0, name: name, apps: appIDs, scopes: scopes)
+                    let channelList = try channels.map { try AccessKeySecret.parseChannels($0) }
+                    if channelList != nil && !scopes.contains(.forwards) {
+                        throw StoreError(.invalidChannel, "--channels goes with --scope forwards")
+                    }
+                    return try await AccessKeysJob.add(
+                        $0,
+                        name: name,
+                        apps: appIDs,
+                        scopes: scopes,
+                        channels: channelList
+                    )
                 }
                 standardOutput(line: created.secret)
                 let errors = TextOutput.standardError()
                 errors.line(
-                    "key \(created.key.name): apps \(AccessKeysJob.appsText(created.key.apps)), scopes \(created.key.scopes.map(\.rawValue).joined(separator: ",")). Keep the secret above now: it is not stored and cannot be shown again."
+                    "key \(created.key.name): apps \(AccessKeysJob.appsText(created.key.apps)), scopes \(created.key.scopes.map(\.rawValue).joined(separator: ","))\(created.key.scopes.contains(.forwards) ? ", channels " + AccessKeysJob.channelsText(created.key) : ""). Keep the secret above now: it is not stored and cannot be shown again."
                 )
                 errors.flush()
             }
@@ -75,7 +95,7 @@ extension Postbackd {
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Show the keys: name, apps, scopes, created, last used, revoked (never a secret)."
+                abstract: "Show the keys: name, apps, scopes, channels, created, last used, revoked (never a secret)."
             )
 
             enum ListFormat: String, ExpressibleByArgument, CaseIterable {

@@ -38,7 +38,7 @@ struct ContractTests {
             }
         )
         let served = Set(
-            ServeRoute.allCases.flatMap { route in route.methods.map { "\($0.rawValue) \(route.rawValue)" }
+            ServeRoute.allCases.flatMap { route in route.methods.map { "\($0.rawValue) \(route.pattern)" }
             }
         )
         #expect(

@@ -329,6 +329,10 @@ struct DashboardStoreTests {
                 // sightings by day received; 19: what a prune removed of test and development postbacks.
                 "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs, pruned_postbacks",
                 "DROP INDEX quarantine_received_day, sightings_received_day",
+                // 20: the channels.
+                "ALTER TABLE postbacks DROP COLUMN channel",
+                "ALTER TABLE sightings DROP COLUMN channel",
+                "ALTER TABLE quarantine DROP COLUMN channel",
                 "DELETE FROM postbackd_migrations WHERE version >= 8"
             )
             for statement in laterMigration { try await store.execute(statement) }

@@ -16,19 +16,21 @@ func ingest(
     try await ingest(paths, into: .sqlite(path: database), keyRing: keyRing, receivedAt: receivedAt)
 }
 
-/// Ingests `paths` into the store at `location` with the test keys.
+/// Ingests `paths` into the store at `location` with the test keys, on `channel`.
 @discardableResult
 func ingest(
     _ paths: [String],
     into location: StoreLocation,
     keyRing: KeyRing? = nil,
-    receivedAt: UTCInstant? = nil
+    receivedAt: UTCInstant? = nil,
+    channel: PostbackChannel = .file
 ) async throws -> IngestSummary {
     let job = IngestJob(
         paths: paths,
         location: location,
         keyRing: try keyRing ?? TestKeys.ring,
         receivedAt: receivedAt,
+        channel: channel,
         width: 2
     )
     let summary = try await job.run(errors: .memory(), showProgress: false)

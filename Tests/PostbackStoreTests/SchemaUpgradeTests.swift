@@ -33,7 +33,7 @@ struct SchemaUpgradeTests {
         // The state as the release before wrote it, and its migration log without v17 / 13
         // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
         // costs, 16, the access keys and apps, 17, the retention, 18, the sightings' index
-        // by day, and 19, the pruned postbacks, undone too).
+        // by day, 19, the pruned postbacks, and 20, the channels, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -48,6 +48,9 @@ struct SchemaUpgradeTests {
                 "ALTER TABLE apple_ads_tokens DROP COLUMN install_id",
                 "DROP TABLE costs, exchange_rates, access_keys, apps, settings, retention, pruned_keys, pruned_intake, prune_runs, pruned_postbacks",
                 "DROP INDEX quarantine_received_day, sightings_received_day",
+                "ALTER TABLE postbacks DROP COLUMN channel",
+                "ALTER TABLE sightings DROP COLUMN channel",
+                "ALTER TABLE quarantine DROP COLUMN channel",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -115,6 +118,7 @@ struct SchemaUpgradeTests {
             "v23: pruned postbacks' aggregated columns",
             "40f8ac1de24198078473916e0ef78df730a6aca90904f356da33327b477ca490"
         ),
+        ("v24: channels", "bc7485cb4ac99982103a01a7ba81f3f5c8d6b41acd274d02cb5392cb16a77b3a"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -138,6 +142,7 @@ struct SchemaUpgradeTests {
         (17, "aa0bbc38432441b9d0be94d32169b628962e5410ac843497a12fdfc0e1413d65"),
         (18, "642efeb82da2b5b27c6bd683e55eab4b033f59ddb6ace7ad6b8c6247b009a4c0"),
         (19, "ce957a086bafddaae3bc37763ef8f802c7b6fb4392efa1525e8c9f6b656907d2"),
+        (20, "5dd2ee0d0dd4ee57dc9ecd6b5127b461831700550dc9a2ef46adbe4de329cb4a"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -50,6 +50,12 @@ extension PostbackResponder {
         )
     }
 
+    /// ``admit(_:_:scope:secrets:cookie:style:)`` for a route other servers call (the pull API,
+    /// networks' forwards): the key as a bearer token alone, and a refusal worded for an API.
+    func admitServer(_ request: Request, _ context: Caller, scope: AccessScope) -> Admission {
+        admit(request, context, scope: scope, secrets: [bearerToken(request)], cookie: false, style: .api)
+    }
+
     /// Whether `request` may use a route of `scope`: open when no key is needed; else the key of
     /// one of `secrets` (a bearer token, an `a` parameter) or, where `cookie`, of the login's
     /// session cookie, which must open `scope`. A wrong secret counts against the client's

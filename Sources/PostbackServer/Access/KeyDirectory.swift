@@ -13,7 +13,7 @@ import Synchronization
 ///
 /// Which routes need a key: the reading routes (report, summary, dashboard) once any key opens
 /// `report` or `dashboard`; the routes apps call (conversion values, the Apple Ads token) once
-/// any key opens `conversion-value` or `apple-ads`; the pull API always. A revoked key counts:
+/// any key opens `conversion-value` or `apple-ads`; the pull API and networks' forwards always. A revoked key counts:
 /// routes once guarded stay guarded.
 final class KeyDirectory: Sendable {
     static let reloadInterval: Duration = .seconds(5)
@@ -48,7 +48,7 @@ final class KeyDirectory: Sendable {
         switch scope {
         case .report, .dashboard: return scopes.contains(.report) || scopes.contains(.dashboard)
         case .conversionValue, .appleAds: return scopes.contains(.conversionValue) || scopes.contains(.appleAds)
-        case .export: return true
+        case .export, .forwards: return true
         }
     }
 

@@ -17,10 +17,14 @@ struct ServeKey: Sendable {
     /// The apps it opens; nil: every app.
     var apps: Set<Int64>?
     var scopes: Set<AccessScope>
+    /// The channels its scope `forwards` posts on; nil: every channel.
+    var channels: Set<PostbackChannel>? = nil
     /// Stored keys have their last use recorded; the options' keys are not in the store.
     var stored: Bool
 
     func opens(_ app: Int64) -> Bool { apps?.contains(app) ?? true }
+
+    func opens(channel: PostbackChannel) -> Bool { channels?.contains(channel) ?? true }
 
     /// `--dashboard-token`: report and dashboard, every app. Its session cookie is the one
     /// earlier versions set, so signed-in browsers stay signed in.
@@ -61,6 +65,7 @@ extension ServeKey {
             sessionSHA256: session,
             apps: key.apps.map(Set.init),
             scopes: Set(key.scopes),
+            channels: key.channels.map(Set.init),
             stored: true
         )
     }

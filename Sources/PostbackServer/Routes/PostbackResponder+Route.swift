@@ -10,6 +10,8 @@ package enum ServeRoute: String, CaseIterable {
     case conversionValue = "/v1/conversion-value"
     case snippet = "/api/v2/conversion_value"
     case appleAdsToken = "/v1/apple-ads/token"
+    /// `/v1/forwards/{channel}`: the one route with a parameter in its path, the channel.
+    case forwards = "/v1/forwards"
     case health = "/healthz"
     case ready = "/readyz"
     case metrics = "/metrics"
@@ -41,7 +43,27 @@ package enum ServeRoute: String, CaseIterable {
     init?(path: String) {
         var path = Substring(path)
         if path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
+        if path.hasPrefix(Self.forwardsPrefix) {
+            self = .forwards
+            return
+        }
         self.init(rawValue: String(path))
+    }
+
+    /// The route's path as docs/openapi.yaml names it: its raw value, with the forwards
+    /// route's parameter.
+    package var pattern: String { self == .forwards ? Self.forwardsPrefix + "{channel}" : rawValue }
+
+    /// What precedes the channel in a forwards route's path.
+    static let forwardsPrefix = ServeRoute.forwards.rawValue + "/"
+
+    /// The channel segment of a forwards route's `path` (`/v1/forwards/network-x/` gives
+    /// `network-x`), not yet checked; nil for a path that names none.
+    static func channelName(_ path: String) -> Substring? {
+        var path = Substring(path)
+        if path.hasSuffix("/") { path = path.dropLast() }
+        guard path.hasPrefix(forwardsPrefix) else { return nil }
+        return path.dropFirst(forwardsPrefix.count)
     }
 
     /// The hot route `target` (a request's path and query) names taken with `method`, found
@@ -60,7 +82,7 @@ package enum ServeRoute: String, CaseIterable {
     /// The methods the route takes (`GET` also takes `HEAD`).
     package var methods: [HTTPRequest.Method] {
         switch self {
-        case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken: [.post]
+        case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken, .forwards: [.post]
         case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard, .openAPI: [.get]
         case .login: [.get, .post]
         }
@@ -83,7 +105,7 @@ package enum ServeRoute: String, CaseIterable {
     /// How much of a body the route reads.
     var bodyLimit: BodyLimit {
         switch self {
-        case .skadnetwork, .appattribution: .postback
+        case .skadnetwork, .appattribution, .forwards: .postback
         case .conversionValue: .state
         case .appleAdsToken: .token
         case .login: .loginForm

@@ -88,6 +88,8 @@ struct PostbackResponder: HTTPResponder {
                     answer = try await hot(route, request, caller: caller, requestID: requestID)
                 case .appleAdsToken:
                     answer = await appleAdsToken(request, context: caller, arrival: .now())
+                case .forwards:
+                    answer = await forward(request, caller: caller, requestID: requestID)
                 case .health:
                     answer = Self.json(.ok, #"{"status":"up"}"#)
                 case .ready:
@@ -160,11 +162,15 @@ struct PostbackResponder: HTTPResponder {
 
     /// One postback, its body read whole (``HotRouteHandler`` refuses one over ``maximumBody``
     /// bytes): verify it, hand it to the writer, and `reply` once its commit is durable (on the
-    /// writer's thread). `path` is the kind the report path it arrived at takes.
+    /// writer's thread). `path` is the kind the report path it arrived at takes; `channel` the
+    /// channel it came by (a network's at its forwards route), and `admits` whether the
+    /// request's key may store it (a forwards key's apps), else its refusal, nothing stored.
     func receive(
         _ head: HTTPRequest,
         body: ByteBuffer,
         path: PostbackKind,
+        channel: PostbackChannel = .device,
+        admits: (VerificationResult) -> Answer? = { _ in nil },
         caller: Caller,
         arrival: UTCInstant,
         requestID: String,
@@ -176,6 +182,10 @@ struct PostbackResponder: HTTPResponder {
                 (verifier.check(buffer, path: path), verifier.sha256(buffer))
             }
         }
+        if let refusal = admits(result) {
+            reply(refusal)
+            return
+        }
         let submission = GroupCommitter.Submission(
             bytes: bytes,
             result: result,
@@ -183,7 +193,8 @@ struct PostbackResponder: HTTPResponder {
             request: ReceivedRequest(
                 receivedAt: arrival,
                 clientAddress: clientAddressPolicy.stored(clientAddress(head.headerFields, caller)),
-                requestID: requestID
+                requestID: requestID,
+                channel: channel
             )
         )
         committer.submit(submission) { receipt in

@@ -20,14 +20,7 @@ extension PostbackResponder {
     static let maximumPullLimit = 10_000
 
     func pullPostbacks(_ request: Request, context: Caller) async -> Answer {
-        let admission = admit(
-            request,
-            context,
-            scope: .export,
-            secrets: [bearerToken(request)],
-            cookie: false,
-            style: .api
-        )
+        let admission = admitServer(request, context, scope: .export)
         if case .refused(let response) = admission { return response }
         var after: ExportCursor?
         var limit = Self.defaultPullLimit

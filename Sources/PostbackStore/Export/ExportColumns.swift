@@ -60,6 +60,7 @@ extension ExportTable {
                 .init("source_line", .integer), .init("run_id", .integer), .init("client_address", .text),
                 .init("request_id", .text), .init("estimated_install_at", .time), .init("install_date", .day),
                 .init("crowd_anonymity_tier", .integer), .init("source_identifier_digits", .integer),
+                .init("channel", .text),
             ]
         case .quarantine:
             [
@@ -69,6 +70,7 @@ extension ExportTable {
                 .init("raw_sha256", .hex), .init("source", .text), .init("source_index", .integer),
                 .init("source_line", .integer), .init("received_at", .time), .init("run_id", .integer),
                 .init("client_address", .text), .init("request_id", .text), .init("received_count", .integer),
+                .init("channel", .text),
             ]
         }
     }

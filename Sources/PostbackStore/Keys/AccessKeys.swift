@@ -12,6 +12,9 @@ package enum AccessScope: String, Sendable, Hashable, CaseIterable, Comparable {
     case conversionValue = "conversion-value"
     /// `POST /v1/apple-ads/token`.
     case appleAds = "apple-ads"
+    /// `POST /v1/forwards/{channel}`: a network pushing the postbacks it forwards, on the
+    /// channels the key names (``StoredAccessKey/channels``).
+    case forwards
 
     /// What `keys add` gives when `--scope` is not given: reading the apps' numbers. The routes
     /// apps call are asked for by name, so that adding an advertiser's key never closes them.
@@ -50,6 +53,8 @@ package struct StoredAccessKey: Sendable, Hashable {
     /// The App Store ids it opens, ascending; nil: every app.
     package var apps: [Int64]?
     package var scopes: [AccessScope]
+    /// The channels its scope `forwards` posts on, by name; nil: every channel.
+    package var channels: [PostbackChannel]?
     package var createdAt: String
     package var lastUsedAt: String?
     package var revokedAt: String?
@@ -60,6 +65,7 @@ package struct StoredAccessKey: Sendable, Hashable {
         sessionSHA256: String,
         apps: [Int64]?,
         scopes: [AccessScope],
+        channels: [PostbackChannel]? = nil,
         createdAt: String,
         lastUsedAt: String? = nil,
         revokedAt: String? = nil
@@ -69,6 +75,7 @@ package struct StoredAccessKey: Sendable, Hashable {
         self.sessionSHA256 = sessionSHA256
         self.apps = apps
         self.scopes = scopes
+        self.channels = channels
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
         self.revokedAt = revokedAt
@@ -120,6 +127,29 @@ package enum AccessKeySecret {
         }
     }
 
+    /// `network-x,network-y`: the channels a key's scope `forwards` posts on, by name, each
+    /// once. Never `device`: that channel is Apple's well-known paths, which take no key.
+    package static func parseChannels(_ text: String) throws(StoreError) -> [PostbackChannel] {
+        var channels = Set<PostbackChannel>()
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = part.withoutSurroundingSpaces
+            guard let channel = PostbackChannel(name) else {
+                throw StoreError(
+                    .invalidChannel,
+                    "\"\(String(name.prefix(64)).escapedForTerminal)\" is not a channel: \(PostbackChannel.rule)"
+                )
+            }
+            guard !channel.isDevice else {
+                throw StoreError(
+                    .invalidChannel,
+                    "device is the channel of Apple's well-known paths, which devices post to without a key; name a network's channel"
+                )
+            }
+            channels.insert(channel)
+        }
+        return channels.sorted()
+    }
+
     /// The most apps a key opens by id: a report filter's limit (``ReportRequest``).
     package static let maximumApps = 100
 
@@ -149,7 +179,7 @@ package enum AccessKeySecret {
 enum AccessKeysSQL {
     static let select: SQLQuery = """
         SELECT name, secret_sha256, session_sha256, apps, scopes, \(SQLQuery.instantText("created_at")),
-            \(SQLQuery.instantText("last_used_at")), \(SQLQuery.instantText("revoked_at"))
+            \(SQLQuery.instantText("last_used_at")), \(SQLQuery.instantText("revoked_at")), channels
         FROM access_keys ORDER BY \(SQLQuery.bytewise("name"))
         """
 
@@ -160,6 +190,9 @@ enum AccessKeysSQL {
             sessionSHA256: try row.string(2),
             apps: try row.optionalString(3).map { text in text.split(separator: ",").compactMap { Int64($0) } },
             scopes: try row.string(4).split(separator: ",").compactMap { AccessScope(rawValue: String($0)) },
+            channels: try row.optionalString(8).map { text in
+                text.split(separator: ",").compactMap(PostbackChannel.init)
+            },
             createdAt: try row.string(5),
             lastUsedAt: try row.optionalString(6),
             revokedAt: try row.optionalString(7)
@@ -168,12 +201,14 @@ enum AccessKeysSQL {
 }
 
 extension PostbackStorage {
-    /// Stores a new key named `name` opening `apps` (nil: every app) to `scopes`, and returns
-    /// it with its secret, which is not stored and cannot be read again.
+    /// Stores a new key named `name` opening `apps` (nil: every app) to `scopes`, and its scope
+    /// `forwards` to `channels` (nil: every channel), and returns it with its secret, which is
+    /// not stored and cannot be read again.
     package func addAccessKey(
         name: String,
         apps: [Int64]?,
-        scopes: [AccessScope]
+        scopes: [AccessScope],
+        channels: [PostbackChannel]? = nil
     ) async throws -> (key: StoredAccessKey, secret: String) {
         try AccessKeySecret.checkName(name)
         let secret = AccessKeySecret.make()
@@ -182,6 +217,7 @@ extension PostbackStorage {
         let createdAt = UTCInstant.now()
         let appsText = apps.map { $0.map(String.init).joined(separator: ",") }
         let scopesText = scopes.map(\.rawValue).joined(separator: ",")
+        let channelsText = channels.map { $0.map(\.name).joined(separator: ",") }
         try await withSQL("add an access key", .write) { sql in
             let existing = try await sql.rows(
                 "SELECT \(SQLQuery.instantText("revoked_at")) FROM access_keys WHERE name = \(name)"
@@ -195,8 +231,8 @@ extension PostbackStorage {
             }
             try await sql.execute(
                 """
-                INSERT INTO access_keys (name, secret_sha256, session_sha256, apps, scopes, created_at)
-                VALUES (\(name), \(hash), \(sessionHash), \(appsText), \(scopesText), \(createdAt))
+                INSERT INTO access_keys (name, secret_sha256, session_sha256, apps, scopes, channels, created_at)
+                VALUES (\(name), \(hash), \(sessionHash), \(appsText), \(scopesText), \(channelsText), \(createdAt))
                 """
             )
         }
@@ -207,6 +243,7 @@ extension PostbackStorage {
                 sessionSHA256: sessionHash,
                 apps: apps,
                 scopes: scopes,
+                channels: channels,
                 createdAt: createdAt.iso8601
             ), secret
         )

@@ -7,10 +7,11 @@ package enum AccessKeysJob {
         _ location: StoreLocation,
         name: String,
         apps: [Int64]?,
-        scopes: [AccessScope]
+        scopes: [AccessScope],
+        channels: [PostbackChannel]? = nil
     ) async throws -> (key: StoredAccessKey, secret: String) {
         try await PostbackStores.with(location) { store in
-            try await store.addAccessKey(name: name, apps: apps, scopes: scopes)
+            try await store.addAccessKey(name: name, apps: apps, scopes: scopes, channels: channels)
         }
     }
 
@@ -27,12 +28,19 @@ package enum AccessKeysJob {
         apps.map { $0.map(String.init).joined(separator: ",") } ?? "all"
     }
 
+    /// `network-x,network-y`, `all` (every channel), or `–` for a key without scope `forwards`.
+    package static func channelsText(_ key: StoredAccessKey) -> String {
+        guard key.scopes.contains(.forwards) else { return "–" }
+        return key.channels.map { $0.map(\.name).joined(separator: ",") } ?? "all"
+    }
+
     /// An aligned table for people: never the secret, nor its hash.
     package static func table(_ keys: [StoredAccessKey]) -> String {
         guard !keys.isEmpty else { return "no access keys (postbackd keys add NAME --apps ID,…)\n" }
         let columns = [
             TableColumn("name", of: keys) { $0.name }, TableColumn("apps", of: keys) { appsText($0.apps) },
             TableColumn("scopes", of: keys) { $0.scopes.map(\.rawValue).joined(separator: ",") },
+            TableColumn("channels", of: keys) { channelsText($0) },
             TableColumn("created", of: keys) { $0.createdAt },
             TableColumn("last used", of: keys) { $0.lastUsedAt ?? "never" },
             TableColumn("revoked", of: keys) { $0.revokedAt ?? "–" },
@@ -40,8 +48,8 @@ package enum AccessKeysJob {
         return TableColumn.text(columns, rows: keys.count)
     }
 
-    /// JSON Lines: `name`, `apps` (null: every app), `scopes`, `created_at`, `last_used_at`,
-    /// `revoked_at`.
+    /// JSON Lines: `name`, `apps` (null: every app), `scopes`, `channels` (null: every
+    /// channel), `created_at`, `last_used_at`, `revoked_at`.
     package static func json(_ keys: [StoredAccessKey]) -> String {
         JSONObjectWriter.lines(keys) { key, object in
             object.add("name", key.name)
@@ -50,6 +58,11 @@ package enum AccessKeysJob {
                 json: key.apps.map { "[" + $0.map(String.init).joined(separator: ",") + "]" } ?? "null"
             )
             object.add("scopes", strings: key.scopes.map(\.rawValue))
+            if let channels = key.channels {
+                object.add("channels", strings: channels.map(\.name))
+            } else {
+                object.addRaw("channels", json: "null")
+            }
             object.add("created_at", key.createdAt)
             object.add("last_used_at", key.lastUsedAt)
             object.add("revoked_at", key.revokedAt)

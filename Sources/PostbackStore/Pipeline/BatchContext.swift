@@ -7,10 +7,18 @@ package struct BatchContext {
     /// The name stored for a source: the canonical path (so that re-reading a file by
     /// another path adds nothing), `-` for standard input.
     package var storedSource: (String) -> String
+    /// The channel every entry of the run came by (`ingest --channel`).
+    package var channel: PostbackChannel
 
-    package init(runID: Int64, rule: ReceivedTimeRule, storedSource: @escaping (String) -> String) {
+    package init(
+        runID: Int64,
+        rule: ReceivedTimeRule,
+        channel: PostbackChannel = .file,
+        storedSource: @escaping (String) -> String
+    ) {
         self.runID = runID
         self.rule = rule
+        self.channel = channel
         self.storedSource = storedSource
     }
 }

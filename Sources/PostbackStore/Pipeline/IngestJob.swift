@@ -22,6 +22,8 @@ package struct IngestJob: Sendable {
     package var keyRing: KeyRing
     /// `--received-at`: the time every postback of this run was received.
     package var receivedAt: UTCInstant?
+    /// `--channel`: the channel every postback of this run came by.
+    package var channel: PostbackChannel
     package var width: Int
     package var logger: Logger
     /// Quarantined entries described on standard error, at most; the rest are counted.
@@ -34,6 +36,7 @@ package struct IngestJob: Sendable {
         location: StoreLocation,
         keyRing: KeyRing = .apple,
         receivedAt: UTCInstant? = nil,
+        channel: PostbackChannel = .file,
         width: Int = ActiveProcessors.count,
         logger: Logger = Logger(label: "postbackd.ingest", factory: { _ in SwiftLogNoOpLogHandler() }),
         quarantineMessageLimit: Int = 20,
@@ -43,6 +46,7 @@ package struct IngestJob: Sendable {
         self.location = location
         self.keyRing = keyRing
         self.receivedAt = receivedAt
+        self.channel = channel
         self.width = width
         self.logger = logger
         self.quarantineMessageLimit = quarantineMessageLimit
@@ -95,7 +99,9 @@ package struct IngestJob: Sendable {
         logger[metadataKey: "ingest.run_id"] = "\(runID)"
         logger.info(
             "ingest started",
-            metadata: ["ingest.inputs": "\(files.count)", "ingest.database": "\(location)"]
+            metadata: [
+                "ingest.inputs": "\(files.count)", "ingest.database": "\(location)", "ingest.channel": "\(channel)",
+            ]
         )
 
         let reader = EntryReader(files: files)
@@ -108,6 +114,7 @@ package struct IngestJob: Sendable {
         let context = BatchContext(
             runID: runID,
             rule: ReceivedTimeRule(fixed: receivedAt),
+            channel: channel,
             storedSource: { canonical[$0] ?? $0 }
         )
         var summary = IngestSummary()

@@ -11,19 +11,35 @@ package struct ReceivedRequest: Sendable {
     /// Whether a refused body may add a quarantine row; false once the hour's quarantine budget
     /// is spent (the body is then counted, not stored).
     package var mayQuarantine: Bool
+    /// The channel it came by: ``PostbackChannel/device`` at Apple's well-known paths, a network's
+    /// channel at its forwards route.
+    package var channel: PostbackChannel
 
-    package init(receivedAt: UTCInstant, clientAddress: String?, requestID: String, mayQuarantine: Bool = true) {
+    package init(
+        receivedAt: UTCInstant,
+        clientAddress: String?,
+        requestID: String,
+        mayQuarantine: Bool = true,
+        channel: PostbackChannel = .device
+    ) {
         self.receivedAt = receivedAt
         self.clientAddress = clientAddress
         self.requestID = requestID
         self.mayQuarantine = mayQuarantine
+        self.channel = channel
     }
 
-    /// The `source` stored for every postback received over HTTP.
-    package static let source = "http"
+    /// The `source` stored for it: `http` for devices, `http:NAME` for a network's forwards
+    /// (``PostbackChannel/httpSource``).
+    package var source: String { channel.httpSource }
     /// Where an HTTP postback was "read": one object, position 0, line 1. With the source and
     /// the body's SHA-256 it keys sightings and quarantine, so a repeated body adds one row.
-    package static let location = EntryLocation(source: source, index: 0, line: 1, form: .object)
+    package static let location = EntryLocation(
+        source: PostbackChannel.device.httpSource,
+        index: 0,
+        line: 1,
+        form: .object
+    )
 }
 
 /// What the store did with one received postback, once durable.

@@ -15,6 +15,7 @@ struct PendingWrites {
         var digest: [UInt8]
         var dedupKey: [UInt8]
         var source: String
+        var channel: PostbackChannel
         var location: EntryLocation
         var receivedAt: UTCInstant
         var receivedSource: ReceivedTimeSource
@@ -34,6 +35,7 @@ struct PendingWrites {
         var raw: ArraySlice<UInt8>
         var digest: [UInt8]
         var source: String
+        var channel: PostbackChannel
         var receivedAt: UTCInstant
         var runID: Int64
         /// Received over HTTP: the request, and the entry's position in its group.
@@ -55,6 +57,7 @@ extension PendingWrites.Candidate {
         raw: ArraySlice<UInt8>,
         digest: [UInt8],
         source: String,
+        channel: PostbackChannel,
         location: EntryLocation,
         receivedAt: UTCInstant,
         receivedSource: ReceivedTimeSource,
@@ -82,6 +85,7 @@ extension PendingWrites.Candidate {
                 sequenceIndex: Int64(columns.sequenceIndex)
             ),
             source: source,
+            channel: channel,
             location: location,
             receivedAt: receivedAt,
             receivedSource: receivedSource,
@@ -107,6 +111,7 @@ extension PendingWrites.Candidate {
             raw: item.raw,
             digest: item.digest,
             source: item.source,
+            channel: item.channel,
             location: item.entry.location,
             receivedAt: item.receivedAt,
             receivedSource: valid.receivedSource,
@@ -127,6 +132,7 @@ extension PendingWrites.Refused {
             raw: item.raw,
             digest: item.digest,
             source: item.source,
+            channel: item.channel,
             receivedAt: item.receivedAt,
             runID: runID,
             request: request,

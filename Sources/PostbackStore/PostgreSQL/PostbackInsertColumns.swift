@@ -10,6 +10,7 @@ struct PostbackInsertColumns {
         dedupKey: PostgresArrayColumn
     var clientAddress, requestID: PostgresArrayColumn
     var estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits: PostgresArrayColumn
+    var channel: PostgresArrayColumn
 
     init(capacity n: Int) {
         kind = PostgresArrayColumn(.text, capacity: n)
@@ -51,6 +52,7 @@ struct PostbackInsertColumns {
         installDate = PostgresArrayColumn(.date, capacity: n)
         crowdAnonymityTier = PostgresArrayColumn(.int4, capacity: n)
         sourceIdentifierDigits = PostgresArrayColumn(.int4, capacity: n)
+        channel = PostgresArrayColumn(.text, capacity: n)
     }
 
     mutating func append(_ row: PendingWrites.Candidate) {
@@ -94,6 +96,7 @@ struct PostbackInsertColumns {
         installDate.append(row.inference.installDate)
         crowdAnonymityTier.append(row.inference.crowdAnonymityTier)
         sourceIdentifierDigits.append(row.inference.sourceIdentifierDigits)
+        channel.append(row.channel.name)
     }
 
     var query: PostgresQuery {
@@ -105,14 +108,14 @@ struct PostbackInsertColumns {
                 marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
                 development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
                 source_line, run_id, dedup_key, client_address, request_id, estimated_install_at, install_date,
-                crowd_anonymity_tier, source_identifier_digits)
+                crowd_anonymity_tier, source_identifier_digits, channel)
             """,
             [
                 kind, keySpace, network, transaction, sequenceIndex, version, appID, campaignID, sourceIdentifier,
                 sourceAppID, sourceDomain, fidelityType, didWin, redownload, conversionType, marketplaceID,
                 impressionType, adInteractionType, fine, coarse, country, testMode, development, keyName, receivedAt,
                 receivedSource, raw, rawDigest, source, sourceIndex, sourceLine, runID, dedupKey, clientAddress,
-                requestID, estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits,
+                requestID, estimatedInstallAt, installDate, crowdAnonymityTier, sourceIdentifierDigits, channel,
             ],
             suffix: "ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key, xmin::text"
         )

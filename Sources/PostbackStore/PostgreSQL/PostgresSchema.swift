@@ -1052,6 +1052,20 @@ package enum PostgresSchema {
                 """#,
             ]
         ),
+        // Channels (issue 60); see the SQLite migration v24.
+        Migration(
+            version: 20,
+            name: "channels",
+            statements: [
+                "ALTER TABLE access_keys ADD COLUMN channels text",
+                "ALTER TABLE postbacks ADD COLUMN channel text NOT NULL DEFAULT 'file'",
+                "ALTER TABLE sightings ADD COLUMN channel text NOT NULL DEFAULT 'file'",
+                "ALTER TABLE quarantine ADD COLUMN channel text NOT NULL DEFAULT 'file'",
+                "UPDATE postbacks SET channel = 'device' WHERE source = 'http'",
+                "UPDATE sightings SET channel = 'device' WHERE source = 'http'",
+                "UPDATE quarantine SET channel = 'device' WHERE source = 'http'",
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -145,6 +145,7 @@ extension PostgresStore {
                         raw: copy.raw,
                         digest: copy.digest,
                         source: copy.source,
+                        channel: copy.channel,
                         receivedAt: copy.receivedAt,
                         runID: copy.runID,
                         // A valid postback is kept whatever the quarantine budget says.

@@ -24,6 +24,7 @@ extension PostgresStore {
         var clientAddress = PostgresArrayColumn(.text, capacity: rows.count)
         var requestID = PostgresArrayColumn(.text, capacity: rows.count * 2)
         var receivedCount = PostgresArrayColumn(.int8, capacity: rows.count)
+        var channel = PostgresArrayColumn(.text, capacity: rows.count)
         for (index, row) in rows.enumerated() {
             let result = row.result
             clientAddress.append(row.request?.clientAddress)
@@ -44,16 +45,18 @@ extension PostgresStore {
             sourceLine.append(row.location.line)
             receivedAt.append(row.receivedAt)
             runID.append(row.runID)
+            channel.append(row.channel.name)
         }
         return unnestInsert(
             """
             INSERT INTO quarantine (
                 verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256,
-                source, source_index, source_line, received_at, run_id, client_address, request_id, received_count)
+                source, source_index, source_line, received_at, run_id, client_address, request_id, received_count,
+                channel)
             """,
             [
                 verdict, field, reason, kind, version, network, transaction, raw, size, digest, source, sourceIndex,
-                sourceLine, receivedAt, runID, clientAddress, requestID, receivedCount,
+                sourceLine, receivedAt, runID, clientAddress, requestID, receivedCount, channel,
             ],
             suffix: copies == nil
                 ? "ON CONFLICT (source, source_index, raw_sha256) DO NOTHING"

@@ -16,6 +16,7 @@ struct SightingColumns {
     var runID = PostgresArrayColumn(.int8)
     var clientAddress = PostgresArrayColumn(.text)
     var requestID = PostgresArrayColumn(.text)
+    var channel = PostgresArrayColumn(.text)
     /// Not a column of `sightings`: the new `conflicts` row's `signed_differs`.
     var signedDiffers = PostgresArrayColumn(.bool)
 
@@ -41,6 +42,7 @@ struct SightingColumns {
         runID.append(copy.runID)
         clientAddress.append(copy.request?.clientAddress)
         requestID.append(copy.request?.requestID)
+        channel.append(copy.channel.name)
         signedDiffers.append(comparison.signedDiffers)
     }
 
@@ -51,7 +53,7 @@ struct SightingColumns {
     var insert: PostgresQuery {
         let columns = [
             postbackID, source, sourceIndex, sourceLine, rawDigest, raw, fine, coarse, country, conflict, receivedAt,
-            runID, clientAddress, requestID, signedDiffers,
+            runID, clientAddress, requestID, channel, signedDiffers,
         ]
         var binds = PostgresBindings(capacity: columns.count)
         for column in columns { binds.append(column) }
@@ -61,13 +63,14 @@ struct SightingColumns {
                 WITH copies AS (
                     SELECT * FROM unnest(\(parameters)) AS c (
                         postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
-                        country_code, conflict, received_at, run_id, client_address, request_id, signed_differs)),
+                        country_code, conflict, received_at, run_id, client_address, request_id, channel,
+                        signed_differs)),
                 new_sightings AS (
                     INSERT INTO sightings (
                         postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
-                        country_code, conflict, received_at, run_id, client_address, request_id)
+                        country_code, conflict, received_at, run_id, client_address, request_id, channel)
                     SELECT postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
-                        country_code, conflict, received_at, run_id, client_address, request_id
+                        country_code, conflict, received_at, run_id, client_address, request_id, channel
                     FROM copies
                     ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
                     RETURNING id, postback_id, conflict, fine_value, coarse_value, country_code, source, source_index,

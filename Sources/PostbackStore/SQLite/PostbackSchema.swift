@@ -940,5 +940,20 @@ package enum PostbackSchema {
                 CREATE INDEX pruned_postbacks_received_day ON pruned_postbacks (substr(received_at, 1, 10));
                 """#
         ),
+        // Channels (issue 60): the channel each postback, sighting and quarantined entry came by.
+        // What `serve` received (source `http`) came from devices; everything else from a file.
+        // A key of scope `forwards` opens the channels it names (NULL: every channel).
+        Migration(
+            "v24: channels",
+            sql: #"""
+                ALTER TABLE access_keys ADD COLUMN channels TEXT;
+                ALTER TABLE postbacks ADD COLUMN channel TEXT NOT NULL DEFAULT 'file';
+                ALTER TABLE sightings ADD COLUMN channel TEXT NOT NULL DEFAULT 'file';
+                ALTER TABLE quarantine ADD COLUMN channel TEXT NOT NULL DEFAULT 'file';
+                UPDATE postbacks SET channel = 'device' WHERE source = 'http';
+                UPDATE sightings SET channel = 'device' WHERE source = 'http';
+                UPDATE quarantine SET channel = 'device' WHERE source = 'http';
+                """#
+        ),
     ]
 }

@@ -2,12 +2,12 @@ import GRDB
 
 /// The statements of ingest's and `serve`'s writes on SQLite.
 extension SQLiteStore {
-    /// `INSERT INTO postbacks`, each value bound in column order (the dedup key 37th), the
-    /// HTTP request's client address and id after it when `received`. `unlessPruned`: nothing
+    /// `INSERT INTO postbacks`, each value bound in column order (the dedup key 37th, the
+    /// channel after it), the HTTP request's client address and id after those when `received`. `unlessPruned`: nothing
     /// either when `pruned_keys` holds the key (a postback `prune` removed): for the rows
     /// ``PrunedKeyGuard`` covers.
     static func insertPostback(received: Bool, unlessPruned: Bool) -> String {
-        let parameters = Array(repeating: "?", count: received ? 39 : 37).joined(separator: ", ")
+        let parameters = Array(repeating: "?", count: received ? 40 : 38).joined(separator: ", ")
         return """
             INSERT INTO postbacks (
                 kind, key_space, ad_network_id, transaction_id, postback_sequence_index, version, app_id, campaign_id,
@@ -15,7 +15,7 @@ extension SQLiteStore {
                 marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
                 development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
                 source_line, run_id, estimated_install_at, install_date, crowd_anonymity_tier, source_identifier_digits,
-                dedup_key\(received ? ", client_address, request_id" : ""))
+                dedup_key, channel\(received ? ", client_address, request_id" : ""))
             \(unlessPruned
                 ? "SELECT \(parameters) WHERE NOT EXISTS (SELECT 1 FROM pruned_keys WHERE dedup_key = ?37)"
                 : "VALUES (\(parameters))")
@@ -41,19 +41,19 @@ extension SQLiteStore {
         FROM postbacks WHERE dedup_key = ?
         """
 
-    static let insertSighting = """
+    /// `INSERT INTO sightings`, with the HTTP request's client address and id when `received`.
+    static func insertSighting(received: Bool) -> String {
+        """
         INSERT INTO sightings (
             postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value, country_code,
-            conflict, received_at, run_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            conflict, received_at, run_id, channel\(received ? ", client_address, request_id" : ""))
+        VALUES (\(Array(repeating: "?", count: received ? 15 : 13).joined(separator: ", ")))
         ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
         """
+    }
 
-    /// ``insertSighting`` with the HTTP request's client address and id.
-    static let insertReceivedSighting = insertSighting.replacingOccurrences(
-        of: "received_at, run_id)\nVALUES (?,",
-        with: "received_at, run_id, client_address, request_id)\nVALUES (?, ?, ?,"
-    )
+    /// ``insertSighting(received:)`` of each kind, indexed by `received`.
+    static let insertSightings = [false, true].map(insertSighting(received:))
 
     static let insertConflict = """
         INSERT INTO conflicts (
@@ -65,8 +65,8 @@ extension SQLiteStore {
     static let insertQuarantine = """
         INSERT INTO quarantine (
             verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256, source,
-            source_index, source_line, received_at, run_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            source_index, source_line, received_at, run_id, channel)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
         """
 
@@ -75,8 +75,8 @@ extension SQLiteStore {
     static let upsertReceivedQuarantine = """
         INSERT INTO quarantine (
             verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256, source,
-            source_index, source_line, received_at, run_id, client_address, request_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            source_index, source_line, received_at, run_id, client_address, request_id, channel)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (source, source_index, raw_sha256) DO UPDATE SET received_count = received_count + 1
         RETURNING received_count
         """

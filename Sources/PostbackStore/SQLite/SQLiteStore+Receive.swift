@@ -32,7 +32,7 @@ extension SQLiteStore {
                             result.identity.version, result.identity.adNetworkID, result.identity.transactionID,
                             Data(item.raw), size, Data(item.digest), item.source, item.entry.location.index,
                             item.entry.location.line, item.receivedAt.iso8601, runID, request.clientAddress,
-                            request.requestID,
+                            request.requestID, item.channel.name,
                         ]
                     )
                     return .quarantined(newRow: count == 1)

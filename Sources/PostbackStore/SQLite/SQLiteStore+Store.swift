@@ -71,6 +71,7 @@ extension SQLiteStore {
             sequenceIndex: Int64(columns.sequenceIndex)
         )
         dedupKey.withUnsafeBytes { insert.bindBlob($0) }
+        insert.bind(item.channel.name)
         if let request {
             insert.bind(request.clientAddress)
             insert.bind(request.requestID)
@@ -116,10 +117,11 @@ extension SQLiteStore {
             counts.countCopy(copy)
             (comparison, sameBytes) = (copy, same)
         }
-        let sighting = try db.cachedStatement(sql: request == nil ? Self.insertSighting : Self.insertReceivedSighting)
+        let sighting = try db.cachedStatement(sql: Self.insertSightings[request == nil ? 0 : 1])
         var arguments: StatementArguments = [
             stored.id, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
             copyFine, copyCoarse, postback.countryCode, comparison.isConflict, receivedAt.iso8601, runID,
+            item.channel.name,
         ]
         if let request { arguments += [request.clientAddress, request.requestID] }
         try sighting.execute(arguments: arguments)
@@ -150,6 +152,7 @@ extension SQLiteStore {
             verdict.rawValue, result.field, result.reason ?? "not a postback", result.kind?.rawValue,
             result.identity.version, result.identity.adNetworkID, result.identity.transactionID, Data(raw), size,
             Data(digest), source, entry.location.index, entry.location.line, receivedAt.iso8601, runID,
+            item.channel.name,
         ])
     }
 }

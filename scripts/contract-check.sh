@@ -76,13 +76,14 @@ start_server "$work/store.sqlite"
 fuzz
 stop_server
 
-# 2. With a key in the store (every app, every scope) and sent with every request: the pull
-# API (which always takes a key), and the routes as a keyed server answers them. The snippet
+# 2. With a key in the store (every app, every scope and channel) and sent with every request:
+# the pull API and the forwards route (which always take a key), and the routes as a keyed
+# server answers them. The snippet
 # and the sign-in are left out: their generated wrong keys only meet the limiter again.
 echo "== serve with a key"
 cp "$work/store.sqlite" "$work/keyed.sqlite"
 key=$("$bin" keys add --db "$work/keyed.sqlite" contract --all-apps \
-    --scope report,dashboard,export,conversion-value,apple-ads 2>/dev/null)
+    --scope report,dashboard,export,conversion-value,apple-ads,forwards 2>/dev/null)
 start_server "$work/keyed.sqlite"
 fuzz -H "Authorization: Bearer $key" --exclude-path /api/v2/conversion_value --exclude-path /login
 stop_server

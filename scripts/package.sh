@@ -14,6 +14,8 @@
 # POSTBACKD_PACKAGE_MAINTAINER: the Maintainer field (default: postbackd maintainers <root@localhost>).
 # POSTBACKD_BUILT=1 (scripts/build.sh): the one build is done; link its objects without asking
 # SwiftPM, which a running `swift test` holds locked.
+# POSTBACKD_MANIFEST: the copy of SwiftPM's manifest (.build/release.yaml) to read the link
+# command from (CI's, taken right after the build).
 # Needs dpkg-dev (dpkg-shlibdeps computes Depends from the libraries the binary links) and
 # python3-yaml.
 set -euo pipefail
@@ -46,15 +48,19 @@ scripts/build.sh --product postbackd
 bin_path=$(scripts/build.sh --show-bin-path)
 [ -x "$bin_path/postbackd" ] || { echo "scripts/package.sh: no $bin_path/postbackd: run scripts/build.sh" >&2; exit 2; }
 binary="$work/postbackd"
-"$python" - "$bin_path" "$binary" <<'PY'
+# SwiftPM's manifest of the build, or the copy CI took right after it (POSTBACKD_MANIFEST):
+# `swift test`, even with --skip-build, writes the manifest again as it starts, and CI builds
+# the package beside the tests (a read in the middle of that write failed once).
+manifest=${POSTBACKD_MANIFEST:-.build/release.yaml}
+"$python" - "$bin_path" "$binary" "$manifest" <<'PY'
 import subprocess, sys, yaml
 
-bin_path, output = sys.argv[1], sys.argv[2]
-manifest = yaml.load(open(".build/release.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+bin_path, output, manifest_path = sys.argv[1], sys.argv[2], sys.argv[3]
+manifest = yaml.load(open(manifest_path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 links = [c["args"] for c in manifest["commands"].values()
          if "-emit-executable" in c.get("args", []) and f"{bin_path}/postbackd" in c["args"]]
 if len(links) != 1:
-    sys.exit(f"package.sh: .build/release.yaml holds {len(links)} link commands of {bin_path}/postbackd, not 1")
+    sys.exit(f"package.sh: {manifest_path} holds {len(links)} link commands of {bin_path}/postbackd, not 1")
 args, link = links[0], []
 i = 0
 while i < len(args):

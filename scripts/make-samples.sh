@@ -37,4 +37,6 @@ for i, line in enumerate(lines[100:140]):
         out.append(line)
 open('SamplePostbacks/generated/partner-forward.json', 'w').write('[\n' + ',\n'.join(out) + '\n]\n')
 PY
+# The audit sample (docs/auditing.md): a network's copies and forwards, from generated/.
+python3 SamplePostbacks/audit/make.py
 echo "SamplePostbacks rebuilt."

@@ -154,6 +154,21 @@ struct PeriodOptions: ParsableArguments {
     var last: UTCDay? { to.flatMap(UTCDay.init) }
 }
 
+/// `--app-id` and `--ad-network-id`: the filters of `report` and `reconcile`.
+struct FilterOptions: ParsableArguments {
+    @Option(
+        name: .customLong("app-id"),
+        help: ArgumentHelp("Only this app (repeat, or separate by commas, for several).", valueName: "id")
+    )
+    var appIDs: [String] = []
+
+    @Option(
+        name: .customLong("ad-network-id"),
+        help: ArgumentHelp("Only this ad network (repeat, or separate by commas, for several).", valueName: "id")
+    )
+    var adNetworkIDs: [String] = []
+}
+
 /// `--date-basis`: whether a period's days are days received or install dates.
 struct DateBasisOption: ParsableArguments {
     @Option(

@@ -28,7 +28,7 @@ struct Postbackd: AsyncParsableCommand {
         subcommands: [
             Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Costs.self, Rates.self, Encode.self,
             Aggregate.self,
-            Report.self,
+            Report.self, Reconcile.self,
             Export.self, Forward.self, AppleAds.self, Apps.self, Keys.self, Retention.self, Prune.self,
             PruneAddresses.self, Check.self, Doctor.self,
             Generate.self,

@@ -86,17 +86,7 @@ extension Postbackd {
         )
         var by: String?
 
-        @Option(
-            name: .customLong("app-id"),
-            help: ArgumentHelp("Only this app (repeat, or separate by commas, for several).", valueName: "id")
-        )
-        var appIDs: [String] = []
-
-        @Option(
-            name: .customLong("ad-network-id"),
-            help: ArgumentHelp("Only this ad network (repeat, or separate by commas, for several).", valueName: "id")
-        )
-        var adNetworkIDs: [String] = []
+        @OptionGroup var filters: FilterOptions
 
         @Flag(help: "One row per group and event name: occurrences, postbacks with the event, revenue.")
         var events = false
@@ -148,8 +138,8 @@ extension Postbackd {
             options.by = by
             options.events = events
             options.dateBasis = basis.dateBasis.rawValue
-            options.appIDs = appIDs
-            options.adNetworkIDs = adNetworkIDs
+            options.appIDs = filters.appIDs
+            options.adNetworkIDs = filters.adNetworkIDs
             options.withAppleAds = withAppleAds
             options.modeled = modeled
             options.currency = currency

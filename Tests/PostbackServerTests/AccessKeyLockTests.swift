@@ -52,7 +52,10 @@ extension AccessKeyTests {
             let answer = try await client.send(.GET, summary, headers: Self.bearer(partner))
             let seconds = Date().timeIntervalSince(started)
             #expect(answer.status == 200)
-            #expect(seconds < 3, "the summary took \(seconds) s while the use's write waited")
+            // A summary that waited for the lock would wait until the lock goes, after its own
+            // answer: the store's busy timeout, 60 s. Under CI's load one that waited for nothing
+            // took up to 3.8 s, so the bound sits well between.
+            #expect(seconds < 6, "the summary took \(seconds) s while the use's write waited")
             if engine == .postgres {
                 // A new row, which the lock does not hold: taken within 10 s as if nothing waited
                 // (asked once: an unknown key asked for again and again meets the sign-in limit).

@@ -26,7 +26,8 @@ extension AppleAdsTests {
     /// - `PreOrder-`, `PREORDER-`: pre-orders as Apple's examples and in another case;
     ///   `devtest-`: the developer-mode test record; `targeted-`: `attribution: false` (a
     ///   campaign with age or gender targeting); `placement-`: a documented supplyPlacement;
-    /// - `slow-`: 200 after a second.
+    /// - `slow-`: 200 after a second; held past its limit by the gate given (then answered 503
+    ///   and not recorded).
     final class StandIn: Sendable {
         final class Log: Sendable {
             let requests = Mutex<[Request]>([])
@@ -36,12 +37,15 @@ extension AppleAdsTests {
         let port: Int
         private let task: Task<Void, any Error>
 
-        init() async throws {
+        init(slowGate: Gate? = nil) async throws {
             let log = self.log
             let router = Router()
             router.post("/api/v1") { request, _ -> Response in
                 let body = try await request.body.collect(upTo: 1 << 16)
                 let token = String(buffer: body)
+                if token.hasPrefix("slow-"), let slowGate, await !slowGate.pass() {
+                    return Response(status: .serviceUnavailable)
+                }
                 let seen = log.requests.withLock { log in log.filter { $0.token == token }.count }
                 let (status, record) = Self.answer(token, seen: seen)
                 if token.hasPrefix("slow-") { try? await Task.sleep(for: .seconds(1)) }

@@ -164,7 +164,7 @@ struct FailoverTests {
         #expect(server.standardError.contains("the database's server changed"), "\(server.standardError)")
     }
 
-    @Test("ingest: a run across the failover finishes, and every postback of its file is on the promoted standby")
+    @Test("ingest: a run across the failover finishes, and every postback of its input is on the promoted standby")
     func ingestFailover() async throws {
         let (primary, standby, url) = try await pair()
         defer {
@@ -172,37 +172,38 @@ struct FailoverTests {
             primary.stop()
         }
         let corpus = try await Postbackd.generated(count: 20000, seed: 41, duplicates: 0, invalid: 0)
-        let file = directory.path + "/postbacks.jsonl"
-        try corpus.write(toFile: file, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
-        process.arguments = [
-            "ingest", "--db", url, "--keys", TestKeys.directory, "--commit-every", "200", "--format", "json", file,
-        ]
+        let lines = corpus.split(separator: "\n")
         let output = Pipe()
         let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        // Fed through its standard input: the run cannot end before the kill.
+        let fed = try FedProcess(
+            ["ingest", "--db", url, "--keys", TestKeys.directory, "--commit-every", "200", "--format", "json", "-"],
+            standardOutput: output,
+            standardError: errors
+        )
+        let process = fed.process
+        try await fed.feed(lines.prefix(lines.count / 2))
 
-        // Killed once a part of the file is committed, then promoted (`kill` returns once the
-        // primary is gone).
+        // Killed once a part of the input is committed, then promoted (`kill` returns once the
+        // primary is gone); the rest of the input follows.
         let primaryStore = await TestStore(engine: .postgres, location: try StoreLocation(try primary.url()))
-        while process.isRunning {
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning && Date() < deadline {
             let count =
                 Int((try? await primaryStore.strings("SELECT count(*) FROM postbacks").first ?? nil) ?? "0") ?? 0
-            if count >= 2000 { break }
-            try await Task.sleep(for: .milliseconds(50))
+            if count >= 400 { break }
+            try await Task.sleep(for: .milliseconds(10))
         }
         #expect(process.isRunning, "the kill lands mid-run")
         try await primary.kill()
         try await standby.promote()
+        try await fed.feed(lines.dropFirst(lines.count / 2))
+        try fed.end()
         let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let standardOutput = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(standardError)")
 
-        let lines = corpus.split(separator: "\n")
         let expected = Set(lines.compactMap(Self.transactionID))
         #expect(expected.count == lines.count)
         let stored = try await Self.storedIDs(try standby.url())

@@ -35,8 +35,14 @@ extension ForwardTests {
         let port: Int
         private let task: Task<Void, any Error>
 
-        /// `rule(deliveryID, attempt)` gives the status to answer and a delay before answering.
-        init(rule: @escaping @Sendable (String, Int) -> (status: Int, delay: Duration)) async throws {
+        /// `rule(deliveryID, attempt)` gives the status to answer and a delay before answering;
+        /// `gate`, if given, holds requests to `gated` past its limit (a held request is then
+        /// answered 503 and not recorded).
+        init(
+            gate: Gate? = nil,
+            gated: String = "network",
+            rule: @escaping @Sendable (String, Int) -> (status: Int, delay: Duration)
+        ) async throws {
             let log = self.log
             let router = Router()
             router.post("/{destination}") { request, context -> Response in
@@ -45,6 +51,7 @@ extension ForwardTests {
                 let id = request.headers.value("Postbackd-Delivery-Id") ?? ""
                 let attempt = Int(request.headers.value("Postbackd-Attempt") ?? "") ?? 0
                 let signature = request.headers.value("Postbackd-Signature")
+                if destination == gated, let gate, await !gate.pass() { return Response(status: .serviceUnavailable) }
                 let key = destination + "/" + id
                 log.state.withLock { state in
                     state.inFlight[key, default: 0] += 1

@@ -212,14 +212,17 @@ struct ForwardTests {
         let production = try await exported(store, destination: "network").filter {
             $0.value["key_space"] as? String == "production"
         }
-        let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
+        // Twenty delivered, the rest held until the kill: the kill lands part way.
+        let gate = Gate(letting: 20)
+        let receiver = try await Receiver(gate: gate) { _, _ in (200, .milliseconds(40)) }
         let config = try config(receiver.port, concurrency: 4, timeout: 1)
 
         let process = try await following(store, config, until: receiver, errors: FileHandle.nullDevice)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        gate.open()
         let atKill = receiver.delivered("network").count
-        #expect(atKill >= 20 && atKill < production.count, "killed mid-way (\(atKill) of \(production.count))")
+        #expect((1...20).contains(atKill), "killed mid-way (\(atKill) of \(production.count))")
 
         let run = try await Self.forward(
             ["forward", "--db", store.argument, "--config", config, "--drain"],
@@ -260,12 +263,15 @@ struct ForwardTests {
         let production = try await exported(store, destination: "network").filter {
             $0.value["key_space"] as? String == "production"
         }
-        let receiver = try await Receiver { _, _ in (200, .milliseconds(40)) }
+        // Twenty delivered, the rest held until the primary is killed: it lands part way.
+        let gate = Gate(letting: 20)
+        let receiver = try await Receiver(gate: gate) { _, _ in (200, .milliseconds(40)) }
         let config = try config(receiver.port, concurrency: 4, timeout: 1)
         let errors = Pipe()
         let process = try await following(store, config, until: receiver, errors: errors)
         // `kill` returns once the primary is gone; the outage lasts as long as the promotion.
         try await primary.kill()
+        gate.open()
         let atKill = receiver.delivered("network").count
         try await standby.promote()
         let deadline = Date().addingTimeInterval(90)
@@ -308,8 +314,9 @@ struct ForwardTests {
         let stopping = Date().timeIntervalSince(signalled)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(stderr)")
-        // The requests in flight take 40 ms; the graceful-shutdown limit would be 35 s.
-        #expect(stopping < 5, "stopped \(stopping) s after SIGTERM")
+        // The requests in flight take 40 ms; the graceful-shutdown limit would be 35 s. Under CI's
+        // load a stop that waited for nothing took 6.1 s, so the bound sits between.
+        #expect(stopping < 15, "stopped \(stopping) s after SIGTERM")
         #expect(!stderr.contains("cannot record"), "\(stderr)")
         // Every answer received was recorded: a --drain now sends only what was never sent.
         let sent = Set(receiver.delivered("network").keys)

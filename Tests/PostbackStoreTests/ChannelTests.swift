@@ -127,7 +127,10 @@ struct ChannelTests {
                 "ALTER TABLE sightings DROP COLUMN channel",
                 "ALTER TABLE quarantine DROP COLUMN channel",
                 "ALTER TABLE access_keys DROP COLUMN channels",
-                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v24:%'"
+                "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
+                "DROP TABLE reconcile_daily",
+                "DROP TABLE reconcile_daily_totals",
+                "DELETE FROM grdb_migrations WHERE identifier LIKE 'v24:%' OR identifier LIKE 'v25:%'"
             )
         case .postgres:
             try await store.execute(
@@ -135,6 +138,8 @@ struct ChannelTests {
                 "ALTER TABLE sightings DROP COLUMN channel",
                 "ALTER TABLE quarantine DROP COLUMN channel",
                 "ALTER TABLE access_keys DROP COLUMN channels",
+                "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
+                "DROP TABLE reconcile_daily, reconcile_daily_totals",
                 "DELETE FROM postbackd_migrations WHERE version >= 20"
             )
         }

@@ -333,6 +333,9 @@ struct DashboardStoreTests {
                 "ALTER TABLE postbacks DROP COLUMN channel",
                 "ALTER TABLE sightings DROP COLUMN channel",
                 "ALTER TABLE quarantine DROP COLUMN channel",
+                // 21: the sightings' interaction type, reconcile_daily.
+                "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
+                "DROP TABLE reconcile_daily, reconcile_daily_totals",
                 "DELETE FROM postbackd_migrations WHERE version >= 8"
             )
             for statement in laterMigration { try await store.execute(statement) }

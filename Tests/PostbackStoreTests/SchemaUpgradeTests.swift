@@ -33,7 +33,8 @@ struct SchemaUpgradeTests {
         // The state as the release before wrote it, and its migration log without v17 / 13
         // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
         // costs, 16, the access keys and apps, 17, the retention, 18, the sightings' index
-        // by day, 19, the pruned postbacks, and 20, the channels, undone too).
+        // by day, 19, the pruned postbacks, 20, the channels, and 21, the sightings' interaction
+        // type and reconcile_daily, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -51,6 +52,8 @@ struct SchemaUpgradeTests {
                 "ALTER TABLE postbacks DROP COLUMN channel",
                 "ALTER TABLE sightings DROP COLUMN channel",
                 "ALTER TABLE quarantine DROP COLUMN channel",
+                "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
+                "DROP TABLE reconcile_daily, reconcile_daily_totals",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -119,6 +122,10 @@ struct SchemaUpgradeTests {
             "40f8ac1de24198078473916e0ef78df730a6aca90904f356da33327b477ca490"
         ),
         ("v24: channels", "bc7485cb4ac99982103a01a7ba81f3f5c8d6b41acd274d02cb5392cb16a77b3a"),
+        (
+            "v25: reconciliation",
+            "b9c48553bff17c2bf9ed6fb8d86ea7513da3b333015fdbea611dac9174fe202d"
+        ),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -143,6 +150,7 @@ struct SchemaUpgradeTests {
         (18, "642efeb82da2b5b27c6bd683e55eab4b033f59ddb6ace7ad6b8c6247b009a4c0"),
         (19, "ce957a086bafddaae3bc37763ef8f802c7b6fb4392efa1525e8c9f6b656907d2"),
         (20, "5dd2ee0d0dd4ee57dc9ecd6b5127b461831700550dc9a2ef46adbe4de329cb4a"),
+        (21, "5d7766160d2e009ce2a28e4eb4c5a03017834b9f052477f92b2345236d87969b"),
     ]
 
     private static func sha256(_ text: String) -> String {

@@ -32,7 +32,15 @@ package enum Shell {
         var pid: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(line), nil]
         defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else {
+        // Only standard input, output and error: a server the command starts (`pg_ctl`) must
+        // not hold a pipe the test process has open, as it otherwise would for its whole life
+        // (seen: a restarted PostgreSQL held the write end of a child's standard input, which
+        // then never read to its end).
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        _ = closeFrom?(&actions, 3)
+        guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ) == 0 else {
             throw TestStoreError(description: "cannot run /bin/sh -c \(command)")
         }
         var status: Int32 = 0
@@ -41,6 +49,18 @@ package enum Shell {
         try? FileManager.default.removeItem(atPath: outputPath)
         return Run(status: (status >> 8) & 0xff, output: output)
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its module
+    /// map does not show Swift.
+    private static let closeFrom:
+        (
+            @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        )? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+            unsafeBitCast(
+                $0,
+                to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self
+            )
+        }
 
     /// `text` quoted for the shell.
     package static func quoted(_ text: String) -> String {

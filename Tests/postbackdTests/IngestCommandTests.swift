@@ -147,15 +147,18 @@ struct IngestCommandTests {
         let total = expected["postbacks"]?.count ?? 0
         #expect(total > 5000)
 
-        let crashed = try await TestStore.make(engine, in: directory, name: "crashed")
+        var crashed = try await TestStore.make(engine, in: directory, name: "crashed")
+        var fresh = 0
         var interrupted: [Int] = []
         // Kills after a tenth of a clean run's duration, then half as long again each time, on
         // the same store: each run verifies the whole input again, so a later kill gets further.
         // Growing, not fixed, fractions: the clean run is only a guess of the killed runs' pace
         // (a release build's run is mostly start-up, and the tests around it load the machine
         // more or less), and a kill that finds nothing new stored just waits longer next time.
+        // A run that ended before its first kill (the clean run was slowed by the tests around
+        // it) proves nothing: a fresh store, and kills three times sooner.
         var delay = duration * 0.1
-        for _ in 0..<12 where interrupted.count < 6 {
+        for _ in 0..<16 where interrupted.count < 6 {
             let before = (try? await crashed.count("postbacks")) ?? 0
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Postbackd.executable)
@@ -166,10 +169,16 @@ struct IngestCommandTests {
             usleep(UInt32(min(delay, 60) * 1_000_000))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            guard process.terminationReason == .uncaughtSignal else { break }  // it finished first
-            #expect(process.terminationStatus == SIGKILL)
+            let killed = process.terminationReason == .uncaughtSignal
+            if killed { #expect(process.terminationStatus == SIGKILL) }
             let count = (try? await crashed.count("postbacks")) ?? 0
-            if count == total { break }  // killed after its last commit: the store is whole
+            if !killed || count == total {  // it finished, or was killed after its last commit
+                if !interrupted.isEmpty { break }
+                fresh += 1
+                crashed = try await TestStore.make(engine, in: directory, name: "crashed-\(fresh)")
+                delay /= 3
+                continue
+            }
             if count > before { interrupted.append(count) }
             delay *= 1.5
         }
@@ -285,28 +294,35 @@ struct IngestCommandTests {
         let server = try PostgresDevServer(folder: directory.path + "/pg")
         defer { server.stop() }
         let url = try await server.start()
-        let input = try directory.write("day.jsonl", try await Postbackd.generated(count: 6000, seed: 31))
+        // Every run reads standard input, so that each names its postbacks' input alike.
+        let corpus = try await Postbackd.generated(count: 6000, seed: 31)
+        let lines = corpus.split(separator: "\n")
         let arguments = { (database: String) in
             [
                 "ingest", "--db", database, "--keys", TestKeys.directory, "--received-at", "2026-11-21T06:00:00Z",
-                "--commit-every", "200", input,
+                "--commit-every", "200", "-",
             ]
         }
         let clean = try await TestStore.make(.postgres, in: directory, name: "clean")
-        let started = Date()
-        #expect(try await Postbackd.run(arguments(clean.argument)).status == 0)
-        let duration = Date().timeIntervalSince(started)
+        #expect(try await Postbackd.run(arguments(clean.argument), input: Array(corpus.utf8)).status == 0)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Postbackd.executable)
-        process.arguments = arguments(url)
+        // Fed half its input, restarted once two commits are in: the run cannot have ended.
         let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        usleep(UInt32(duration * 0.3 * 1_000_000))
+        let fed = try FedProcess(arguments(url), standardOutput: FileHandle.nullDevice, standardError: errors)
+        let process = fed.process
+        try await fed.feed(lines.prefix(lines.count / 2))
+        let restarting = TestStore(engine: .postgres, location: try StoreLocation(url))
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning && Date() < deadline {
+            let count = Int((try? await restarting.strings("SELECT count(*) FROM postbacks").first ?? nil) ?? "0") ?? 0
+            if count >= 400 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(process.isRunning, "the restart must land while the worker runs")
         try await server.restart(pauseSeconds: 1)
+        // The rest, unless it stopped (then the write fails: its input is closed).
+        try? await fed.feed(lines.dropFirst(lines.count / 2))
+        try? fed.end()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         // Stopped while writing, it says what was committed is kept; stopped while it opened the
@@ -318,7 +334,7 @@ struct IngestCommandTests {
                         || message.contains("the server cannot be reached"))),
             "status \(process.terminationStatus): \(message)"
         )
-        let rerun = try await Postbackd.run(arguments(url))
+        let rerun = try await Postbackd.run(arguments(url), input: Array(corpus.utf8))
         #expect(rerun.status == 0, "\(rerun.standardError)")
         compare(
             try await TestStore(engine: .postgres, location: StoreLocation(url)).dump(),

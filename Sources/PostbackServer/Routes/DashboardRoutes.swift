@@ -13,6 +13,8 @@ extension PostbackResponder {
     static let reportParameters: [String] = [
         "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads", "modeled", "currency",
     ]
+    /// The parameters of `GET /api/v1/reconcile`, each the reconcile option of the same name.
+    static let reconcileParameters: [String] = ["by", "from", "to", "as_of", "grace_days", "app_id", "ad_network_id"]
     /// The filters of the dashboard and the summary.
     static let dashboardParameters: [String] = ["from", "to", "date_basis", "app_id", "ad_network_id", "currency"]
     /// The filters of the summary (its revenue is per currency).
@@ -26,7 +28,8 @@ extension PostbackResponder {
 
     func report(_ request: Request, context: Caller) async -> Answer {
         let parameters = Self.reportParameters
-        return await reading(request, context, .report, .api, parameters, ReportRequest.parse, \.query) { parsed in
+        return await reading(request, context, .report, .api, parameters, ReportRequest.parse, \.query.appIDs) {
+            parsed in
             do {
                 let (report, warning) = try await reader.read { store in try await parsed.read(store) }
                 var response = Self.apiJSON(report.formatted(.json))
@@ -38,10 +41,33 @@ extension PostbackResponder {
         }
     }
 
+    // MARK: GET /api/v1/reconcile
+
+    /// What `postbackd reconcile --format json` prints, narrowed to the key's apps (which leaves
+    /// out the quarantined forwards: they have no app).
+    func reconcile(_ request: Request, context: Caller) async -> Answer {
+        let parameters = Self.reconcileParameters
+        let parse = { (options: ReportRequest.Options) throws(ReportRequestError) in
+            try ReconcileRequest.parse(options)
+        }
+        return await reading(request, context, .report, .api, parameters, parse, \.appIDs) { parsed in
+            do {
+                let (reconciliation, warning) = try await reader.read { store in
+                    (try await parsed.read(store), try await store.stalenessWarning())
+                }
+                var response = Self.apiJSON(reconciliation.formatted(.json))
+                if let warning { response.headers[.postbackdWarning] = warning.oneLine }
+                return response
+            } catch {
+                return unreadable(error)
+            }
+        }
+    }
+
     // MARK: GET /api/v1/summary
 
     func summary(_ request: Request, context: Caller) async -> Answer {
-        await reading(request, context, .report, .api, Self.summaryParameters, Dashboard.query, \.self) { query in
+        await reading(request, context, .report, .api, Self.summaryParameters, Dashboard.query, \.appIDs) { query in
             do {
                 let dashboard = try await reader.read { store in
                     try await Dashboard.read(store, query, summaryOnly: true)
@@ -56,7 +82,8 @@ extension PostbackResponder {
     // MARK: GET /dashboard
 
     func dashboard(_ request: Request, context: Caller) async -> Answer {
-        await reading(request, context, .dashboard, .page, Self.dashboardParameters, Dashboard.query, \.self) { query in
+        await reading(request, context, .dashboard, .page, Self.dashboardParameters, Dashboard.query, \.appIDs) {
+            query in
             do {
                 let dashboard = try await reader.read { store in try await Dashboard.read(store, query) }
                 return Self.html(.ok, DashboardPage(dashboard, mode: .served(path: ServeRoute.dashboard.rawValue)).html)
@@ -93,7 +120,7 @@ extension PostbackResponder {
         _ style: RefusalStyle,
         _ allowed: [String],
         _ parse: (ReportRequest.Options) throws(ReportRequestError) -> Opened,
-        _ query: (Opened) -> ReportQuery,
+        _ appIDs: (Opened) -> [Int64],
         answer: (Opened) async -> Answer
     ) async -> Answer {
         let admission = admit(
@@ -122,7 +149,7 @@ extension PostbackResponder {
                     "<p>\(escapeHTML(parameter)): \(escapeHTML(error.reason))</p><p><a href=\"/dashboard\">The dashboard without filters</a></p>"
             )
         }
-        if let refusal = refuseUnscoped(query(opened), admission) { return refusal }
+        if let refusal = refuseUnscoped(appIDs(opened), admission) { return refusal }
         return await answer(opened)
     }
 
@@ -205,9 +232,9 @@ extension PostbackResponder {
 
     /// The last word on a key's apps, once the query is parsed: it filters by the key's apps
     /// and by nothing else. Nil when it may be read.
-    func refuseUnscoped(_ query: ReportQuery, _ admission: Admission) -> Answer? {
+    func refuseUnscoped(_ appIDs: [Int64], _ admission: Admission) -> Answer? {
         guard let apps = admission.apps else { return nil }
-        guard !apps.isEmpty, !query.appIDs.isEmpty, Set(query.appIDs).isSubset(of: apps) else {
+        guard !apps.isEmpty, !appIDs.isEmpty, Set(appIDs).isSubset(of: apps) else {
             logger.error("a query of a key of some apps was not narrowed to them; refused")
             return Self.json(.forbidden, Self.error("this key does not open these apps", field: "app_id"))
         }
@@ -249,6 +276,8 @@ extension PostbackResponder {
             case "from": options.from = text
             case "to": options.to = text
             case "currency": options.currency = text
+            case "as_of": options.asOf = text
+            case "grace_days": options.graceDays = text
             case "date_basis": options.dateBasis = text
             case "app_id": if !text.isEmpty { options.appIDs.append(text) }
             case "ad_network_id": if !text.isEmpty { options.adNetworkIDs.append(text) }

@@ -16,6 +16,7 @@ package enum ServeRoute: String, CaseIterable {
     case ready = "/readyz"
     case metrics = "/metrics"
     case report = "/api/v1/report"
+    case reconcile = "/api/v1/reconcile"
     case summary = "/api/v1/summary"
     case postbacks = "/api/v1/postbacks"
     case root = "/"
@@ -83,7 +84,9 @@ package enum ServeRoute: String, CaseIterable {
     package var methods: [HTTPRequest.Method] {
         switch self {
         case .skadnetwork, .appattribution, .conversionValue, .appleAdsToken, .forwards: [.post]
-        case .health, .ready, .metrics, .snippet, .report, .summary, .postbacks, .root, .dashboard, .openAPI: [.get]
+        case .health, .ready, .metrics, .snippet, .report, .reconcile, .summary, .postbacks, .root, .dashboard,
+            .openAPI:
+            [.get]
         case .login: [.get, .post]
         }
     }

@@ -107,6 +107,8 @@ struct PostbackResponder: HTTPResponder {
                     )
                 case .report:
                     answer = await report(request, context: caller)
+                case .reconcile:
+                    answer = await reconcile(request, context: caller)
                 case .summary:
                     answer = await summary(request, context: caller)
                 case .postbacks:

@@ -87,7 +87,15 @@ package enum AggregateJob {
         policy: RevenueEstimatePolicy
     ) async throws -> AggregateSummary {
         try await PostbackStores.with(location) { store in
-            try await store.aggregate(selection, policy: policy)
+            // reconcile's counts beside the engine's aggregate (each holds a core), through a
+            // read-only store of their own (SQLite's writer runs one transaction at a time),
+            // written after.
+            async let counted = PostbackStores.with(location, access: .readOnly) { reader in
+                try await reader.countReconciliation(selection)
+            }
+            let summary = try await store.aggregate(selection, policy: policy)
+            try await store.writeReconciliation(try await counted)
+            return summary
         }
     }
 }

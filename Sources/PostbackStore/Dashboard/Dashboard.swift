@@ -21,6 +21,9 @@ package struct Dashboard: Sendable {
     /// Spend and ROAS, when the period has cost rows (`postbackd costs add`).
     var spend: DashboardSpend?
     /// The staleness warning of the aggregates, if any.
+    /// Each network's forwards against the devices' copies, by day (``networks(_:_:)``); nil
+    /// by install date.
+    package var networks: Reconciliation?
     package var warning: String?
     var generatedAt: UTCInstant
 
@@ -84,6 +87,9 @@ package struct Dashboard: Sendable {
         async let tiersRead = summaryOnly ? nil : store.report(tiersQuery)
         async let dailyRead = summaryOnly ? nil : store.report(dailyQuery)
         async let seriesRead = store.dashboardSeries(seriesQuery, fineValues: !summaryOnly)
+        // The networks panel: reconcile's rows by day and network (days received: none by install date).
+        let (networksQuery, withNetworks) = (query, !summaryOnly && query.dateBasis == .received)
+        async let networksRead = withNetworks ? Self.networks(store, networksQuery) : nil
         let detailed = try await detailedRead
         let empty = Report(dimensions: [], events: false, rows: [], currencies: [], policy: detailed.policy)
         let byTier = try await tiersRead ?? empty
@@ -120,10 +126,22 @@ package struct Dashboard: Sendable {
             series: series,
             appleAds: appleAds,
             spend: spend,
+            networks: try await networksRead,
             warning: [try await store.stalenessWarning(), spend?.warning].compactMap { $0 }.joined(separator: "\n")
                 .nonEmpty,
             generatedAt: .now()
         )
+    }
+
+    /// The networks panel's numbers: `reconcile` by day and network over the period, from
+    /// `aggregate`'s rows alone.
+    static func networks(_ store: any PostbackStorage, _ query: ReportQuery) async throws -> Reconciliation {
+        var request = ReconcileRequest(from: query.from, to: query.to, dimensions: [.date, .adNetworkID], asOf: .now())
+        request.appIDs = query.appIDs
+        request.adNetworkIDs = query.adNetworkIDs
+        request.judgesUnmatched = false
+        request.countsQuarantined = false
+        return try await request.read(store)
     }
 
     /// The totals row (zeros when nothing matched).

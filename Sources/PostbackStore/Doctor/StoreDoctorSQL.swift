@@ -15,19 +15,14 @@ package enum StoreDoctorSQL {
         """
     }
 
-    /// `1` for the rows where `condition` holds, else `0`, to sum.
-    static func counted(_ condition: SQLQuery) -> SQLQuery {
-        "SUM(CASE WHEN \(condition) THEN 1 ELSE 0 END)"
-    }
-
     /// Rows `(app, SKAdNetwork postbacks)`: the apps with at least `minimum` SKAdNetwork
     /// postbacks and no AdAttributionKit one in the window.
     package static func withoutCopies(from: UTCInstant, to: UTCInstant, minimum: Int) -> SQLQuery {
         """
-        SELECT app_id, \(counted("kind = 'skan'")) FROM postbacks
+        SELECT app_id, \(SQLQuery.counted("kind = 'skan'")) FROM postbacks
         WHERE \(window(from: from, to: to))
         GROUP BY app_id
-        HAVING \(counted("kind = 'aak'")) = 0 AND \(counted("kind = 'skan'")) >= \(minimum)
+        HAVING \(SQLQuery.counted("kind = 'aak'")) = 0 AND \(SQLQuery.counted("kind = 'skan'")) >= \(minimum)
         ORDER BY app_id
         """
     }
@@ -38,13 +33,13 @@ package enum StoreDoctorSQL {
     package static func stopped(days: [UTCInstant], quiet: UTCInstant, to: UTCInstant, minimum: Int) -> SQLQuery {
         let ends = days.dropFirst() + [quiet]
         let perDay: [SQLQuery] = zip(days, ends).map { start, end in
-            counted("received_at >= \(start) AND received_at < \(end)")
+            SQLQuery.counted("received_at >= \(start) AND received_at < \(end)")
         }
         return """
             SELECT app_id, \(SQLQuery.instantText("MAX(received_at)")), \(list: perDay) FROM postbacks
             WHERE \(window(from: days.first ?? quiet, to: to))
             GROUP BY app_id
-            HAVING \(counted("received_at >= \(quiet)")) = 0 AND COUNT(*) >= \(minimum)
+            HAVING \(SQLQuery.counted("received_at >= \(quiet)")) = 0 AND COUNT(*) >= \(minimum)
             ORDER BY app_id
             """
     }
@@ -61,13 +56,13 @@ package enum StoreDoctorSQL {
         let noValue: SQLQuery = "fine_value IS NULL AND coarse_value IS NULL"
         return """
             SELECT ad_network_id, app_id,
-                \(counted("received_at >= \(recent)")), \(counted("received_at >= \(recent) AND \(noValue)")),
-                \(counted("received_at < \(recent)")), \(counted("received_at < \(recent) AND \(noValue)"))
+                \(SQLQuery.counted("received_at >= \(recent)")), \(SQLQuery.counted("received_at >= \(recent) AND \(noValue)")),
+                \(SQLQuery.counted("received_at < \(recent)")), \(SQLQuery.counted("received_at < \(recent) AND \(noValue)"))
             FROM postbacks
             WHERE \(window(from: from, to: to)) AND postback_sequence_index = 0 AND did_win IS NOT FALSE
             GROUP BY ad_network_id, app_id
-            HAVING \(counted("received_at >= \(recent)")) >= \(minimum.recent)
-                AND \(counted("received_at < \(recent)")) >= \(minimum.baseline)
+            HAVING \(SQLQuery.counted("received_at >= \(recent)")) >= \(minimum.recent)
+                AND \(SQLQuery.counted("received_at < \(recent)")) >= \(minimum.baseline)
             """
     }
 

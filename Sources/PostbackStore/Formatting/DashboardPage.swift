@@ -76,6 +76,7 @@ package struct DashboardPage {
             out += tierFigure
             out += appleAdsFigure
         }
+        out += networksFigures
         if !dashboard.totals.rows.isEmpty || !dashboard.series.intake.isEmpty { out += intakeFigure }
         out +=
             "</main><footer>Generated \(escapeHTML(dashboard.generatedAt.iso8601)) by postbackd \(escapeHTML(PostbackdVersion.current)) from the aggregate tables"

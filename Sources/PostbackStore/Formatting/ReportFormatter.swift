@@ -428,13 +428,6 @@ extension Report {
         ratioColumns.map { ($0, $0 == "null_rate" ? row.nullRate : row.tierShare) }
     }
 
-    private func roundedRatio(_ value: Double) -> Double { (value * 10_000).rounded() / 10_000 }
-
-    private func formatPercent(_ value: Double) -> String {
-        let tenths = Int((value * 1000).rounded())
-        return "\(tenths / 10).\(tenths % 10)%"
-    }
-
     private func human(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
         render(dimension, value, null: "–", yes: "yes", no: "no")
     }

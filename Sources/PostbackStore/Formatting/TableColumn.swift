@@ -46,12 +46,18 @@ struct TableColumn {
             column.total = column.total?.escapedForTerminal
             return column
         }
-        let rule = columns.map { String(repeating: "-", count: $0.width) }.joined(separator: "  ")
-        var lines = [line(columns.map { ($0.header, $0) }), rule]
-        for index in 0..<rows { lines.append(line(columns.map { ($0.cells[index], $0) })) }
+        // Each column's width once: a cell's line would otherwise measure every cell of its
+        // column again (a year by network, 2,920 rows, took 4 s).
+        let widths = columns.map(\.width)
+        func line(_ text: (TableColumn) -> String) -> String {
+            Self.line(columns.indices.map { (text(columns[$0]), columns[$0], widths[$0]) })
+        }
+        let rule = widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")
+        var lines = [line { $0.header }, rule]
+        for index in 0..<rows { lines.append(line { $0.cells[index] }) }
         if columns.contains(where: { $0.total != nil }) {
             lines.append(rule)
-            lines.append(line(columns.map { ($0.total ?? "", $0) }))
+            lines.append(line { $0.total ?? "" })
         }
         return lines
     }
@@ -60,9 +66,8 @@ struct TableColumn {
         columns.reduce(0) { $0 + $1.width } + max(0, columns.count - 1) * 2
     }
 
-    static func line(_ cells: [(String, TableColumn)]) -> String {
-        cells.map { text, column in
-            let width = column.width
+    static func line(_ cells: [(String, TableColumn, Int)]) -> String {
+        cells.map { text, column, width in
             let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
             let padding = String(repeating: " ", count: width - shown.count)
             return column.rightAligned ? padding + shown : shown + padding

@@ -25,3 +25,12 @@ package func escapeHTML(_ text: String) -> String {
         }
     }
 }
+
+/// A ratio as JSON and CSV give it: four decimals.
+func roundedRatio(_ value: Double) -> Double { (value * 10_000).rounded() / 10_000 }
+
+/// A ratio as a table shows it: a percentage with one decimal.
+func formatPercent(_ value: Double) -> String {
+    let tenths = Int((value * 1000).rounded())
+    return "\(tenths / 10).\(tenths % 10)%"
+}

@@ -1066,6 +1066,72 @@ package enum PostgresSchema {
                 "UPDATE quarantine SET channel = 'device' WHERE source = 'http'",
             ]
         ),
+        // Reconciliation (issue 60); see the SQLite migration v25.
+        Migration(
+            version: 21,
+            name: "reconciliation",
+            statements: [
+                "ALTER TABLE sightings ADD COLUMN ad_interaction_type text",
+                """
+                UPDATE sightings SET ad_interaction_type = postbacks.ad_interaction_type
+                FROM postbacks WHERE postbacks.id = sightings.postback_id AND sightings.raw IS NULL
+                """,
+                """
+                CREATE TABLE reconcile_daily (
+                    date date NOT NULL,
+                    ad_network_id text NOT NULL,
+                    app_id bigint NOT NULL,
+                    kind text NOT NULL,
+                    postback_sequence_index integer NOT NULL,
+                    channel text,
+                    campaign text,
+                    copies integer NOT NULL,
+                    forwarded_won integer NOT NULL,
+                    forwarded_nonwon integer NOT NULL,
+                    matched integer NOT NULL,
+                    matched_identical integer NOT NULL,
+                    fine_higher integer NOT NULL,
+                    fine_lower integer NOT NULL,
+                    coarse_higher integer NOT NULL,
+                    coarse_lower integer NOT NULL,
+                    value_dropped integer NOT NULL,
+                    value_added integer NOT NULL,
+                    country_differs integer NOT NULL,
+                    interaction_differs integer NOT NULL,
+                    unmatched_copies integer NOT NULL,
+                    unmatched_forwards integer NOT NULL,
+                    impossible integer NOT NULL,
+                    early integer NOT NULL
+                )
+                """,
+                "CREATE INDEX reconcile_daily_date ON reconcile_daily (date, ad_network_id)",
+                """
+                CREATE TABLE reconcile_daily_totals (
+                    date date NOT NULL,
+                    ad_network_id text NOT NULL,
+                    app_id bigint NOT NULL,
+                    copies integer NOT NULL,
+                    forwarded_won integer NOT NULL,
+                    forwarded_nonwon integer NOT NULL,
+                    matched integer NOT NULL,
+                    matched_identical integer NOT NULL,
+                    fine_higher integer NOT NULL,
+                    fine_lower integer NOT NULL,
+                    coarse_higher integer NOT NULL,
+                    coarse_lower integer NOT NULL,
+                    value_dropped integer NOT NULL,
+                    value_added integer NOT NULL,
+                    country_differs integer NOT NULL,
+                    interaction_differs integer NOT NULL,
+                    unmatched_copies integer NOT NULL,
+                    unmatched_forwards integer NOT NULL,
+                    impossible integer NOT NULL,
+                    early integer NOT NULL,
+                    PRIMARY KEY (date, ad_network_id, app_id)
+                )
+                """,
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -17,6 +17,7 @@ struct SightingColumns {
     var clientAddress = PostgresArrayColumn(.text)
     var requestID = PostgresArrayColumn(.text)
     var channel = PostgresArrayColumn(.text)
+    var interaction = PostgresArrayColumn(.text)
     /// Not a column of `sightings`: the new `conflicts` row's `signed_differs`.
     var signedDiffers = PostgresArrayColumn(.bool)
 
@@ -43,6 +44,7 @@ struct SightingColumns {
         clientAddress.append(copy.request?.clientAddress)
         requestID.append(copy.request?.requestID)
         channel.append(copy.channel.name)
+        interaction.append(copy.columns.adInteractionType)
         signedDiffers.append(comparison.signedDiffers)
     }
 
@@ -53,7 +55,7 @@ struct SightingColumns {
     var insert: PostgresQuery {
         let columns = [
             postbackID, source, sourceIndex, sourceLine, rawDigest, raw, fine, coarse, country, conflict, receivedAt,
-            runID, clientAddress, requestID, channel, signedDiffers,
+            runID, clientAddress, requestID, channel, interaction, signedDiffers,
         ]
         var binds = PostgresBindings(capacity: columns.count)
         for column in columns { binds.append(column) }
@@ -64,13 +66,15 @@ struct SightingColumns {
                     SELECT * FROM unnest(\(parameters)) AS c (
                         postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
                         country_code, conflict, received_at, run_id, client_address, request_id, channel,
-                        signed_differs)),
+                        ad_interaction_type, signed_differs)),
                 new_sightings AS (
                     INSERT INTO sightings (
                         postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
-                        country_code, conflict, received_at, run_id, client_address, request_id, channel)
+                        country_code, conflict, received_at, run_id, client_address, request_id, channel,
+                        ad_interaction_type)
                     SELECT postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value,
-                        country_code, conflict, received_at, run_id, client_address, request_id, channel
+                        country_code, conflict, received_at, run_id, client_address, request_id, channel,
+                        ad_interaction_type
                     FROM copies
                     ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
                     RETURNING id, postback_id, conflict, fine_value, coarse_value, country_code, source, source_index,

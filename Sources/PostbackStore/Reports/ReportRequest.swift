@@ -25,6 +25,10 @@ package struct ReportRequest: Sendable, Hashable {
         package var withAppleAds = false
         package var modeled = false
         package var currency: String?
+        /// `reconcile`'s (``ReconcileRequest``): when unmatched postbacks are judged, and how
+        /// many days they wait for their other side.
+        package var asOf: String?
+        package var graceDays: String?
 
         package init() {}
     }

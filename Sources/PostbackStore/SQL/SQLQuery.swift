@@ -176,6 +176,11 @@ extension SQLQuery {
         "\(sqlite: "", postgres: "to_char(")\(expression)\(sqlite: "", postgres: ", 'YYYY-MM-DD')")"
     }
 
+    /// `1` for the rows where `condition` holds, else `0`, summed: the rows it holds for.
+    package static func counted(_ condition: SQLQuery) -> SQLQuery {
+        "SUM(CASE WHEN \(condition) THEN 1 ELSE 0 END)"
+    }
+
     /// A `jsonb` (PostgreSQL) or JSON text (SQLite) column as text.
     package static func jsonText(_ column: String) -> SQLQuery {
         "\(sqlite: column, postgres: "\(column)::text")"
@@ -193,6 +198,11 @@ extension SQLQuery {
     }
 
     /// A postback's UTC day received, as `postbacks` is indexed by it on each engine.
-    package static let receivedDay: SQLQuery =
-        "\(sqlite: "substr(received_at, 1, 10)", postgres: "((received_at AT TIME ZONE 'UTC')::date)")"
+    package static let receivedDay = receivedDay(of: "received_at")
+
+    /// The UTC day of the `received_at` column `column` names (`p.received_at` in a join), as
+    /// each engine indexes it.
+    package static func receivedDay(of column: String) -> SQLQuery {
+        "\(sqlite: "substr(\(column), 1, 10)", postgres: "((\(column) AT TIME ZONE 'UTC')::date)")"
+    }
 }

@@ -955,5 +955,76 @@ package enum PostbackSchema {
                 UPDATE quarantine SET channel = 'device' WHERE source = 'http';
                 """#
         ),
+        // Reconciliation (issue 60). The copy's unsigned AdAttributionKit `ad-interaction-type` on
+        // each sighting, so that `reconcile` compares all of a copy's unsigned values with its
+        // forward's: a sighting of the stored bytes (no `raw` of its own) has the stored
+        // postback's; an older sighting with bytes of its own stays unknown (NULL). And
+        // `reconcile_daily`, which `aggregate` fills: each day's production postbacks (by the day
+        // their stored row was received) classified and counted by network, app, kind, postback,
+        // forwarding channel (NULL: none) and campaign (NULL: unmapped); unmatched postbacks are
+        // counted as such, copy_only, forward_only or pending only when read. And the same
+        // summed by day, network and app alone (`reconcile_daily_totals`), which the dashboard and
+        // a reconciliation by those dimensions read: a fourth of the rows or fewer, kept in the
+        // order of that key (no rowid), so that a sum by day and network reads them in order
+        // without sorting them (32 ms for a year of 1 M, against 56 ms through an index of the day).
+        Migration(
+            "v25: reconciliation",
+            sql: #"""
+                ALTER TABLE sightings ADD COLUMN ad_interaction_type TEXT;
+                UPDATE sightings SET ad_interaction_type =
+                    (SELECT ad_interaction_type FROM postbacks WHERE postbacks.id = sightings.postback_id)
+                WHERE raw IS NULL;
+                CREATE TABLE reconcile_daily (
+                    date TEXT NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    postback_sequence_index INTEGER NOT NULL,
+                    channel TEXT,
+                    campaign TEXT,
+                    copies INTEGER NOT NULL,
+                    forwarded_won INTEGER NOT NULL,
+                    forwarded_nonwon INTEGER NOT NULL,
+                    matched INTEGER NOT NULL,
+                    matched_identical INTEGER NOT NULL,
+                    fine_higher INTEGER NOT NULL,
+                    fine_lower INTEGER NOT NULL,
+                    coarse_higher INTEGER NOT NULL,
+                    coarse_lower INTEGER NOT NULL,
+                    value_dropped INTEGER NOT NULL,
+                    value_added INTEGER NOT NULL,
+                    country_differs INTEGER NOT NULL,
+                    interaction_differs INTEGER NOT NULL,
+                    unmatched_copies INTEGER NOT NULL,
+                    unmatched_forwards INTEGER NOT NULL,
+                    impossible INTEGER NOT NULL,
+                    early INTEGER NOT NULL
+                );
+                CREATE INDEX reconcile_daily_date ON reconcile_daily (date, ad_network_id);
+                CREATE TABLE reconcile_daily_totals (
+                    date TEXT NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    copies INTEGER NOT NULL,
+                    forwarded_won INTEGER NOT NULL,
+                    forwarded_nonwon INTEGER NOT NULL,
+                    matched INTEGER NOT NULL,
+                    matched_identical INTEGER NOT NULL,
+                    fine_higher INTEGER NOT NULL,
+                    fine_lower INTEGER NOT NULL,
+                    coarse_higher INTEGER NOT NULL,
+                    coarse_lower INTEGER NOT NULL,
+                    value_dropped INTEGER NOT NULL,
+                    value_added INTEGER NOT NULL,
+                    country_differs INTEGER NOT NULL,
+                    interaction_differs INTEGER NOT NULL,
+                    unmatched_copies INTEGER NOT NULL,
+                    unmatched_forwards INTEGER NOT NULL,
+                    impossible INTEGER NOT NULL,
+                    early INTEGER NOT NULL,
+                    PRIMARY KEY (date, ad_network_id, app_id)
+                ) WITHOUT ROWID;
+                """#
+        ),
     ]
 }

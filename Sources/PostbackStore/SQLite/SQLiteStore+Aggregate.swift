@@ -54,7 +54,7 @@ extension SQLiteStore {
         let started = UTCInstant.now()
         // Reading a day's postbacks jumps around the table (rows are stored in arrival order,
         // days interleave); mapping the file spares a system call and a copy per page.
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA mmap_size = 17179869184") }
+        try queue.writeWithoutTransaction { db in try db.execute(sql: PostbackDatabase.mapsFile) }
         var summary = AggregateSummary()
         summary.policy = policy
         var run: (stored: [StoredModel], models: ConversionModels, campaigns: CampaignMappings)?

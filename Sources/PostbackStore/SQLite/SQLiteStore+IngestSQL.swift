@@ -46,8 +46,8 @@ extension SQLiteStore {
         """
         INSERT INTO sightings (
             postback_id, source, source_index, source_line, raw_sha256, raw, fine_value, coarse_value, country_code,
-            conflict, received_at, run_id, channel\(received ? ", client_address, request_id" : ""))
-        VALUES (\(Array(repeating: "?", count: received ? 15 : 13).joined(separator: ", ")))
+            conflict, received_at, run_id, channel, ad_interaction_type\(received ? ", client_address, request_id" : ""))
+        VALUES (\(Array(repeating: "?", count: received ? 16 : 14).joined(separator: ", ")))
         ON CONFLICT (source, source_index, raw_sha256) DO NOTHING
         """
     }

@@ -121,7 +121,7 @@ extension SQLiteStore {
         var arguments: StatementArguments = [
             stored.id, source, location.index, location.line, Data(digest), sameBytes ? nil : Data(raw),
             copyFine, copyCoarse, postback.countryCode, comparison.isConflict, receivedAt.iso8601, runID,
-            item.channel.name,
+            item.channel.name, columns.adInteractionType,
         ]
         if let request { arguments += [request.clientAddress, request.requestID] }
         try sighting.execute(arguments: arguments)

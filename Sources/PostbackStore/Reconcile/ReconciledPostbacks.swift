@@ -13,12 +13,20 @@ enum ReconciledPostbacks {
     /// `channel` (the forwarding channel), `identifier` and `install_date` (for networks in
     /// `mapped` only, else null), then the copy's and the forward's values and the signed facts
     /// the counts read.
+    ///
+    /// The first readings of the other kind are found for all the postbacks at once, a join the
+    /// planner may hash, not looked up postback by postback: on PostgreSQL that correlated
+    /// look-up was a third of the statement (100,000 postbacks: 300 ms against 232 ms on one
+    /// core; docs/benchmarks/2026-11-28-reconcile.md).
     static func readings(_ request: ReconcileRequest, from: UTCDay?, to: UTCDay?, mapped: [String]) -> SQLQuery {
         // By the day received, as both engines index it (there is no index of `received_at` itself).
-        var filters: [SQLQuery] = ["p.key_space = 'production'"]
-        if let from { filters.append("\(ReconcileSQL.receivedDay("p")) >= \(from)") }
-        if let to { filters.append("\(ReconcileSQL.receivedDay("p")) <= \(to)") }
-        filters += ReconcileSQL.filters(request, prefix: "p.")
+        func filters(_ alias: String) -> SQLQuery {
+            var filters: [SQLQuery] = ["\(raw: alias).key_space = 'production'"]
+            if let from { filters.append("\(ReconcileSQL.receivedDay(alias)) >= \(from)") }
+            if let to { filters.append("\(ReconcileSQL.receivedDay(alias)) <= \(to)") }
+            filters += ReconcileSQL.filters(request, prefix: alias + ".")
+            return "\(list: filters, separator: " AND ")"
+        }
         // The campaign mappings' key: the first four digits of the source identifier (before
         // 4.0, of the campaign id), and the install date; for the networks that have mappings.
         let isMapped: SQLQuery =
@@ -53,12 +61,16 @@ enum ReconciledPostbacks {
         return """
             SELECT \(list: select)
             FROM postbacks p
-            LEFT JOIN sightings o ON o.id = (
-                SELECT min(s.id) FROM sightings s
-                WHERE s.postback_id = p.id
-                    AND (CASE WHEN s.channel = 'device' THEN 1 ELSE 0 END)
-                        <> (CASE WHEN p.channel = 'device' THEN 1 ELSE 0 END))
-            WHERE \(list: filters, separator: " AND ")
+            LEFT JOIN (
+                SELECT s.postback_id, min(s.id) AS id
+                FROM sightings s JOIN postbacks q ON q.id = s.postback_id
+                WHERE (CASE WHEN s.channel = 'device' THEN 1 ELSE 0 END)
+                    <> (CASE WHEN q.channel = 'device' THEN 1 ELSE 0 END)
+                    AND \(filters("q"))
+                GROUP BY s.postback_id
+            ) f ON f.postback_id = p.id
+            LEFT JOIN sightings o ON o.id = f.id
+            WHERE \(filters("p"))
             """
     }
 
@@ -117,6 +129,11 @@ enum ReconciledPostbacks {
 
     /// ``readings(_:from:to:mapped:)`` summed by its first eight columns: the number of
     /// postbacks, then the rows meeting each of `conditions` (``classes(cutoff:)``'s), in order.
+    ///
+    /// The readings are kept a subquery of their own (an offset of 0, which neither engine
+    /// flattens into the sums), so each reading's `CASE` is worked out once a postback rather
+    /// than once for every condition that names it: 100,000 postbacks in 205 ms against 245 ms
+    /// on PostgreSQL, 0.34 s against 0.37 s on SQLite.
     static func summed(
         _ request: ReconcileRequest,
         from: UTCDay?,
@@ -127,7 +144,7 @@ enum ReconciledPostbacks {
         """
         SELECT received_day, ad_network_id, app_id, kind, seq, channel, identifier, install_date,
             COUNT(*), \(list: conditions.map(SQLQuery.counted))
-        FROM (\(readings(request, from: from, to: to, mapped: mapped))) r
+        FROM (\(readings(request, from: from, to: to, mapped: mapped))\(sqlite: " LIMIT -1 OFFSET 0", postgres: " OFFSET 0")) r
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
         """
     }

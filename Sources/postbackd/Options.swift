@@ -173,11 +173,11 @@ struct FilterOptions: ParsableArguments {
 struct DateBasisOption: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Whether --from and --to are days received (received_at) or install dates (estimated: received_at minus 36, 84, 252 or 924 hours by version and postback).",
+            "Whether --from and --to are days received (received_at; the default) or install dates (estimated: received_at minus 36, 84, 252 or 924 hours by version and postback).",
             valueName: "received|install"
         )
     )
-    var dateBasis: DateBasis = .received
+    var dateBasis: DateBasis?
 }
 
 extension DateBasis: ExpressibleByArgument {}

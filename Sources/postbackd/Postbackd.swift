@@ -26,7 +26,8 @@ struct Postbackd: AsyncParsableCommand {
             """,
         version: PostbackdVersion.current,
         subcommands: [
-            Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Costs.self, Rates.self, Encode.self,
+            Verify.self, Ingest.self, Serve.self, Models.self, Campaigns.self, Costs.self, Claims.self, Rates.self,
+            Encode.self,
             Aggregate.self,
             Report.self, Reconcile.self,
             Export.self, Forward.self, AppleAds.self, Apps.self, Keys.self, Retention.self, Prune.self,

@@ -103,6 +103,12 @@ extension Postbackd {
         )
         var modeled = false
 
+        @Flag(
+            help:
+                "Add the installs each network claims (postbackd claims add), the gap to the verified installs and their coverage; by install date unless --date-basis says otherwise."
+        )
+        var withClaims = false
+
         @Option(
             help: ArgumentHelp(
                 "Convert revenue and spend into this currency (ISO 4217) by each day's rate (postbackd rates add).",
@@ -137,17 +143,18 @@ extension Postbackd {
             options.to = period.to
             options.by = by
             options.events = events
-            options.dateBasis = basis.dateBasis.rawValue
+            options.dateBasis = basis.dateBasis?.rawValue
             options.appIDs = filters.appIDs
             options.adNetworkIDs = filters.adNetworkIDs
             options.withAppleAds = withAppleAds
             options.modeled = modeled
+            options.withClaims = withClaims
             options.currency = currency
             return options
         }
 
         func validate() throws {
-            if format == .html, by != nil || events || withAppleAds || modeled {
+            if format == .html, by != nil || events || withAppleAds || modeled || withClaims {
                 throw ValidationError(
                     "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id, --ad-network-id and --currency (the spend panel's)"
                 )

@@ -30,12 +30,21 @@ struct DashboardTests {
     @Test("GET /api/v1/report answers byte for byte what report --format json prints", arguments: TestEngine.available)
     func reportEqualsCLI(_ engine: TestEngine) async throws {
         let store = try await sampleStore(engine)
+        // What the sample's networks claim (SamplePostbacks/claims), for with_claims.
+        let claimFiles = try FileManager.default.contentsOfDirectory(atPath: Repository.path("SamplePostbacks/claims"))
+            .filter { $0.hasSuffix(".csv") }.sorted().map { Repository.path("SamplePostbacks/claims/" + $0) }
+        let claimed = try await Postbackd.run(["claims", "add", "--db", store.argument] + claimFiles)
+        #expect(claimed.status == 0 && claimFiles.count == 5, "\(claimed.standardError)")
         let server = try await ServerProcess.start(["--db", store.argument], directory: directory.path)
         defer { server.stop() }
         let client = try HTTPClient.forTests()
         // (query, the same options on the command line)
         let cases: [(String, [String])] = [
             ("", []),
+            (
+                "with_claims=true&date_basis=received&by=date,ad_network_id",
+                ["--with-claims", "--date-basis", "received", "--by", "date,ad_network_id"]
+            ),
             (
                 "by=app_id,ad_network_id&from=2026-11-15&to=2026-11-18",
                 ["--by", "app_id,ad_network_id", "--from", "2026-11-15", "--to", "2026-11-18"]
@@ -71,6 +80,13 @@ struct DashboardTests {
             #expect(answer.body == cli.standardOutput, "\(query)")
             #expect(answer.body.count > 2, "\(query): rows expected")
         }
+        // The claims join the sample's rows: claimed installs beside the verified ones.
+        let claims = try await client.send(
+            .GET,
+            server.base + "/api/v1/report?with_claims=true&date_basis=received&by=date,ad_network_id"
+        )
+        #expect(claims.body.range(of: "\"claimed_installs\":[0-9]", options: .regularExpression) != nil)
+        #expect(claims.body.range(of: "\"claim_coverage\":[0-9]", options: .regularExpression) != nil)
         // The filtered report holds only the app and networks asked for.
         let filtered = try await client.send(
             .GET,
@@ -99,6 +115,7 @@ struct DashboardTests {
             ("by=date&by=app_id", "by"),
             ("format=csv", "format"),
             ("with_apple_ads=true&events=true", "with_apple_ads"),
+            ("with_claims=true&events=true", "with_claims"),
         ]
         for (query, field) in cases {
             let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)

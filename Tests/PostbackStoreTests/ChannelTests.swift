@@ -139,7 +139,7 @@ struct ChannelTests {
                 "ALTER TABLE quarantine DROP COLUMN channel",
                 "ALTER TABLE access_keys DROP COLUMN channels",
                 "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
-                "DROP TABLE reconcile_daily, reconcile_daily_totals",
+                "DROP TABLE reconcile_daily, reconcile_daily_totals, claims",
                 "DELETE FROM postbackd_migrations WHERE version >= 20"
             )
         }

@@ -333,9 +333,9 @@ struct DashboardStoreTests {
                 "ALTER TABLE postbacks DROP COLUMN channel",
                 "ALTER TABLE sightings DROP COLUMN channel",
                 "ALTER TABLE quarantine DROP COLUMN channel",
-                // 21: the sightings' interaction type, reconcile_daily.
+                // 21: the sightings' interaction type, reconcile_daily; 22: the claims.
                 "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
-                "DROP TABLE reconcile_daily, reconcile_daily_totals",
+                "DROP TABLE reconcile_daily, reconcile_daily_totals, claims",
                 "DELETE FROM postbackd_migrations WHERE version >= 8"
             )
             for statement in laterMigration { try await store.execute(statement) }

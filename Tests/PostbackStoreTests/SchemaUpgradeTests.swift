@@ -33,8 +33,8 @@ struct SchemaUpgradeTests {
         // The state as the release before wrote it, and its migration log without v17 / 13
         // (PostgreSQL applies those after the highest recorded: 14, the install ids, 15, the
         // costs, 16, the access keys and apps, 17, the retention, 18, the sightings' index
-        // by day, 19, the pruned postbacks, 20, the channels, and 21, the sightings' interaction
-        // type and reconcile_daily, undone too).
+        // by day, 19, the pruned postbacks, 20, the channels, 21, the sightings' interaction
+        // type and reconcile_daily, and 22, the claims, undone too).
         try await store.execute(
             """
             INSERT INTO apple_ads_tokens (token_sha256, app_id, obtained_ms, received_ms, state, due_ms)
@@ -53,7 +53,7 @@ struct SchemaUpgradeTests {
                 "ALTER TABLE sightings DROP COLUMN channel",
                 "ALTER TABLE quarantine DROP COLUMN channel",
                 "ALTER TABLE sightings DROP COLUMN ad_interaction_type",
-                "DROP TABLE reconcile_daily, reconcile_daily_totals",
+                "DROP TABLE reconcile_daily, reconcile_daily_totals, claims",
                 "DELETE FROM postbackd_migrations WHERE version >= 13"
             )
         }
@@ -126,6 +126,7 @@ struct SchemaUpgradeTests {
             "v25: reconciliation",
             "b9c48553bff17c2bf9ed6fb8d86ea7513da3b333015fdbea611dac9174fe202d"
         ),
+        ("v26: claims", "2ab549e3a541aa6ac1588f00f4f31ef03b27728fdbc21ebaafa43fdd373bbee7"),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").
@@ -151,6 +152,7 @@ struct SchemaUpgradeTests {
         (19, "ce957a086bafddaae3bc37763ef8f802c7b6fb4392efa1525e8c9f6b656907d2"),
         (20, "5dd2ee0d0dd4ee57dc9ecd6b5127b461831700550dc9a2ef46adbe4de329cb4a"),
         (21, "5d7766160d2e009ce2a28e4eb4c5a03017834b9f052477f92b2345236d87969b"),
+        (22, "9577d9f3c09792fba65a781a211376ec3355861de6ab8dc2b3fc3c379f69b708"),
     ]
 
     private static func sha256(_ text: String) -> String {

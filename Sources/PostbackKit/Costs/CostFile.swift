@@ -103,7 +103,7 @@ package enum CostFile {
         read(path, what: "an exchange-rate file") { parseRates($0, source: $1) }
     }
 
-    private static func read<Row>(
+    static func read<Row>(
         _ path: String,
         what: String,
         _ parse: ([UInt8], String) -> (rows: [Row], problems: [String])
@@ -143,36 +143,9 @@ package enum CostFile {
         ) { cells, line, problem in
             let date = day(cells["date"], problem)
             let network = networkID(cells["ad_network_id"], problem)
-            var appID: Int64?
-            if let text = cells["app_id"], !text.isEmpty {
-                if let id = Int64(text), id > 0 {
-                    appID = id
-                } else {
-                    problem(
-                        "app_id",
-                        "expected the app's id (a positive integer) or empty, found \"\(text.prefix(64))\""
-                    )
-                }
-            }
-            var campaign: String?
-            if let text = cells["campaign"], !text.isEmpty {
-                if text.utf8.count > maximumCampaignBytes {
-                    problem("campaign", "longer than \(maximumCampaignBytes) bytes")
-                } else {
-                    campaign = text
-                }
-            }
-            var country: String?
-            if let text = cells["country_code"], !text.isEmpty {
-                if text.utf8.count == 2, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
-                    country = text
-                } else {
-                    problem(
-                        "country_code",
-                        "expected two capital letters (ISO 3166 alpha-2, as postbacks carry it, e.g. US) or empty, found \"\(text.prefix(64))\""
-                    )
-                }
-            }
+            let appID = appID(cells["app_id"], problem)
+            let campaign = campaign(cells["campaign"], problem)
+            let country = countryCode(cells["country_code"], problem)
             let spend = amount(cells["spend"] ?? "", column: "spend", problem)
             let currency = currencyCode(cells["currency"], column: "currency", problem)
             guard let date, let network, let spend, let currency else { return }
@@ -235,7 +208,40 @@ package enum CostFile {
 
     // MARK: - Cells
 
-    private static func day(_ text: String?, _ problem: (String, String) -> Void) -> UTCDay? {
+    /// An app's id, or nil for an empty cell (a problem for anything else).
+    static func appID(_ text: String?, _ problem: (String, String) -> Void) -> Int64? {
+        guard let text, !text.isEmpty else { return nil }
+        guard let id = Int64(text), id > 0 else {
+            problem("app_id", "expected the app's id (a positive integer) or empty, found \"\(text.prefix(64))\"")
+            return nil
+        }
+        return id
+    }
+
+    /// A campaign name, or nil for an empty cell.
+    static func campaign(_ text: String?, _ problem: (String, String) -> Void) -> String? {
+        guard let text, !text.isEmpty else { return nil }
+        guard text.utf8.count <= maximumCampaignBytes else {
+            problem("campaign", "longer than \(maximumCampaignBytes) bytes")
+            return nil
+        }
+        return text
+    }
+
+    /// An ISO 3166 alpha-2 code, or nil for an empty cell.
+    static func countryCode(_ text: String?, _ problem: (String, String) -> Void) -> String? {
+        guard let text, !text.isEmpty else { return nil }
+        guard text.utf8.count == 2, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else {
+            problem(
+                "country_code",
+                "expected two capital letters (ISO 3166 alpha-2, as postbacks carry it, e.g. US) or empty, found \"\(text.prefix(64))\""
+            )
+            return nil
+        }
+        return text
+    }
+
+    static func day(_ text: String?, _ problem: (String, String) -> Void) -> UTCDay? {
         let text = text ?? ""
         guard text.utf8.count == 10, let day = UTCDay(text) else {
             problem("date", "expected a day as YYYY-MM-DD (UTC), found \"\(text.prefix(64))\"")
@@ -244,7 +250,7 @@ package enum CostFile {
         return day
     }
 
-    private static func networkID(_ text: String?, _ problem: (String, String) -> Void) -> String? {
+    static func networkID(_ text: String?, _ problem: (String, String) -> Void) -> String? {
         let text = text ?? ""
         guard !text.isEmpty, text.utf8.count <= 255,
             !text.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value > 0x7E })
@@ -317,11 +323,15 @@ package enum CostFile {
     /// Reads the header, then calls `row` with each data record's cells by column name (absent
     /// optional columns are missing), its line, and a function taking a problem's column and
     /// what is wrong. Returns every problem, each as `FILE:LINE: column: what`.
-    private static func parseTable(
+    ///
+    /// `shape`, given the header's names, says how to read them when they are not postbackd's
+    /// own (``TableShape``).
+    static func parseTable(
         _ bytes: [UInt8],
         source: String,
         known: [String],
         required: [String],
+        shape: ([String]) -> TableShape? = { _ in nil },
         row: (_ cells: [String: String], _ line: Int, _ problem: (String, String) -> Void) -> Void
     ) -> [String] {
         var records = CSVRecords(bytes)
@@ -330,9 +340,12 @@ package enum CostFile {
         }
         if let problem = first.problem { return ["\(source):\(first.line): header: \(problem)"] }
         var problems: [String] = []
-        let header = first.fields
+        let shape = shape(first.fields) ?? TableShape(aliases: [:], ignoresUnknown: false, required: required)
+        let (aliases, ignoresUnknown, required) = (shape.aliases, shape.ignoresUnknown, shape.required)
+        let header = first.fields.map { aliases[$0] ?? $0 }
         for (index, name) in header.enumerated() {
             if !known.contains(name) {
+                if ignoresUnknown { continue }
                 problems.append(
                     "\(source):\(first.line): header: unknown column \"\(name.prefix(64))\"; the columns are \(known.joined(separator: ", "))"
                 )
@@ -346,7 +359,7 @@ package enum CostFile {
         // Without a required column every row would repeat it; otherwise the rows are checked
         // too, the unknown columns left aside, so that one pass names every problem.
         guard required.allSatisfy(header.contains) else { return problems }
-        let headerText = header.joined(separator: ",")
+        let headerText = first.fields.joined(separator: ",")
         problems += records.rows(source: source, header: header, headerText: headerText) { fields, line in
             var cells: [String: String] = [:]
             for (name, value) in zip(header, fields) where known.contains(name) && cells[name] == nil {
@@ -358,4 +371,15 @@ package enum CostFile {
         }
         return problems
     }
+}
+
+/// How a CSV file's header is read when it is not postbackd's own shape: a network's export.
+struct TableShape {
+    /// Each of the export's names with its column among postbackd's (`segments.date`: `date`).
+    var aliases: [String: String]
+    /// Whether a name that is none of postbackd's columns is left aside rather than refused (an
+    /// export carries columns postbackd does not keep).
+    var ignoresUnknown: Bool
+    /// The columns (postbackd's names) the file must have.
+    var required: [String]
 }

@@ -24,7 +24,7 @@ package enum CostsJob {
         }
     }
 
-    private static func add<Row: Sendable>(
+    static func add<Row: Sendable>(
         _ location: StoreLocation,
         files: [String],
         read: (String) -> Result<[Row], FileProblemsError>,

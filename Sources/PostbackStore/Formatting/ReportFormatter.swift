@@ -39,6 +39,14 @@ extension Report {
                     object.addRaw(name, json: ratio.map { formatJSONNumber(roundedRatio($0)) } ?? "null")
                 }
                 for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
+                if showsClaims {
+                    object.add("claimed_installs", row.claimedInstalls)
+                    object.add("claim_gap", row.claimGap)
+                    object.addRaw(
+                        "claim_coverage",
+                        json: row.claimCoverage.map { formatJSONNumber(roundedRatio($0)) } ?? "null"
+                    )
+                }
             }
             // Unconverted (`--currency` without a rate): unknown, not none.
             func money(_ text: String) -> String { row.unconverted ? "null" : text }
@@ -123,6 +131,7 @@ extension Report {
             : ReportMetric.shown.map(\.rawValue)
         if !events { header += ratioColumns }
         header += extraColumns
+        if showsClaims && !events { header += ["claimed_installs", "claim_gap", "claim_coverage"] }
         for currency in currencies {
             header += ["revenue_\(currency)_min", "revenue_\(currency)_max", "revenue_\(currency)"]
         }
@@ -158,6 +167,12 @@ extension Report {
                 fields += ReportMetric.shown.map { String(row.counts[$0] ?? 0) }
                 fields += ratios(row).map { $0.1.map { formatJSONNumber(roundedRatio($0)) } ?? "" }
                 fields += extraColumns.map { String(row.extras[$0] ?? 0) }
+                if showsClaims {
+                    fields += [
+                        row.claimedInstalls.map(String.init) ?? "", row.claimGap.map(String.init) ?? "",
+                        row.claimCoverage.map { formatJSONNumber(roundedRatio($0)) } ?? "",
+                    ]
+                }
             }
             // Unconverted (`--currency` without a rate): unknown, so empty rather than 0.
             func money(_ total: RevenueTotal?) -> [String] {
@@ -296,6 +311,7 @@ extension Report {
         for column in extraColumns {
             columns.append(.counts(column, of: rows, priority: 97) { $0.extras[column] ?? 0 })
         }
+        if showsClaims && !events { columns += claimColumns() }
         for currency in currencies {
             let total = rows.reduce(0.0) { $0 + ($1.revenue[currency]?.estimate ?? 0) }
             columns.append(
@@ -397,6 +413,11 @@ extension Report {
         if !currencies.isEmpty {
             notes.append("revenue: \(policy ?? "midpoint") estimate; --format csv or json gives min and max")
         }
+        if showsClaims && !events {
+            notes.append(
+                "claimed: installs the networks claim (postbackd claims add); gap: claimed minus installs; coverage: installs over claimed; –: no claim"
+            )
+        }
         if showsSpend && !events {
             notes.append(
                 "spend: postbackd costs add; CPI: spend over installs; ROAS: revenue estimate over spend, where both are in one currency (--format csv or json gives its min and max)"
@@ -420,6 +441,38 @@ extension Report {
 
     /// The ratio columns after the count metrics: `null_rate`, and `tier_share` when grouped
     /// by tier.
+    /// The table's columns of `--with-claims`, with the totals of the rows.
+    private func claimColumns() -> [TableColumn] {
+        let claimed = rows.compactMap(\.claimedInstalls)
+        let total = claimed.isEmpty ? nil : claimed.reduce(0, +)
+        let installs = rows.filter { $0.claimedInstalls != nil }.reduce(0) { $0 + ($1.counts[.installs] ?? 0) }
+        let many = rows.count > 1
+        return [
+            TableColumn(
+                header: "claimed",
+                rightAligned: true,
+                cells: rows.map { $0.claimedInstalls.map(formatCount) ?? "–" },
+                total: many ? total.map(formatCount) ?? "–" : nil,
+                priority: 99
+            ),
+            TableColumn(
+                header: "gap",
+                rightAligned: true,
+                cells: rows.map { $0.claimGap.map(formatCount) ?? "–" },
+                total: many ? total.map { formatCount($0 - installs) } ?? "–" : nil,
+                priority: 98
+            ),
+            TableColumn(
+                header: "coverage",
+                rightAligned: true,
+                cells: rows.map { $0.claimCoverage.map(formatPercent) ?? "–" },
+                total: many
+                    ? total.flatMap { $0 > 0 ? formatPercent(Double(installs) / Double($0)) : nil } ?? "–" : nil,
+                priority: 99
+            ),
+        ]
+    }
+
     var ratioColumns: [String] {
         ["null_rate"] + (dimensions.contains(.crowdAnonymityTier) ? ["tier_share"] : [])
     }

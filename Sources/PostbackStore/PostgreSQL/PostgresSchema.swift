@@ -1132,6 +1132,31 @@ package enum PostgresSchema {
                 """,
             ]
         ),
+        // What networks claim (issue 61); see the SQLite migration v26.
+        Migration(
+            version: 22,
+            name: "claims",
+            statements: [
+                """
+                CREATE TABLE claims (
+                    date date NOT NULL,
+                    date_basis text NOT NULL CHECK (date_basis IN ('install', 'postback')),
+                    ad_network_id text NOT NULL,
+                    app_id bigint NOT NULL,
+                    campaign text NOT NULL,
+                    country_code text NOT NULL,
+                    installs bigint NOT NULL,
+                    redownloads bigint,
+                    conversions bigint,
+                    modeled boolean NOT NULL,
+                    source text NOT NULL,
+                    line integer NOT NULL,
+                    added_at timestamptz NOT NULL,
+                    PRIMARY KEY (date, date_basis, ad_network_id, app_id, campaign, country_code)
+                )
+                """
+            ]
+        ),
     ]
 
     /// The last migration applied; throws ``StoreFault`` when a newer postbackd applied it.

@@ -18,6 +18,8 @@ package struct Report: Sendable {
     /// Whether the period has cost rows that join the report's rows: the spend, CPI and ROAS
     /// columns are shown.
     package var showsSpend = false
+    /// `--with-claims`: each row's claimed installs, gap and coverage (``ReportRow/claimedInstalls``).
+    package var showsClaims = false
     /// Every currency with spend, sorted.
     package var spendCurrencies: [String] = []
     /// `--currency`: the currency every amount was converted into.

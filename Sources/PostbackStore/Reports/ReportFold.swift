@@ -52,6 +52,9 @@ extension Report {
                 groups[position].row.occurrencesMax += row.occurrencesMax
                 groups[position].row.eventPostbacks += row.eventPostbacks
                 for (name, value) in row.extras { groups[position].row.extras[name, default: 0] += value }
+                if let claimed = row.claimedInstalls {
+                    groups[position].row.claimedInstalls = (groups[position].row.claimedInstalls ?? 0) + claimed
+                }
                 groups[position].row.unconverted = groups[position].row.unconverted || row.unconverted
             } else {
                 var first = ReportRow(dimensions: kept.map { row.dimensions[$0] })
@@ -61,6 +64,7 @@ extension Report {
                 first.occurrencesMax = row.occurrencesMax
                 first.eventPostbacks = row.eventPostbacks
                 first.extras = row.extras
+                first.claimedInstalls = row.claimedInstalls
                 first.unconverted = row.unconverted
                 position = groups.count
                 positions[key] = position

@@ -9,6 +9,8 @@ package struct ReportRequest: Sendable, Hashable {
     package var withAppleAds: Bool
     /// `--modeled`: the modeled revenue in the table and CSV formats (JSON always has it).
     package var modeled = false
+    /// `--with-claims`: each row's claimed installs (`postbackd claims add`), gap and coverage.
+    package var withClaims = false
     /// `--currency`: every amount converted into this currency by its day's exchange rate.
     package var currency: String? { query.currency }
 
@@ -24,6 +26,7 @@ package struct ReportRequest: Sendable, Hashable {
         package var adNetworkIDs: [String] = []
         package var withAppleAds = false
         package var modeled = false
+        package var withClaims = false
         package var currency: String?
         /// `reconcile`'s (``ReconcileRequest``): when unmatched postbacks are judged, and how
         /// many days they wait for their other side.
@@ -61,7 +64,9 @@ package struct ReportRequest: Sendable, Hashable {
                 reason: "\(from) is after the period's end, \(to)"
             )
         }
-        var basis = DateBasis.received
+        // Claims are counted by install date unless a network's are by postback date: a report
+        // with them is by install date unless asked otherwise.
+        var basis = options.withClaims ? DateBasis.install : DateBasis.received
         if let text = options.dateBasis, !text.isEmpty {
             guard let parsed = DateBasis(rawValue: text) else {
                 throw ReportRequestError(
@@ -123,6 +128,13 @@ package struct ReportRequest: Sendable, Hashable {
                 )
             }
         }
+        if options.withClaims && (options.events || options.withAppleAds) {
+            throw ReportRequestError(
+                .invalidValue,
+                option: "with-claims",
+                reason: "compares installs: not with --events or --with-apple-ads"
+            )
+        }
         if options.modeled && options.events {
             throw ReportRequestError(
                 .invalidValue,
@@ -151,7 +163,12 @@ package struct ReportRequest: Sendable, Hashable {
             adNetworkIDs: networks
         )
         query.currency = currency
-        return ReportRequest(query: query, withAppleAds: options.withAppleAds, modeled: options.modeled)
+        return ReportRequest(
+            query: query,
+            withAppleAds: options.withAppleAds,
+            modeled: options.modeled,
+            withClaims: options.withClaims
+        )
     }
 
     /// Reads the report from an open store: the report and, when the aggregates may be out of
@@ -174,7 +191,8 @@ package struct ReportRequest: Sendable, Hashable {
         if currency != nil, !working.dimensions.contains(day) { working.dimensions.append(day) }
         var report = withAppleAds ? try await Report.sideBySide(store, working) : try await store.report(working)
         report.showsModeled = modeled
-        let notes = try await addSpend(to: &report, read: working, store)
+        var notes = try await addSpend(to: &report, read: working, store)
+        if withClaims { notes += try await report.addClaims(store, working) }
         if working.dimensions.count > query.dimensions.count {
             report = report.folded(keeping: Array(query.dimensions.indices))
         }

@@ -36,6 +36,9 @@ package struct ReportRow: Sendable {
     /// attribution) among the rows with the same other dimensions; nil for the rows without a
     /// tier.
     package var tierShare: Double?
+    /// The installs networks claim for the row's group (`report --with-claims`); nil: no
+    /// claim row joins it.
+    package var claimedInstalls: Int?
 
     /// `null_rate`: winning postbacks without a conversion value over winning postbacks (every
     /// key space, as `null_conversion_values` counts them); nil when there are none.
@@ -88,5 +91,16 @@ extension ReportRow {
     /// A row of these dimensions with nothing counted yet.
     package init(dimensions: [DimensionValue]) {
         self.dimensions = dimensions
+    }
+}
+
+extension ReportRow {
+    /// Claimed installs minus verified ones (``ReportMetric/installs``): nil without a claim.
+    package var claimGap: Int? { claimedInstalls.map { $0 - (counts[.installs] ?? 0) } }
+
+    /// Verified installs over claimed ones: nil without a claim, or a claim of 0.
+    package var claimCoverage: Double? {
+        guard let claimed = claimedInstalls, claimed > 0 else { return nil }
+        return Double(counts[.installs] ?? 0) / Double(claimed)
     }
 }

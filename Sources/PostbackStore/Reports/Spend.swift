@@ -13,6 +13,14 @@ enum SpendSQL {
     /// report.
     static func expressions(_ query: ReportQuery) -> Result<[SQLQuery], SpendUnavailable> {
         if query.events { return .failure(SpendUnavailable("spend is not shown with --events")) }
+        return rowExpressions(query, shown: "spend is", row: "cost row")
+    }
+
+    /// Each of the query's dimensions as an expression of a table keyed as `costs` is (a day,
+    /// `ad_network_id`, `app_id` 0 for none, `campaign` and `country_code` '' for none: costs and
+    /// claims), or why its rows cannot join the report (`shown`: "spend is"; `row`: "cost row").
+    static func rowExpressions(_ query: ReportQuery, shown: String, row: String) -> Result<[SQLQuery], SpendUnavailable>
+    {
         var expressions: [SQLQuery] = []
         for dimension in query.dimensions {
             switch dimension {
@@ -25,13 +33,13 @@ enum SpendSQL {
             case .date, .installDate:
                 return .failure(
                     SpendUnavailable(
-                        "spend is not shown: a cost row's date is the day of the report's basis (by \(query.dateBasis == .install ? "install_date with --date-basis install" : "date"))"
+                        "\(shown) not shown: a \(row)'s date is the day of the report's basis (by \(query.dateBasis == .install ? "install_date with --date-basis install" : "date"))"
                     )
                 )
             default:
                 return .failure(
                     SpendUnavailable(
-                        "spend is not shown: cost rows carry date, app_id, ad_network_id, campaign and country_code, not \(dimension.column)"
+                        "\(shown) not shown: \(row)s carry date, app_id, ad_network_id, campaign and country_code, not \(dimension.column)"
                     )
                 )
             }
@@ -117,30 +125,38 @@ extension Report {
         case nil: return nil
         case .failure(let unavailable)?: return unavailable.reason
         case .success(let sums)?:
-            var positions: [[DimensionValue]: Int] = [:]
-            for (position, row) in rows.enumerated() { positions[row.dimensions] = position }
-            var added = false
             var currencies = Set<String>()
-            for sum in sums {
-                currencies.insert(sum.currency)
-                let position: Int
-                if let found = positions[sum.key] {
-                    position = found
-                } else {
-                    var row = ReportRow(dimensions: sum.key)
-                    for metric in ReportMetric.allCases { row.counts[metric] = 0 }
-                    rows.append(row)
-                    position = rows.count - 1
-                    positions[sum.key] = position
-                    added = true
-                }
-                rows[position].spend[sum.currency, default: 0] += Double(sum.micros) / 1_000_000
+            joinRows(sums.map(\.key)) { row, index in
+                currencies.insert(sums[index].currency)
+                row.spend[sums[index].currency, default: 0] += Double(sums[index].micros) / 1_000_000
             }
-            if added { rows.sort { $0.dimensions.lexicographicallyPrecedes($1.dimensions) } }
             showsSpend = true
             spendCurrencies = currencies.sorted()
             return nil
         }
+    }
+
+    /// Calls `add` with the row of each of `keys` (a group of the report's dimensions) and the
+    /// key's index: a group without a row gets one of zero counts, in order.
+    mutating func joinRows(_ keys: [[DimensionValue]], _ add: (inout ReportRow, Int) -> Void) {
+        var positions: [[DimensionValue]: Int] = [:]
+        for (position, row) in rows.enumerated() { positions[row.dimensions] = position }
+        var added = false
+        for (index, key) in keys.enumerated() {
+            let position: Int
+            if let found = positions[key] {
+                position = found
+            } else {
+                var row = ReportRow(dimensions: key)
+                for metric in ReportMetric.allCases { row.counts[metric] = 0 }
+                rows.append(row)
+                position = rows.count - 1
+                positions[key] = position
+                added = true
+            }
+            add(&rows[position], index)
+        }
+        if added { rows.sort { $0.dimensions.lexicographicallyPrecedes($1.dimensions) } }
     }
 
     /// Converts every amount of each row into `currency` by its day's exchange rate (the day

@@ -1026,5 +1026,31 @@ package enum PostbackSchema {
                 ) WITHOUT ROWID;
                 """#
         ),
+        // What networks claim (issue 61, `postbackd claims add`): installs, and re-downloads and
+        // conversions where the network says, per day of its basis (`install` or `postback`),
+        // network, app (0: none), campaign and country ('': none), as `costs` keys spend. The
+        // basis is part of the key: a network's figures by install date and by postback date
+        // for the same day are two facts, not one correcting the other.
+        Migration(
+            "v26: claims",
+            sql: #"""
+                CREATE TABLE claims (
+                    date TEXT NOT NULL,
+                    date_basis TEXT NOT NULL,
+                    ad_network_id TEXT NOT NULL,
+                    app_id INTEGER NOT NULL,
+                    campaign TEXT NOT NULL,
+                    country_code TEXT NOT NULL,
+                    installs INTEGER NOT NULL,
+                    redownloads INTEGER,
+                    conversions INTEGER,
+                    modeled INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    line INTEGER NOT NULL,
+                    added_at TEXT NOT NULL,
+                    PRIMARY KEY (date, date_basis, ad_network_id, app_id, campaign, country_code)
+                ) WITHOUT ROWID;
+                """#
+        ),
     ]
 }

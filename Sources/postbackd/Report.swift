@@ -110,6 +110,15 @@ extension Postbackd {
         var withClaims = false
 
         @Option(
+            name: .customLong("as-of"),
+            help: ArgumentHelp(
+                "When the rows of a report by install date are judged final, their installs and values no longer growing (default: now).",
+                valueName: "YYYY-MM-DD[THH:MM:SSZ]"
+            )
+        )
+        var asOf: String?
+
+        @Option(
             help: ArgumentHelp(
                 "Convert revenue and spend into this currency (ISO 4217) by each day's rate (postbackd rates add).",
                 valueName: "code"
@@ -149,12 +158,13 @@ extension Postbackd {
             options.withAppleAds = withAppleAds
             options.modeled = modeled
             options.withClaims = withClaims
+            options.asOf = asOf
             options.currency = currency
             return options
         }
 
         func validate() throws {
-            if format == .html, by != nil || events || withAppleAds || modeled || withClaims {
+            if format == .html, by != nil || events || withAppleAds || modeled || withClaims || asOf != nil {
                 throw ValidationError(
                     "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id, --ad-network-id and --currency (the spend panel's)"
                 )

@@ -182,4 +182,53 @@ struct ClaimsTests {
         #expect(tiers.report.rows.allSatisfy { $0.claimedInstalls == nil })
         #expect(tiers.warning?.contains("claims are not shown") == true, "\(tiers.warning ?? "")")
     }
+
+    @Test(
+        "rows by install date are final at the edges as the rule says: the first day final, the last not, with a fixed --as-of",
+        arguments: TestEngine.available
+    )
+    func maturity(_ engine: TestEngine) async throws {
+        let store = try await costs.corpusStore(engine)
+        func report(asOf: String) async throws -> Report {
+            var options = ReportRequest.Options()
+            options.by = "install_date"
+            options.dateBasis = "install"
+            options.asOf = asOf
+            return try await ReportJob.run(store.location, try ReportRequest.parse(options)).report
+        }
+        let days = try await report(asOf: "2026-11-01").rows.compactMap { row -> UTCDay? in
+            if case .text(let text) = row.dimensions[0] { UTCDay(text) } else { nil }
+        }
+        #expect(days.count == 2, "\(days)")
+        let first = try #require(days.first)
+        // The first install date's postbacks 0 can all have arrived 14 days after it begins
+        // (1 + 4 + 9 days of Apple's retries), its postbacks 1 and 2 after 51 (1 + 41 + 9).
+        func instant(_ day: UTCDay, plus days: Int64) -> String {
+            UTCInstant(milliseconds: (day.daysSinceEpoch + days) * 86_400_000).iso8601
+        }
+        let edges: [(asOf: String, first: [Bool], last: [Bool])] = [
+            (instant(first, plus: 14), [true, false], [false, false]),
+            (
+                UTCInstant(milliseconds: (first.daysSinceEpoch + 14) * 86_400_000 - 1).iso8601, [false, false],
+                [false, false]
+            ),
+            (instant(first, plus: 15), [true, false], [true, false]),
+            (instant(first, plus: 51), [true, true], [true, false]),
+        ]
+        for edge in edges {
+            let judged = try await report(asOf: edge.asOf)
+            #expect(judged.maturityAsOf != nil)
+            let flags = judged.rows.map { row in judged.maturity(row).map { [$0.installs, $0.values] } ?? [] }
+            #expect(flags == [edge.first, edge.last], "\(edge.asOf)")
+            let csv = judged.formatted(.csv)
+            #expect(csv.contains(",installs_final,values_final,"))
+            #expect(judged.formatted(.table).contains("final as of \(edge.asOf)"))
+        }
+        // A report by day received is not judged.
+        var received = ReportRequest.Options()
+        received.by = "date"
+        received.asOf = "2026-11-01"
+        let byDay = try await ReportJob.run(store.location, try ReportRequest.parse(received)).report
+        #expect(byDay.maturityAsOf == nil && !byDay.formatted(.csv).contains("installs_final"))
+    }
 }

@@ -12,7 +12,7 @@ extension PostbackResponder {
     /// The parameters of `GET /api/v1/report`, each the report option of the same name.
     static let reportParameters: [String] = [
         "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads", "modeled", "currency",
-        "with_claims",
+        "with_claims", "as_of",
     ]
     /// The parameters of `GET /api/v1/reconcile`, each the reconcile option of the same name.
     static let reconcileParameters: [String] = ["by", "from", "to", "as_of", "grace_days", "app_id", "ad_network_id"]

@@ -16,6 +16,14 @@ extension DashboardPage {
         dashboard.query.dateBasis == .install ? "Install date (UTC)" : "Day received (UTC)"
     }
 
+    /// By install date, the days whose installs are not final now (``Maturity``); none by day
+    /// received.
+    var growingDays: Set<UTCDay> {
+        guard dashboard.query.dateBasis == .install else { return [] }
+        let now = UTCInstant.now()
+        return Set(days.filter { !Maturity(day: $0, asOf: now).installs })
+    }
+
     func dayIndex() -> [UTCDay: Int] {
         Dictionary(uniqueKeysWithValues: days.enumerated().map { ($1, $0) })
     }
@@ -60,19 +68,29 @@ extension DashboardPage {
         var description = "\(count(sum)) \(noun) over \(days.count) days"
         if let peak = peakDay(series) { description += "; the most on \(peak.day) (\(count(Int(peak.value))))" }
         let networks = ranked.isEmpty ? "." : "; networks: " + series.map(\.name).joined(separator: ", ") + "."
-        let chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: noun.capitalizedFirst)
+        var chart = SVGChart(labels: dayLabels, xTitle: dayAxisTitle, yTitle: noun.capitalizedFirst)
+        // By install date, the days whose postbacks 0 are still arriving are drawn lighter.
+        let growing = growingDays
+        chart.faded = Set(days.indices.filter { growing.contains(days[$0]) })
+        var caption = "Stacked by ad network. " + description + "."
+        if !chart.faded.isEmpty {
+            caption +=
+                " Lighter: the \(chart.faded.count) install date\(chart.faded.count == 1 ? "" : "s") not final yet, whose postbacks 0 can still arrive (up to \(Maturity.installsFinalDays) days after the day, Apple's retries included)."
+        }
+        let final = dashboard.query.dateBasis == .install
         return figure(
             id: id,
             title: title,
-            caption: "Stacked by ad network. " + description + ".",
+            caption: caption,
             svg: chart.stackedBars(series, id: id, title: title, description: description + networks),
             legend: series.map { ($0.name, $0.color) },
             table: table(
                 caption: title,
-                headers: [dayAxisTitle] + series.map(\.name) + ["total"],
+                headers: [dayAxisTitle] + series.map(\.name) + ["total"] + (final ? ["final"] : []),
                 rows: days.indices.map { position in
                     let values = series.map { Int($0.values[safe: position] ?? 0) }
                     return [days[position].description] + values.map(count) + [count(values.reduce(0, +))]
+                        + (final ? [growing.contains(days[position]) ? "no" : "yes"] : [])
                 }
             )
         )

@@ -39,6 +39,11 @@ extension Report {
                     object.addRaw(name, json: ratio.map { formatJSONNumber(roundedRatio($0)) } ?? "null")
                 }
                 for column in extraColumns { object.add(column, row.extras[column] ?? 0) }
+                if maturityAsOf != nil {
+                    let maturity = maturity(row)
+                    object.add("installs_final", maturity?.installs)
+                    object.add("values_final", maturity?.values)
+                }
                 if showsClaims {
                     object.add("claimed_installs", row.claimedInstalls)
                     object.add("claim_gap", row.claimGap)
@@ -131,6 +136,7 @@ extension Report {
             : ReportMetric.shown.map(\.rawValue)
         if !events { header += ratioColumns }
         header += extraColumns
+        if maturityAsOf != nil && !events { header += ["installs_final", "values_final"] }
         if showsClaims && !events { header += ["claimed_installs", "claim_gap", "claim_coverage"] }
         for currency in currencies {
             header += ["revenue_\(currency)_min", "revenue_\(currency)_max", "revenue_\(currency)"]
@@ -167,6 +173,10 @@ extension Report {
                 fields += ReportMetric.shown.map { String(row.counts[$0] ?? 0) }
                 fields += ratios(row).map { $0.1.map { formatJSONNumber(roundedRatio($0)) } ?? "" }
                 fields += extraColumns.map { String(row.extras[$0] ?? 0) }
+                if maturityAsOf != nil {
+                    let maturity = maturity(row)
+                    fields += [maturity.map { String($0.installs) } ?? "", maturity.map { String($0.values) } ?? ""]
+                }
                 if showsClaims {
                     fields += [
                         row.claimedInstalls.map(String.init) ?? "", row.claimGap.map(String.init) ?? "",
@@ -311,6 +321,16 @@ extension Report {
         for column in extraColumns {
             columns.append(.counts(column, of: rows, priority: 97) { $0.extras[column] ?? 0 })
         }
+        if maturityAsOf != nil && !events {
+            columns.append(
+                TableColumn(
+                    header: "final",
+                    rightAligned: false,
+                    cells: rows.map { maturity($0)?.word ?? "–" },
+                    priority: 99
+                )
+            )
+        }
         if showsClaims && !events { columns += claimColumns() }
         for currency in currencies {
             let total = rows.reduce(0.0) { $0 + ($1.revenue[currency]?.estimate ?? 0) }
@@ -412,6 +432,11 @@ extension Report {
         var notes: [String] = []
         if !currencies.isEmpty {
             notes.append("revenue: \(policy ?? "midpoint") estimate; --format csv or json gives min and max")
+        }
+        if let asOf = maturityAsOf, !events {
+            notes.append(
+                "final as of \(asOf.iso8601): yes, every postback of the install date can have arrived (postbacks 1 and 2 by \(Maturity.valuesFinalDays) days after it, Apple's retries included); installs, every postback 0 (by \(Maturity.installsFinalDays) days); no, its installs are still growing (--as-of sets the time)"
+            )
         }
         if showsClaims && !events {
             notes.append(

@@ -35,6 +35,8 @@ struct SVGChart {
     var yTitle: String
     /// How a y value is written on the axis.
     var yFormat: (Double) -> String = compactNumber
+    /// Categories drawn lighter (stacked bars): install dates whose numbers are still growing.
+    var faded: Set<Int> = []
 
     // MARK: - Kinds
 
@@ -59,6 +61,14 @@ struct SVGChart {
             }
             if !path.isEmpty { body += "<path fill=\"\(item.color)\" d=\"\(path)\"/>" }
         }
+        // A faded category: its bars behind a white veil, so a day still growing reads apart.
+        var veil = ""
+        for index in faded.sorted() where labels.indices.contains(index) {
+            let x = Self.left + Double(index) * slot + gap / 2
+            veil +=
+                "M\(fixed(x)) \(fixed(Self.top))h\(fixed(slot - gap))V\(fixed(Self.height - Self.bottom))h\(fixed(gap - slot))Z"
+        }
+        if !veil.isEmpty { body += "<path class=\"growing\" fill=\"#ffffff\" fill-opacity=\"0.55\" d=\"\(veil)\"/>" }
         return svg(id: id, title: title, description: description, scale: scale, body: body, centred: true)
     }
 

@@ -116,17 +116,7 @@ package struct ReconcileRequest: Sendable, Hashable {
             }
             graceDays = days
         }
-        var asOf = now
-        if let text = options.asOf, !text.isEmpty {
-            guard let instant = UTCInstant(iso8601: text) else {
-                throw ReportRequestError(
-                    .invalidValue,
-                    option: "as-of",
-                    reason: "\"\(text.prefix(64))\" is not a time; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"
-                )
-            }
-            asOf = instant
-        }
+        let asOf = try ReportRequest.asOf(options.asOf) ?? now
         var request = ReconcileRequest(
             from: query.from,
             to: query.to,

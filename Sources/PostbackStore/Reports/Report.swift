@@ -20,6 +20,9 @@ package struct Report: Sendable {
     package var showsSpend = false
     /// `--with-claims`: each row's claimed installs, gap and coverage (``ReportRow/claimedInstalls``).
     package var showsClaims = false
+    /// A report by install date: its rows judged final as of this instant (``Maturity``); nil:
+    /// not judged (a report by day received, or without `install_date`).
+    package var maturityAsOf: UTCInstant?
     /// Every currency with spend, sorted.
     package var spendCurrencies: [String] = []
     /// `--currency`: the currency every amount was converted into.

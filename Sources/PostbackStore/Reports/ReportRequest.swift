@@ -11,6 +11,8 @@ package struct ReportRequest: Sendable, Hashable {
     package var modeled = false
     /// `--with-claims`: each row's claimed installs (`postbackd claims add`), gap and coverage.
     package var withClaims = false
+    /// `--as-of`: when the rows of a report by install date are judged final (``Maturity``).
+    package var asOf = UTCInstant.now()
     /// `--currency`: every amount converted into this currency by its day's exchange rate.
     package var currency: String? { query.currency }
 
@@ -153,6 +155,7 @@ package struct ReportRequest: Sendable, Hashable {
             }
             currency = text
         }
+        let asOf = try asOf(options.asOf) ?? UTCInstant.now()
         var query = ReportQuery(
             from: from,
             to: to,
@@ -167,8 +170,22 @@ package struct ReportRequest: Sendable, Hashable {
             query: query,
             withAppleAds: options.withAppleAds,
             modeled: options.modeled,
-            withClaims: options.withClaims
+            withClaims: options.withClaims,
+            asOf: asOf
         )
+    }
+
+    /// `--as-of` as given: nil when not given.
+    static func asOf(_ text: String?) throws(ReportRequestError) -> UTCInstant? {
+        guard let text, !text.isEmpty else { return nil }
+        guard let instant = UTCInstant(iso8601: text) else {
+            throw ReportRequestError(
+                .invalidValue,
+                option: "as-of",
+                reason: "\"\(text.prefix(64))\" is not a time; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"
+            )
+        }
+        return instant
     }
 
     /// Reads the report from an open store: the report and, when the aggregates may be out of
@@ -195,6 +212,9 @@ package struct ReportRequest: Sendable, Hashable {
         if withClaims { notes += try await report.addClaims(store, working) }
         if working.dimensions.count > query.dimensions.count {
             report = report.folded(keeping: Array(query.dimensions.indices))
+        }
+        if query.dateBasis == .install && query.dimensions.contains(.installDate) && !query.events {
+            report.maturityAsOf = asOf
         }
         return (report, notes)
     }

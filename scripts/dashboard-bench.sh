@@ -8,7 +8,8 @@
 #
 # Environment: BENCH_OUT (work folder, default bench-out/, git-ignored; the corpus is kept there
 # and reused), BENCH_POSTGRES (0 to skip PostgreSQL), BENCH_COSTS (0 to skip the routes with a
-# year of spend, measured after the others on the same store). Needs: wrk, GNU time, python3, and for
+# year of spend, measured after the others on the same store), BENCH_CLAIMS (0 to skip the
+# reports with a year of claims, measured last). Needs: wrk, GNU time, python3, and for
 # PostgreSQL Debian's postgresql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,39 @@ report by app_id,ad_network_id, the year, with costs|/api/v1/report?by=app_id,ad
 report by ad_network_id, the year, with costs, in USD|/api/v1/report?by=ad_network_id&from=$first&to=$last&currency=USD
 dashboard, the whole year, with the spend panel in USD|/dashboard?from=$first&to=$last&currency=USD
 EOF
+}
+
+# The report routes by install date once claims are stored (`with_claims`), beside the same
+# report without them: what a year of claims costs a report.
+claim_routes() {
+    local last=$1 first=$2
+    cat <<EOF
+report by install_date,ad_network_id, the year, without claims|/api/v1/report?by=install_date,ad_network_id&date_basis=install&from=$first&to=$last
+report by install_date,ad_network_id, the year, with claims|/api/v1/report?by=install_date,ad_network_id&date_basis=install&from=$first&to=$last&with_claims=true
+report by ad_network_id, the year, with claims|/api/v1/report?by=ad_network_id&date_basis=install&from=$first&to=$last&with_claims=true
+report by install_date,country_code, the year, with claims|/api/v1/report?by=install_date,country_code&date_basis=install&from=$first&to=$last&with_claims=true
+EOF
+}
+
+# with_claims DB: stores a year of claims by install date (every day, app and network of the
+# store, split over five countries: the network's verified installs, give or take a tenth).
+# Idempotent.
+with_claims() {
+    "$bin" report --db "$1" --date-basis install --by install_date,app_id,ad_network_id --format csv | python3 -c '
+import csv, random, sys
+random.seed(61)
+rows = list(csv.DictReader(sys.stdin))
+with open(sys.argv[1], "w") as claims:
+    claims.write("date,app_id,ad_network_id,country_code,installs,date_basis\n")
+    for r in rows:
+        if not r["app_id"] or not r["install_date"]:
+            continue
+        installs = int(r["installs"])
+        for country in ["US", "DE", "GB", "FR", "JP"]:
+            claimed = int(installs / 5 * random.uniform(0.9, 1.1))
+            claims.write(",".join([r["install_date"], r["app_id"], r["ad_network_id"], country, str(claimed), "install"]) + "\n")
+' "$out/claims.csv"
+    "$bin" claims add --db "$1" "$out/claims.csv" >&2
 }
 
 # with_costs DB: stores a year of spend (every day, app and network of the store: the first
@@ -133,6 +167,10 @@ if [ "${BENCH_COSTS:-1}" = 1 ]; then
     with_costs "$sqlite"
     measure SQLite "$sqlite" cost_routes
 fi
+if [ "${BENCH_CLAIMS:-1}" = 1 ]; then
+    with_claims "$sqlite"
+    measure SQLite "$sqlite" claim_routes
+fi
 if bench_postgres_wanted; then
     bench_postgres_start
     db=$(bench_postgres_database dashboard)
@@ -141,5 +179,9 @@ if bench_postgres_wanted; then
     if [ "${BENCH_COSTS:-1}" = 1 ]; then
         with_costs "$db"
         measure PostgreSQL "$db" cost_routes
+    fi
+    if [ "${BENCH_CLAIMS:-1}" = 1 ]; then
+        with_claims "$db"
+        measure PostgreSQL "$db" claim_routes
     fi
 fi

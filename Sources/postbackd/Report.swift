@@ -109,6 +109,12 @@ extension Postbackd {
         )
         var withClaims = false
 
+        @Flag(
+            help:
+                "Cohorts by install date: installs, the postbacks of each conversion window (d0-2, d3-7, d8-35) and their rates, each window's revenue, and whether each window is final (--by install_date[,…])."
+        )
+        var cohorts = false
+
         @Option(
             name: .customLong("as-of"),
             help: ArgumentHelp(
@@ -158,13 +164,14 @@ extension Postbackd {
             options.withAppleAds = withAppleAds
             options.modeled = modeled
             options.withClaims = withClaims
+            options.cohorts = cohorts
             options.asOf = asOf
             options.currency = currency
             return options
         }
 
         func validate() throws {
-            if format == .html, by != nil || events || withAppleAds || modeled || withClaims || asOf != nil {
+            if format == .html, by != nil || events || withAppleAds || modeled || withClaims || cohorts || asOf != nil {
                 throw ValidationError(
                     "--format html draws the dashboard's own charts: give only --from, --to, --date-basis, --app-id, --ad-network-id and --currency (the spend panel's)"
                 )

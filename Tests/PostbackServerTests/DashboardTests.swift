@@ -46,6 +46,10 @@ struct DashboardTests {
                 ["--with-claims", "--date-basis", "received", "--by", "date,ad_network_id"]
             ),
             (
+                "cohorts=true&from=2026-11-10&as_of=2026-12-01",
+                ["--cohorts", "--from", "2026-11-10", "--as-of", "2026-12-01"]
+            ),
+            (
                 "by=app_id,ad_network_id&from=2026-11-15&to=2026-11-18",
                 ["--by", "app_id,ad_network_id", "--from", "2026-11-15", "--to", "2026-11-18"]
             ),
@@ -116,6 +120,7 @@ struct DashboardTests {
             ("format=csv", "format"),
             ("with_apple_ads=true&events=true", "with_apple_ads"),
             ("with_claims=true&events=true", "with_claims"),
+            ("cohorts=true&by=ad_network_id", "cohorts"),
         ]
         for (query, field) in cases {
             let answer = try await client.send(.GET, server.base + "/api/v1/report?" + query)
@@ -340,6 +345,9 @@ struct DashboardTests {
         let install = try browser.dumpDOM(url + "?date_basis=install&app_id=1254734734")
         #expect(install.contains("by install date"))
         #expect(install.contains("Install date (UTC)"))
+        // By install date, the cohort view: a row per install date, its windows as they arrive.
+        #expect(install.contains("id=\"cohorts\"") && install.contains("d3-7 postbacks (rate)"))
+        #expect(!dom.contains("id=\"cohorts\""), "by day received: no cohort view")
     }
 
     @Test(

@@ -12,7 +12,7 @@ extension PostbackResponder {
     /// The parameters of `GET /api/v1/report`, each the report option of the same name.
     static let reportParameters: [String] = [
         "by", "from", "to", "events", "date_basis", "app_id", "ad_network_id", "with_apple_ads", "modeled", "currency",
-        "with_claims", "as_of",
+        "with_claims", "as_of", "cohorts",
     ]
     /// The parameters of `GET /api/v1/reconcile`, each the reconcile option of the same name.
     static let reconcileParameters: [String] = ["by", "from", "to", "as_of", "grace_days", "app_id", "ad_network_id"]
@@ -286,6 +286,7 @@ extension PostbackResponder {
             case "with_apple_ads": options.withAppleAds = try flag(text, name: "with_apple_ads")
             case "modeled": options.modeled = try flag(text, name: "modeled")
             case "with_claims": options.withClaims = try flag(text, name: "with_claims")
+            case "cohorts": options.cohorts = try flag(text, name: "cohorts")
             default: break
             }
         }

@@ -24,11 +24,17 @@ package struct Dashboard: Sendable {
     /// Each network's forwards against the devices' copies, by day (``networks(_:_:)``); nil
     /// by install date.
     package var networks: Reconciliation?
+    /// By install date: the cohorts of the period's last ``cohortDays`` install dates
+    /// (`report --cohorts`), judged as of ``generatedAt``.
+    var cohorts: Report?
     package var warning: String?
     var generatedAt: UTCInstant
 
     /// The days shown when no `from` is given.
     static let defaultDays = 30
+    /// The install dates the cohort view shows, the last of the period: a postback 2 comes up
+    /// to 41 days after its install, so older cohorts no longer change but slowly.
+    static let cohortDays: Int64 = 35
 
     /// The filters a dashboard takes: `from`, `to`, `date_basis`, `app_id`, `ad_network_id`.
     /// Parsed as the report options are, with the same refusals.
@@ -116,6 +122,18 @@ package struct Dashboard: Sendable {
             appleAds = days
         }
         let spend = withSpend ? try await DashboardSpend.read(store, query, byDayAndNetwork: read) : nil
+        let generatedAt = UTCInstant.now()
+        var cohorts: Report?
+        if !summaryOnly, query.dateBasis == .install, let last = query.to {
+            var recent = query
+            recent.dimensions = [.installDate]
+            recent.events = false
+            recent.countsOnly = false
+            recent.from = max(query.from ?? last, UTCDay(daysSinceEpoch: last.daysSinceEpoch - (cohortDays - 1)))
+            var request = ReportRequest(query: recent, withAppleAds: false, asOf: generatedAt)
+            request.cohorts = true
+            cohorts = try await request.readWithNotes(store).report
+        }
         return Dashboard(
             query: query,
             byDayAndNetwork: summaryOnly ? empty : detailed,
@@ -127,9 +145,10 @@ package struct Dashboard: Sendable {
             appleAds: appleAds,
             spend: spend,
             networks: try await networksRead,
+            cohorts: cohorts,
             warning: [try await store.stalenessWarning(), spend?.warning].compactMap { $0 }.joined(separator: "\n")
                 .nonEmpty,
-            generatedAt: .now()
+            generatedAt: generatedAt
         )
     }
 

@@ -20,8 +20,7 @@ extension DashboardPage {
     /// received.
     var growingDays: Set<UTCDay> {
         guard dashboard.query.dateBasis == .install else { return [] }
-        let now = UTCInstant.now()
-        return Set(days.filter { !Maturity(day: $0, asOf: now).installs })
+        return Set(days.filter { !Maturity(day: $0, asOf: dashboard.generatedAt).installs })
     }
 
     func dayIndex() -> [UTCDay: Int] {

@@ -108,6 +108,8 @@ extension DashboardPage {
         caption{text-align:left;color:var(--muted);padding:4px 0}
         th,td{padding:2px 10px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
         th[scope=row]{text-align:left;font-weight:400}
+        td.growing{color:var(--muted);font-style:italic}
+        figure.wide{grid-column:1/-1}
         .empty{grid-column:1/-1;background:var(--card);border:1px dashed var(--line);border-radius:10px;padding:24px}
         footer{margin-top:16px;color:var(--muted);font-size:12px}
         @media (max-width:600px){body{padding:10px}.tile .value{font-size:18px}}

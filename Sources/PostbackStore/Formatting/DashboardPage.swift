@@ -74,6 +74,7 @@ package struct DashboardPage {
             out += fineValueFigure
             out += nullRateFigure
             out += tierFigure
+            out += cohortsFigure
             out += appleAdsFigure
         }
         out += networksFigures

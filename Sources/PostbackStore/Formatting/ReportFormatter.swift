@@ -14,7 +14,8 @@ package enum ReportFormat: String, Sendable, CaseIterable {
 extension Report {
     /// The report in `format`.
     package func formatted(_ format: ReportFormat, width: Int = 100) -> String {
-        switch format {
+        if let cohortRows { return cohortsFormatted(cohortRows, format, width: width) }
+        return switch format {
         case .table: table(width: width)
         case .csv: csv()
         case .json: json()
@@ -114,7 +115,7 @@ extension Report {
         return kinds
     }
 
-    private func addDimensions(_ row: ReportRow, to object: inout JSONObjectWriter) {
+    func addDimensions(_ row: ReportRow, to object: inout JSONObjectWriter) {
         for (dimension, value) in zip(dimensions, row.dimensions) {
             switch (dimension, value) {
             case (_, .null): object.addRaw(dimension.column, json: "null")
@@ -217,7 +218,7 @@ extension Report {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    private func plain(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
+    func plain(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
         render(dimension, value, null: "", yes: "true", no: "false")
     }
 
@@ -464,8 +465,6 @@ extension Report {
         ) + "\n"
     }
 
-    /// The ratio columns after the count metrics: `null_rate`, and `tier_share` when grouped
-    /// by tier.
     /// The table's columns of `--with-claims`, with the totals of the rows.
     private func claimColumns() -> [TableColumn] {
         let claimed = rows.compactMap(\.claimedInstalls)
@@ -498,6 +497,8 @@ extension Report {
         ]
     }
 
+    /// The ratio columns after the count metrics: `null_rate`, and `tier_share` when grouped
+    /// by tier.
     var ratioColumns: [String] {
         ["null_rate"] + (dimensions.contains(.crowdAnonymityTier) ? ["tier_share"] : [])
     }
@@ -506,7 +507,7 @@ extension Report {
         ratioColumns.map { ($0, $0 == "null_rate" ? row.nullRate : row.tierShare) }
     }
 
-    private func human(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
+    func human(_ dimension: AggregateDimension, _ value: DimensionValue) -> String {
         render(dimension, value, null: "–", yes: "yes", no: "no")
     }
 

@@ -23,6 +23,8 @@ package struct Report: Sendable {
     /// A report by install date: its rows judged final as of this instant (``Maturity``); nil:
     /// not judged (a report by day received, or without `install_date`).
     package var maturityAsOf: UTCInstant?
+    /// `--cohorts`: the cohorts by install date, printed instead of ``rows``.
+    package var cohortRows: [CohortRow]?
     /// Every currency with spend, sorted.
     package var spendCurrencies: [String] = []
     /// `--currency`: the currency every amount was converted into.

@@ -13,6 +13,9 @@ package struct ReportRequest: Sendable, Hashable {
     package var withClaims = false
     /// `--as-of`: when the rows of a report by install date are judged final (``Maturity``).
     package var asOf = UTCInstant.now()
+    /// `--cohorts`: the report by install date as cohorts (``CohortRow``); its query groups by
+    /// `postback_sequence_index` last.
+    package var cohorts = false
     /// `--currency`: every amount converted into this currency by its day's exchange rate.
     package var currency: String? { query.currency }
 
@@ -29,6 +32,7 @@ package struct ReportRequest: Sendable, Hashable {
         package var withAppleAds = false
         package var modeled = false
         package var withClaims = false
+        package var cohorts = false
         package var currency: String?
         /// `reconcile`'s (``ReconcileRequest``): when unmatched postbacks are judged, and how
         /// many days they wait for their other side.
@@ -68,7 +72,7 @@ package struct ReportRequest: Sendable, Hashable {
         }
         // Claims are counted by install date unless a network's are by postback date: a report
         // with them is by install date unless asked otherwise.
-        var basis = options.withClaims ? DateBasis.install : DateBasis.received
+        var basis = options.withClaims || options.cohorts ? DateBasis.install : DateBasis.received
         if let text = options.dateBasis, !text.isEmpty {
             guard let parsed = DateBasis(rawValue: text) else {
                 throw ReportRequestError(
@@ -80,7 +84,10 @@ package struct ReportRequest: Sendable, Hashable {
             basis = parsed
         }
         // Not given: the basis's default; given empty: no dimensions (one row of totals).
-        let byText = options.by ?? (basis == .install ? "install_date,ad_network_id" : "date,ad_network_id")
+        let byText =
+            options.by
+            ?? (options.cohorts
+                ? "install_date" : basis == .install ? "install_date,ad_network_id" : "date,ad_network_id")
         let dimensions: [AggregateDimension]
         do {
             dimensions = try AggregateDimension.list(byText)
@@ -137,6 +144,27 @@ package struct ReportRequest: Sendable, Hashable {
                 reason: "compares installs: not with --events or --with-apple-ads"
             )
         }
+        if options.cohorts {
+            guard !options.events, !options.withAppleAds, !options.withClaims, !options.modeled,
+                options.currency?.isEmpty ?? true
+            else {
+                throw ReportRequestError(
+                    .invalidValue,
+                    option: "cohorts",
+                    reason: "not with --events, --with-apple-ads, --with-claims, --modeled or --currency"
+                )
+            }
+            guard basis == .install, dimensions.contains(.installDate),
+                !dimensions.contains(.postbackSequenceIndex)
+            else {
+                throw ReportRequestError(
+                    .invalidValue,
+                    option: "cohorts",
+                    reason:
+                        "groups by install date: --date-basis install, --by with install_date and without postback_sequence_index"
+                )
+            }
+        }
         if options.modeled && options.events {
             throw ReportRequestError(
                 .invalidValue,
@@ -171,7 +199,8 @@ package struct ReportRequest: Sendable, Hashable {
             withAppleAds: options.withAppleAds,
             modeled: options.modeled,
             withClaims: options.withClaims,
-            asOf: asOf
+            asOf: asOf,
+            cohorts: options.cohorts
         )
     }
 
@@ -204,13 +233,17 @@ package struct ReportRequest: Sendable, Hashable {
     /// The report, and the notes about it: why spend is not shown, days without a rate.
     func readWithNotes(_ store: any PostbackStorage) async throws -> (report: Report, notes: [String]) {
         var working = query
+        if cohorts { working.dimensions.append(.postbackSequenceIndex) }
         let day: AggregateDimension = query.dateBasis == .install ? .installDate : .date
         if currency != nil, !working.dimensions.contains(day) { working.dimensions.append(day) }
         var report = withAppleAds ? try await Report.sideBySide(store, working) : try await store.report(working)
         report.showsModeled = modeled
-        var notes = try await addSpend(to: &report, read: working, store)
+        // Cohorts carry no spend: its rows have no postback.
+        var notes = cohorts ? [] : try await addSpend(to: &report, read: working, store)
         if withClaims { notes += try await report.addClaims(store, working) }
-        if working.dimensions.count > query.dimensions.count {
+        if cohorts {
+            report = report.cohorts()
+        } else if working.dimensions.count > query.dimensions.count {
             report = report.folded(keeping: Array(query.dimensions.indices))
         }
         if query.dateBasis == .install && query.dimensions.contains(.installDate) && !query.events {

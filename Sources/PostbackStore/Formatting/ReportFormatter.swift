@@ -341,7 +341,8 @@ extension Report {
                     rightAligned: true,
                     cells: rows.map { $0.revenue[currency].map { formatMoney($0.estimate) } ?? "" },
                     total: rows.count > 1 && !events ? formatMoney(total) : nil,
-                    priority: 98
+                    // A report with claims is about installs: its revenue gives way first.
+                    priority: showsClaims ? 89 : 98
                 )
             )
         }

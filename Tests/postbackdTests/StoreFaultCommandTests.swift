@@ -327,7 +327,7 @@ struct StoreFaultCommandTests {
     )
     func fullDisk() async throws {
         let mountPoint = directory.path + "/small"
-        try SmallDisk.mount(at: mountPoint, size: "1m")
+        try SmallDisk.mount(at: mountPoint, size: "2m")
         defer { SmallDisk.unmount(mountPoint) }
         let path = mountPoint + "/store.sqlite"
         let input = try directory.write("big.jsonl", try await Postbackd.generated(count: 3_000, seed: 21))

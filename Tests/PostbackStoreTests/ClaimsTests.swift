@@ -107,6 +107,11 @@ struct ClaimsTests {
             "\(table)"
         )
 
+        // No dimensions: one row, every claim against every verified install.
+        let (totals, _) = try await report(store, "", dateBasis: "received")
+        #expect(totals.rows.map(\.claimedInstalls) == [Self.claims.values.reduce(0, +)])
+        #expect(totals.rows.first?.counts[.installs] == Self.installs.values.reduce(0, +))
+
         // By install date (the default of --with-claims), these claims (by postback date) join
         // nothing, and the warning says which basis joins.
         let (byInstall, warning) = try await report(store, "install_date,ad_network_id")

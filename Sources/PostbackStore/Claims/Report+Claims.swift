@@ -41,15 +41,18 @@ extension Report {
             var sums: [(key: [DimensionValue], installs: Int)] = []
             let groups = expressions.count
             let sum: SQLQuery = "SUM(installs)\(sqlite: "", postgres: "::bigint")"
+            // No dimensions: one sum over the period, none when it has no claim rows (a HAVING
+            // without GROUP BY, which SQLite before 3.39 refuses, is not needed for that).
             let grouped: SQLQuery =
                 groups == 0
-                ? "SELECT \(sum) FROM claims \(CostsSQL.whereClause(conditions)) HAVING COUNT(*) > 0"
+                ? "SELECT \(sum) FROM claims \(CostsSQL.whereClause(conditions))"
                 : """
                 SELECT \(list: expressions), \(sum) FROM claims \(CostsSQL.whereClause(conditions))
                 GROUP BY \(raw: (1...groups).map(String.init).joined(separator: ", "))
                 """
             try await sql.forEachRow(grouped) { row in
-                sums.append(((0..<groups).map { DimensionValue(row.values[$0]) }, try row.int(groups)))
+                guard let installs = try row.optionalInt64(groups) else { return }
+                sums.append(((0..<groups).map { DimensionValue(row.values[$0]) }, Int(installs)))
             }
             // Networks whose claims include modeled values, and campaigns no mapping of their
             // network names.

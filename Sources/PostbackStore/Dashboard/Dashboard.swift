@@ -129,6 +129,8 @@ package struct Dashboard: Sendable {
             recent.dimensions = [.installDate]
             recent.events = false
             recent.countsOnly = false
+            // Cohorts carry no spend and convert no currency (`report --cohorts` refuses one).
+            recent.currency = nil
             recent.from = max(query.from ?? last, UTCDay(daysSinceEpoch: last.daysSinceEpoch - (cohortDays - 1)))
             var request = ReportRequest(query: recent, withAppleAds: false, asOf: generatedAt)
             request.cohorts = true

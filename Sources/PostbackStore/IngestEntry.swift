@@ -3,7 +3,7 @@ import PostbackKit
 /// One entry of a verified batch as both engines' writes take it: its bytes, the source it is
 /// stored under and when it was received, and the valid postback to store, if it is one (else
 /// it is quarantined). The store-or-quarantine decision both engines feed.
-struct IngestEntry {
+struct IngestEntry: Sendable {
     /// Its position in the batch (and in a receipt's requests).
     var index: Int
     var entry: RawEntry
@@ -16,6 +16,46 @@ struct IngestEntry {
     var receivedAt: UTCInstant
     /// The postback to store and where its received time came from; nil: quarantined.
     var valid: (postback: Postback, receivedSource: ReceivedTimeSource)?
+    /// What its row is made of, worked out from the postback alone; nil: quarantined.
+    var prepared: PreparedPostback?
+}
+
+/// What a valid postback's row is made of besides the entry's own bytes: its columns, key
+/// space, dedup digest and inferences. Worked out wherever the entry is made (for ingest, on
+/// the verifier's thread), so that the one writer only binds them.
+struct PreparedPostback: Sendable {
+    var columns: StoredColumns
+    var keySpace: KeySpace
+    var dedupKey: [UInt8]
+    var inference: PostbackInference
+
+    init(_ postback: Postback, _ result: VerificationResult, receivedAt: UTCInstant) {
+        columns = StoredColumns(postback)
+        keySpace = KeySpace(result)
+        dedupKey = DedupKeyDigest.digest(
+            kind: postback.kind.rawValue,
+            keySpace: keySpace.rawValue,
+            adNetworkID: columns.adNetworkID,
+            transactionID: columns.transactionID,
+            sequenceIndex: Int64(columns.sequenceIndex)
+        )
+        inference = PostbackInference(postback, receivedAt: receivedAt)
+    }
+}
+
+/// A verified batch made into ingest's entries, on the verifier's thread (``IngestJob``): the
+/// writer takes them as they are.
+package struct PreparedBatch: Sendable {
+    package var verified: VerifiedBatch
+    var entries: [IngestEntry]
+
+    package init(_ verified: VerifiedBatch, context: BatchContext, now: UTCInstant = .now()) {
+        self.verified = verified
+        var entries: [IngestEntry] = []
+        entries.reserveCapacity(verified.batch.entries.count)
+        verified.forEachIngestEntry(context, now: now) { entries.append($0) }
+        self.entries = entries
+    }
 }
 
 extension VerifiedBatch {
@@ -71,7 +111,8 @@ extension VerifiedBatch {
                     source: source(index, entry),
                     channel: channel(index),
                     receivedAt: receivedAt,
-                    valid: valid.map { ($0, receivedSource) }
+                    valid: valid.map { ($0, receivedSource) },
+                    prepared: valid.map { PreparedPostback($0, result, receivedAt: receivedAt) }
                 )
             )
         }

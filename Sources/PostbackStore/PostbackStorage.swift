@@ -66,9 +66,9 @@ package protocol PostbackStorage: Sendable {
 /// A transaction in progress for ingest: batches written into it, many per commit. Not
 /// `Sendable`: one task owns it (``PostbackStorage/withIngestSession(_:)``).
 package protocol IngestSession: AnyObject {
-    /// Writes one verified batch, in input order, into the open write transaction (beginning
+    /// Writes one prepared batch, in input order, into the open write transaction (beginning
     /// one if none is open), and returns the entries it quarantined.
-    func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry]
+    func write(_ batch: PreparedBatch, context: BatchContext) async throws -> [QuarantinedEntry]
 
     /// Makes everything written since the last commit durable, and returns what it counted.
     func commit() async throws -> IngestSummary
@@ -153,5 +153,12 @@ extension PostbackStorage {
         _ body: (any SQLDatabase) async throws -> Result
     ) async throws -> Result {
         try await withSQL(what, access, retry: .standard, body)
+    }
+}
+
+extension IngestSession {
+    /// Prepares `verified` here and writes it (``write(_:context:)``).
+    package func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry] {
+        try await write(PreparedBatch(verified, context: context), context: context)
     }
 }

@@ -34,7 +34,7 @@ package enum DedupKeyDigest {
 
 /// A postback's fields as the `postbacks` table's columns, for either kind: its dedup key's
 /// columns, the signed columns, and the unsigned interaction type.
-struct StoredColumns {
+struct StoredColumns: Sendable {
     var adNetworkID: String
     var transactionID: String
     var sequenceIndex: Int
@@ -92,7 +92,7 @@ struct StoredColumns {
 /// domain, fidelity type and did-win; AdAttributionKit's JWS payload the impression type, source
 /// identifier, advertised app, conversion type (and so `redownload`), did-win, marketplace and
 /// publishing app. The conversion values, country and interaction type are not signed.
-struct SignedColumns: Equatable {
+struct SignedColumns: Equatable, Sendable {
     var version: String? = nil
     var appID: Int64
     var campaignID: Int64? = nil

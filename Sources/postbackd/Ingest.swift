@@ -61,7 +61,7 @@ extension Postbackd {
 
         @Option(
             help: ArgumentHelp(
-                "Postbacks per transaction, at most (a transaction also commits after one second). Smaller lets other writers in sooner; larger writes less.",
+                "Postbacks per transaction, at most (a transaction also commits after four seconds). Smaller lets other writers in sooner; larger writes less.",
                 valueName: "count"
             )
         )

@@ -28,7 +28,7 @@ func readAll(
             let result = verifier.check(bytes, problem: entry.problem, line: entry.location.line)
             entries.append(ReadEntry(location: entry.location, problem: entry.problem, bytes: bytes, result: result))
         }
-        diagnostics += reader.takeDiagnostics()
+        diagnostics += batch.readerState.diagnostics
     }
     diagnostics += reader.takeDiagnostics()
     return (entries, diagnostics)

@@ -57,6 +57,9 @@ package final class EntryReader {
         }
         if batch.entries.isEmpty { return nil }
         nextSequence += 1
+        batch.readerState.bytesRead = bytesRead
+        batch.readerState.filesOpened = filesOpened
+        batch.readerState.diagnostics = takeDiagnostics()
         return batch
     }
 

@@ -92,6 +92,9 @@ package struct EntryBatch: Sendable {
     package var sequence: Int
     package var bytes: [UInt8]
     package var entries: [RawEntry]
+    /// Where the reader stood once this batch was read: a consumer on another thread reports
+    /// progress and problems from here, never from the reader itself.
+    package var readerState = ReaderState()
 
     package init(sequence: Int, bytes: [UInt8], entries: [RawEntry]) {
         self.sequence = sequence
@@ -103,6 +106,16 @@ package struct EntryBatch: Sendable {
     package func bytes(of entry: RawEntry) -> ArraySlice<UInt8> {
         bytes[entry.range]
     }
+}
+
+/// Where an ``EntryReader`` stood after a batch: bytes read and files opened so far, and the
+/// problems with whole inputs found while reading it.
+package struct ReaderState: Sendable {
+    package var bytesRead = 0
+    package var filesOpened = 0
+    package var diagnostics: [InputDiagnostic] = []
+
+    package init() {}
 }
 
 /// A problem with an input as a whole (not one postback): an unreadable file, an empty one.

@@ -50,38 +50,53 @@ package struct VerifyJob: Sendable {
         let now = UTCInstant.now()
         // The received time feeds only the JSON fields and the --explain block.
         let showsInferences = format == .json || explain
-        try await VerificationPipeline(keyRing: keyRing, width: width).run(reader) { verified in
-            for (entry, result) in verified.items {
-                summary.count(result)
-                let received =
-                    showsInferences
-                    ? result.postback.map { rule.receivedTime(forwarderTimestamp: $0.forwarderTimestamp, now: now) }
-                    : nil
-                switch format {
-                case .text:
-                    output.line(VerificationReport.textLine(entry.location, result))
-                    if let models,
-                        let decoded = VerificationReport.decodedText(result, models, receivedAt: rule.fixed)
-                    {
-                        output.line(decoded)
-                    }
-                    if explain, let block = VerificationReport.explanationText(result, received: received) {
-                        output.line(block)
-                    }
-                case .json:
-                    output.line(
-                        VerificationReport.jsonLine(
+        // Each batch's results are counted and formatted on its verifier's thread; the output
+        // thread only writes the text in order.
+        try await VerificationPipeline(keyRing: keyRing, width: width, consumerName: "pbd-output").run(
+            reader,
+            prepare: { verified in
+                var counts = VerificationSummary()
+                var text = ""
+                text.reserveCapacity(verified.batch.entries.count * (format == .json ? 320 : 96))
+                for (entry, result) in verified.items {
+                    counts.count(result)
+                    let received =
+                        showsInferences
+                        ? result.postback.map { rule.receivedTime(forwarderTimestamp: $0.forwarderTimestamp, now: now) }
+                        : nil
+                    switch format {
+                    case .text:
+                        text += VerificationReport.textLine(entry.location, result)
+                        text += "\n"
+                        if let models,
+                            let decoded = VerificationReport.decodedText(result, models, receivedAt: rule.fixed)
+                        {
+                            text += decoded
+                            text += "\n"
+                        }
+                        if explain, let block = VerificationReport.explanationText(result, received: received) {
+                            text += block
+                            text += "\n"
+                        }
+                    case .json:
+                        text += VerificationReport.jsonLine(
                             entry.location,
                             result,
                             explain: explain,
                             models: models,
                             received: received
                         )
-                    )
+                        text += "\n"
+                    }
                 }
+                return (counts, text, verified.batch.readerState.diagnostics)
+            },
+            consume: { (counts: VerificationSummary, text: String, diagnostics: [InputDiagnostic]) in
+                summary.add(counts)
+                output.write(text)
+                for diagnostic in diagnostics { errors.line(diagnostic.description) }
             }
-            for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }
-        }
+        )
         for diagnostic in reader.takeDiagnostics() { errors.line(diagnostic.description) }
         summary.files = reader.filesOpened
         summary.unreadableFiles = reader.unreadableFiles

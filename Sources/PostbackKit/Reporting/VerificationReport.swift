@@ -37,6 +37,17 @@ package struct VerificationSummary: Sendable, Hashable {
         }
     }
 
+    /// Adds the verdicts counted in `other` (a batch's).
+    mutating func add(_ other: VerificationSummary) {
+        postbacks += other.postbacks
+        valid += other.valid
+        invalid += other.invalid
+        malformed += other.malformed
+        unsupported += other.unsupported
+        testMode += other.testMode
+        development += other.development
+    }
+
     /// Whether every postback read was valid (vacuously true when none was read).
     package var allValid: Bool { valid == postbacks }
 

@@ -51,53 +51,6 @@ struct PendingWrites {
 }
 
 extension PendingWrites.Candidate {
-    init(
-        _ postback: Postback,
-        _ result: VerificationResult,
-        raw: ArraySlice<UInt8>,
-        digest: [UInt8],
-        source: String,
-        channel: PostbackChannel,
-        location: EntryLocation,
-        receivedAt: UTCInstant,
-        receivedSource: ReceivedTimeSource,
-        runID: Int64,
-        request: ReceivedRequest? = nil,
-        entry: Int = 0
-    ) {
-        let columns = StoredColumns(postback)
-        let keySpace = KeySpace(result)
-        self.init(
-            columns: columns,
-            kind: postback.kind.rawValue,
-            keySpace: keySpace,
-            result: result,
-            fine: postback.conversionValue?.fine,
-            coarse: postback.conversionValue?.coarse?.rawValue,
-            country: postback.countryCode,
-            raw: raw,
-            digest: digest,
-            dedupKey: DedupKeyDigest.digest(
-                kind: postback.kind.rawValue,
-                keySpace: keySpace.rawValue,
-                adNetworkID: columns.adNetworkID,
-                transactionID: columns.transactionID,
-                sequenceIndex: Int64(columns.sequenceIndex)
-            ),
-            source: source,
-            channel: channel,
-            location: location,
-            receivedAt: receivedAt,
-            receivedSource: receivedSource,
-            runID: runID,
-            request: request,
-            entry: entry,
-            inference: PostbackInference(postback, receivedAt: receivedAt)
-        )
-    }
-}
-
-extension PendingWrites.Candidate {
     /// A valid entry to store; `request`: received over HTTP.
     init(
         _ item: IngestEntry,
@@ -105,11 +58,19 @@ extension PendingWrites.Candidate {
         runID: Int64,
         request: ReceivedRequest? = nil
     ) {
+        let postback = valid.postback
+        let prepared = item.prepared ?? PreparedPostback(postback, item.result, receivedAt: item.receivedAt)
         self.init(
-            valid.postback,
-            item.result,
+            columns: prepared.columns,
+            kind: postback.kind.rawValue,
+            keySpace: prepared.keySpace,
+            result: item.result,
+            fine: postback.conversionValue?.fine,
+            coarse: postback.conversionValue?.coarse?.rawValue,
+            country: postback.countryCode,
             raw: item.raw,
             digest: item.digest,
+            dedupKey: prepared.dedupKey,
             source: item.source,
             channel: item.channel,
             location: item.entry.location,
@@ -117,7 +78,8 @@ extension PendingWrites.Candidate {
             receivedSource: valid.receivedSource,
             runID: runID,
             request: request,
-            entry: request == nil ? 0 : item.index
+            entry: request == nil ? 0 : item.index,
+            inference: prepared.inference
         )
     }
 }

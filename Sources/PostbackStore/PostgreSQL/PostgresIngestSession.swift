@@ -20,10 +20,9 @@ final class PostgresIngestSession: IngestSession {
     /// entries wait: those are then committed at once, counted by the next ``commit()`` or
     /// ``rollback()``. A transaction is one multi-row insert per table, whatever the number of
     /// batches, and can be retried whole.
-    func write(_ verified: VerifiedBatch, context: BatchContext) async throws -> [QuarantinedEntry] {
+    func write(_ batch: PreparedBatch, context: BatchContext) async throws -> [QuarantinedEntry] {
         var quarantined: [QuarantinedEntry] = []
-        let now = UTCInstant.now()
-        verified.forEachIngestEntry(context, now: now) { item in
+        for item in batch.entries {
             pending.read += 1
             if let valid = item.valid {
                 pending.candidates.append(PendingWrites.Candidate(item, valid, runID: context.runID))

@@ -23,16 +23,15 @@ final class SQLiteIngestSession: IngestSession {
     /// touched, and the dedup key's pages are touched at random, so fewer, larger commits write
     /// far less (a commit per 256-postback batch spent more time in the kernel than in SQLite).
     /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
-    func write(_ verified: VerifiedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
+    func write(_ batch: PreparedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
         var quarantined: [QuarantinedEntry] = []
-        let now = UTCInstant.now()
         try queue.writeWithoutTransaction { db in
             if !db.isInsideTransaction {
                 try db.beginTransaction(.immediate)
                 uncommitted = IngestSummary()
                 prunedKeys = try SQLiteStore.prunedKeyGuard(db)
             }
-            try verified.forEachIngestEntry(context, now: now) { item in
+            for item in batch.entries {
                 uncommitted.read += 1
                 func refuse(_ result: VerificationResult) throws {
                     try SQLiteStore.quarantine(db, item, result, runID: context.runID)
@@ -41,7 +40,7 @@ final class SQLiteIngestSession: IngestSession {
                 }
                 guard let valid = item.valid else {
                     try refuse(item.result)
-                    return
+                    continue
                 }
                 let outcome = try SQLiteStore.store(
                     db,

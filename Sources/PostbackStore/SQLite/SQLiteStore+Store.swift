@@ -17,8 +17,8 @@ extension SQLiteStore {
         let (postback, receivedSource) = valid
         let (result, raw, digest, source) = (item.result, item.raw, item.digest, item.source)
         let (location, receivedAt) = (item.entry.location, item.receivedAt)
-        let columns = StoredColumns(postback)
-        let keySpace = KeySpace(result)
+        let prepared = item.prepared ?? PreparedPostback(postback, result, receivedAt: item.receivedAt)
+        let (columns, keySpace) = (prepared.columns, prepared.keySpace)
         var insert = SQLiteBinder(
             try db.cachedStatement(
                 sql: Self.insertPostbacks[request == nil ? 0 : 1][prunedKeys.covers(keySpace) ? 1 : 0]
@@ -56,20 +56,14 @@ extension SQLiteStore {
         insert.bind(location.index)
         insert.bind(location.line)
         insert.bind(runID)
-        let inference = PostbackInference(postback, receivedAt: receivedAt)
+        let inference = prepared.inference
         inference.estimatedInstallAt.withISO8601Bytes { bytes in
             insert.bindText(bytes)
             insert.bindText(UnsafeRawBufferPointer(rebasing: bytes[0..<10]))
         }
         insert.bind(inference.crowdAnonymityTier)
         insert.bind(inference.sourceIdentifierDigits)
-        let dedupKey = DedupKeyDigest.digest(
-            kind: postback.kind.rawValue,
-            keySpace: keySpace.rawValue,
-            adNetworkID: columns.adNetworkID,
-            transactionID: columns.transactionID,
-            sequenceIndex: Int64(columns.sequenceIndex)
-        )
+        let dedupKey = prepared.dedupKey
         dedupKey.withUnsafeBytes { insert.bindBlob($0) }
         insert.bind(item.channel.name)
         if let request {

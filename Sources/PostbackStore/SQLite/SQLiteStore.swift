@@ -34,7 +34,7 @@ package final class SQLiteStore: StoreEngine {
             ? try PostbackDatabase.openReadOnly(path)
             : try PostbackDatabase.open(path, allowingOpenTransactions: access == .ingest)
         self.location = .sqlite(path: path)
-        guard access == .receive else {
+        guard access == .receive || access == .ingest else {
             self.checkpointer = nil
             return
         }
@@ -42,7 +42,7 @@ package final class SQLiteStore: StoreEngine {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.backstopPages)")
             }
-            self.checkpointer = try WALCheckpointer(path: path)
+            self.checkpointer = try WALCheckpointer(path: path, restarting: access == .receive)
         } catch {
             throw DatabaseOpenError(.cannotOpen, "cannot open a second connection to \(path): \(error)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PostbackKit
 
 /// Copies the write-ahead log into the database file from a connection and thread of its own,
 /// for `serve`.
@@ -20,7 +21,11 @@ final class WALCheckpointer: Sendable {
 
     /// Opens a second connection to the database at `path` and starts checkpointing every
     /// `interval`.
-    init(path: String, interval: Duration = .milliseconds(100)) throws {
+    ///
+    /// `restarting`: also start the log again past ``restartFrames`` (`serve`, whose commits
+    /// never pause). Ingest's commits come a second apart, and the writer starts the log again
+    /// itself once a checkpoint has caught up.
+    init(path: String, interval: Duration = .milliseconds(100), restarting: Bool = true) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(PostbackDatabase.busyTimeoutSeconds)
         configuration.label = "postbackd.checkpointer"
@@ -35,6 +40,7 @@ final class WALCheckpointer: Sendable {
         let (seconds, attoseconds) = interval.components
         let pause = Double(seconds) + Double(attoseconds) / 1e18
         let thread = Thread {
+            nameThisThread("pbd-checkpoint")
             while stopped.wait(timeout: .now() + pause) == .timedOut {
                 // Busy (another checkpoint under way, or a reader holding an old snapshot) is
                 // normal: the next turn catches up.
@@ -43,13 +49,12 @@ final class WALCheckpointer: Sendable {
                 // file would only grow. Past `restartFrames`, a restart checkpoint holds the
                 // writer off while it copies the few frames since the last turn, after which
                 // the writer starts the log again from its beginning.
-                if let frames, frames.walFrameCount >= restartFrames {
+                if restarting, let frames, frames.walFrameCount >= restartFrames {
                     _ = try? queue.writeWithoutTransaction { db in try db.checkpoint(.restart) }
                 }
             }
             finished.signal()
         }
-        thread.name = "postbackd.checkpointer"
         thread.start()
     }
 

@@ -28,6 +28,9 @@ struct PreparedPostback: Sendable {
     var keySpace: KeySpace
     var dedupKey: [UInt8]
     var inference: PostbackInference
+    /// `received_at` and `estimated_install_at` as stored.
+    var receivedAtText: ISO8601Text
+    var estimatedInstallText: ISO8601Text
 
     init(_ postback: Postback, _ result: VerificationResult, receivedAt: UTCInstant) {
         columns = StoredColumns(postback)
@@ -40,6 +43,8 @@ struct PreparedPostback: Sendable {
             sequenceIndex: Int64(columns.sequenceIndex)
         )
         inference = PostbackInference(postback, receivedAt: receivedAt)
+        receivedAtText = ISO8601Text(receivedAt)
+        estimatedInstallText = ISO8601Text(inference.estimatedInstallAt)
     }
 }
 
@@ -54,6 +59,12 @@ package struct PreparedBatch: Sendable {
         var entries: [IngestEntry] = []
         entries.reserveCapacity(verified.batch.entries.count)
         verified.forEachIngestEntry(context, now: now) { entries.append($0) }
+        self.entries = entries
+    }
+
+    /// Some of a prepared batch's entries (a shard's: ``ShardedIngestSession``).
+    init(_ verified: VerifiedBatch, entries: [IngestEntry]) {
+        self.verified = verified
         self.entries = entries
     }
 }

@@ -67,12 +67,28 @@ extension Postbackd {
         )
         var commitEvery: Int = IngestJob.defaultEntriesPerTransaction
 
+        @Option(
+            help: ArgumentHelp(
+                "PostgreSQL: connections writing at once, each taking its share of the dedup keys (default: the active cores, at most 4). SQLite has one writer.",
+                valueName: "count"
+            )
+        )
+        var writers: Int?
+
         @Argument(help: "Files or folders to read; - or nothing reads standard input.")
         var paths: [String] = []
 
         func validate() throws {
             if commitEvery < 1 {
                 throw ValidationError("--commit-every \(commitEvery) must be at least 1")
+            }
+            if let writers, writers < 1 || writers > IngestJob.maximumWriters {
+                throw ValidationError("--writers \(writers) must be from 1 to \(IngestJob.maximumWriters)")
+            }
+            if let writers, writers > 1, case .sqlite = database.location {
+                throw ValidationError(
+                    "--writers \(writers): a SQLite store has one writer at a time; several need a PostgreSQL store (--db postgres://…)"
+                )
             }
             try checkTime(receivedAt, option: "--received-at")
             guard PostbackChannel(channel) != nil else {
@@ -89,7 +105,8 @@ extension Postbackd {
                 receivedAt: receivedAt.flatMap(UTCInstant.init(iso8601:)),
                 channel: PostbackChannel(channel) ?? .file,
                 logger: Logger(label: "postbackd.ingest"),
-                entriesPerTransaction: commitEvery
+                entriesPerTransaction: commitEvery,
+                writers: writers
             )
             let summary: IngestSummary
             do {

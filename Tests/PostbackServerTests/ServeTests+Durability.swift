@@ -132,7 +132,8 @@ extension ServeTests {
     )
     func sqliteDiskFull() async throws {
         let small = directory.path + "/small"
-        try SmallDisk.mount(at: small, size: "4m")
+        // Room for a new store (about 5 MiB at its migrations' peak, on 16 KiB pages).
+        try SmallDisk.mount(at: small, size: "8m")
         defer { SmallDisk.unmount(small) }
         let database = small + "/serve.sqlite"
         let server = try await ServerProcess.start(["--db", database] + Self.keyArguments, directory: directory.path)

@@ -59,4 +59,51 @@ struct IngestSessionContractTests {
             #expect(kept.accepted == 20)
         }
     }
+
+    @Test(
+        "three writers store the rows one writer stores: the first copy of each key in the input, its copies, the quarantine",
+        arguments: TestEngine.available
+    )
+    func severalWriters(_ engine: TestEngine) async throws {
+        var lines: [String] = []
+        for index in 0..<600 {
+            let transactionID = String(format: "00000000-0000-4000-8000-%012d", index)
+            lines.append(
+                try TestKeys.signer.signed(SamplePostback.make(.v4_0, transactionID: transactionID)).jsonText()
+            )
+            if index % 7 == 0 { lines.append("not a postback \(index)") }
+        }
+        // Copies of every fifth, later in the input: each is a sighting of the first.
+        lines += stride(from: 0, to: 600, by: 5).map { lines[$0] }
+        let path = try directory.write("copies.jsonl", lines.joined(separator: "\n"))
+        let one = try await TestStore.make(engine, in: directory, name: "one")
+        let three = try await TestStore.make(engine, in: directory, name: "three")
+        var summaries: [IngestSummary] = []
+        for (store, writers) in [(one, 1), (three, 3)] {
+            let job = IngestJob(
+                paths: [path],
+                location: store.location,
+                keyRing: try TestKeys.ring,
+                width: 2,
+                entriesPerTransaction: 100,
+                writers: writers
+            )
+            #expect(job.writerCount(store.location) == (engine == .postgres ? writers : 1))
+            summaries.append(try await job.run(errors: .memory(), showProgress: false))
+        }
+        #expect(summaries[0].accepted == 600)
+        #expect(summaries[1].accepted == 600)
+        #expect(summaries[0].duplicates == summaries[1].duplicates)
+        #expect(summaries[0].quarantined == summaries[1].quarantined)
+        let queries = [
+            "SELECT transaction_id, source_index, source_line, raw_sha256 FROM postbacks ORDER BY transaction_id",
+            "SELECT source_index, source_line, raw_sha256, conflict FROM sightings ORDER BY source_index",
+            "SELECT source_index, source_line, reason FROM quarantine ORDER BY source_index",
+        ]
+        for query in queries {
+            let expected = try await one.rows(query)
+            #expect(!expected.isEmpty)
+            #expect(try await three.rows(query) == expected, "\(query)")
+        }
+    }
 }

@@ -327,10 +327,13 @@ struct StoreFaultCommandTests {
     )
     func fullDisk() async throws {
         let mountPoint = directory.path + "/small"
-        try SmallDisk.mount(at: mountPoint, size: "2m")
+        // A new store's 26 migrations need about 5 MiB at their peak on 16 KiB pages (1.5 MiB of
+        // file, 3.4 MiB of write-ahead log), so the disk holds a new store and then fills with
+        // the postbacks.
+        try SmallDisk.mount(at: mountPoint, size: "8m")
         defer { SmallDisk.unmount(mountPoint) }
         let path = mountPoint + "/store.sqlite"
-        let input = try directory.write("big.jsonl", try await Postbackd.generated(count: 3_000, seed: 21))
+        let input = try directory.write("big.jsonl", try await Postbackd.generated(count: 12_000, seed: 21))
         let ingest = try await run(["ingest", "--db", path, "--keys", TestKeys.directory, input])
         #expect(ingest.status == 2, "\(ingest.standardError.suffix(400))")
         #expect(

@@ -37,34 +37,7 @@ package struct UTCInstant: Sendable, Hashable, Comparable, CustomStringConvertib
     /// Calls `body` with the 24 ASCII bytes of ``iso8601``, formatted on the stack (one is
     /// formatted per stored postback).
     package func withISO8601Bytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        let (days, millisecondOfDay) = milliseconds.floorDivided(by: 86_400_000)
-        let (year, month, day) = civilDate(fromDays: days)
-        let seconds = millisecondOfDay / 1000
-        var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        return try withUnsafeMutableBytes(of: &storage) { buffer in
-            func put(_ value: Int64, at offset: Int, digits: Int) {
-                var value = value
-                for position in stride(from: offset + digits - 1, through: offset, by: -1) {
-                    buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
-                    value /= 10
-                }
-            }
-            put(min(max(year, 0), 9999), at: 0, digits: 4)
-            buffer[4] = UInt8(ascii: "-")
-            put(month, at: 5, digits: 2)
-            buffer[7] = UInt8(ascii: "-")
-            put(day, at: 8, digits: 2)
-            buffer[10] = UInt8(ascii: "T")
-            put(seconds / 3600, at: 11, digits: 2)
-            buffer[13] = UInt8(ascii: ":")
-            put(seconds / 60 % 60, at: 14, digits: 2)
-            buffer[16] = UInt8(ascii: ":")
-            put(seconds % 60, at: 17, digits: 2)
-            buffer[19] = UInt8(ascii: ".")
-            put(millisecondOfDay % 1000, at: 20, digits: 3)
-            buffer[23] = UInt8(ascii: "Z")
-            return try body(UnsafeRawBufferPointer(rebasing: buffer[0..<24]))
-        }
+        try ISO8601Text(self).withBytes(body)
     }
 
     /// The UTC day, `2026-11-21`.
@@ -277,5 +250,45 @@ extension Int64 {
             remainder += divisor
         }
         return (quotient, remainder)
+    }
+}
+
+/// An instant's ``UTCInstant/iso8601`` text, 24 ASCII bytes held inline (no allocation): made
+/// where there is time (ingest's verifiers), bound where there is none (its writer).
+package struct ISO8601Text: Sendable {
+    private var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
+
+    package init(_ instant: UTCInstant) {
+        let (days, millisecondOfDay) = instant.milliseconds.floorDivided(by: 86_400_000)
+        let (year, month, day) = civilDate(fromDays: days)
+        let seconds = millisecondOfDay / 1000
+        withUnsafeMutableBytes(of: &storage) { buffer in
+            func put(_ value: Int64, at offset: Int, digits: Int) {
+                var value = value
+                for position in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(min(max(year, 0), 9999), at: 0, digits: 4)
+            buffer[4] = UInt8(ascii: "-")
+            put(month, at: 5, digits: 2)
+            buffer[7] = UInt8(ascii: "-")
+            put(day, at: 8, digits: 2)
+            buffer[10] = UInt8(ascii: "T")
+            put(seconds / 3600, at: 11, digits: 2)
+            buffer[13] = UInt8(ascii: ":")
+            put(seconds / 60 % 60, at: 14, digits: 2)
+            buffer[16] = UInt8(ascii: ":")
+            put(seconds % 60, at: 17, digits: 2)
+            buffer[19] = UInt8(ascii: ".")
+            put(millisecondOfDay % 1000, at: 20, digits: 3)
+            buffer[23] = UInt8(ascii: "Z")
+        }
+    }
+
+    /// Calls `body` with the 24 bytes.
+    package func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<24])) }
     }
 }

@@ -28,8 +28,14 @@ package struct IngestJob: Sendable {
     package var logger: Logger
     /// Quarantined entries described on standard error, at most; the rest are counted.
     var quarantineMessageLimit: Int
-    /// Postbacks written per transaction, at most (it also commits after a second).
+    /// Postbacks written per transaction, at most (it also commits after four seconds).
     package var entriesPerTransaction: Int
+    /// Sessions writing at once (PostgreSQL; ``ShardedIngestSession``); nil: the active cores,
+    /// at most four, on PostgreSQL, and one on SQLite, which has one writer.
+    package var writers: Int?
+
+    /// The most sessions `--writers` may ask for (the PostgreSQL pool holds 8 connections).
+    package static let maximumWriters = 8
 
     package init(
         paths: [String],
@@ -40,7 +46,8 @@ package struct IngestJob: Sendable {
         width: Int = ActiveProcessors.count,
         logger: Logger = Logger(label: "postbackd.ingest", factory: { _ in SwiftLogNoOpLogHandler() }),
         quarantineMessageLimit: Int = 20,
-        entriesPerTransaction: Int = IngestJob.defaultEntriesPerTransaction
+        entriesPerTransaction: Int = IngestJob.defaultEntriesPerTransaction,
+        writers: Int? = nil
     ) {
         self.paths = paths
         self.location = location
@@ -51,6 +58,15 @@ package struct IngestJob: Sendable {
         self.logger = logger
         self.quarantineMessageLimit = quarantineMessageLimit
         self.entriesPerTransaction = max(1, entriesPerTransaction)
+        self.writers = writers
+    }
+
+    /// How many sessions write at once into `location`.
+    package func writerCount(_ location: StoreLocation) -> Int {
+        switch location {
+        case .sqlite: 1
+        case .postgres: min(Self.maximumWriters, max(1, writers ?? min(4, width)))
+        }
     }
 
     /// The longest a transaction stays open: it blocks other writers meanwhile, and a kill
@@ -109,6 +125,7 @@ package struct IngestJob: Sendable {
             "ingest started",
             metadata: [
                 "ingest.inputs": "\(files.count)", "ingest.database": "\(location)", "ingest.channel": "\(channel)",
+                "ingest.writers": "\(writerCount(location))",
             ]
         )
 
@@ -135,7 +152,8 @@ package struct IngestJob: Sendable {
         var transactionEntries = 0
         var transactionStarted = UTCInstant.now()
         do {
-            try await store.withIngestSession { session in
+            try await store.withIngestSessions(writerCount(store.location)) { sessions in
+                let session: any IngestSession = sessions.count == 1 ? sessions[0] : ShardedIngestSession(sessions)
                 func commit() async throws {
                     summary.add(try await session.commit())
                     logger.trace("transaction committed", metadata: ["ingest.read": "\(summary.read)"])

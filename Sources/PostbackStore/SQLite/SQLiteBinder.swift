@@ -94,6 +94,17 @@ struct SQLiteBinder {
         sqlite3_bind_blob(statement, index, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
     }
 
+    /// Binds a blob without SQLite copying it (`SQLITE_STATIC`), NULL for empty bytes: the same
+    /// terms as ``bindStatic(_:)``.
+    mutating func bindBlobStatic(_ bytes: UnsafeRawBufferPointer) {
+        index += 1
+        guard let base = bytes.baseAddress else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_blob(statement, index, base, Int32(bytes.count), nil)
+    }
+
     mutating func bindBlob(_ bytes: ArraySlice<UInt8>?) {
         guard let bytes else { return bindBlob(nil as UnsafeRawBufferPointer?) }
         bytes.withUnsafeBytes { bindBlob($0) }

@@ -10,6 +10,8 @@ final class SQLiteIngestSession: IngestSession {
     private var uncommitted = IngestSummary()
     /// Which inserts check `pruned_keys`, read when the open write transaction began.
     private var prunedKeys = PrunedKeyGuard()
+    /// The statements it steps, looked up once.
+    private var statements = StoreStatements()
 
     init(queue: DatabaseQueue) {
         self.queue = queue
@@ -34,7 +36,7 @@ final class SQLiteIngestSession: IngestSession {
             for item in batch.entries {
                 uncommitted.read += 1
                 func refuse(_ result: VerificationResult) throws {
-                    try SQLiteStore.quarantine(db, item, result, runID: context.runID)
+                    try SQLiteStore.quarantine(db, item, result, runID: context.runID, statements: &statements)
                     uncommitted.countQuarantined(result)
                     quarantined.append(QuarantinedEntry(location: item.entry.location, result: result))
                 }
@@ -48,7 +50,8 @@ final class SQLiteIngestSession: IngestSession {
                     valid,
                     runID: context.runID,
                     prunedKeys: prunedKeys,
-                    counts: &uncommitted
+                    counts: &uncommitted,
+                    statements: &statements
                 )
                 if case .digestCollision(let storedID) = outcome {
                     try refuse(digestCollision(item.result, storedID: storedID))

@@ -16,6 +16,7 @@ extension SQLiteStore {
             var outcomes: [ReceiptOutcome] = []
             outcomes.reserveCapacity(requests.count)
             var counts = IngestSummary()
+            var statements = StoreStatements()
             try verified.forEachReceivedEntry(requests) { item in
                 let request = requests[item.index]
                 /// - Parameter overBudget: quarantine even when the request may not (the budget
@@ -48,7 +49,8 @@ extension SQLiteStore {
                     runID: runID,
                     request: request,
                     prunedKeys: prunedKeys,
-                    counts: &counts
+                    counts: &counts,
+                    statements: &statements
                 )
                 switch outcome {
                 case .stored: outcomes.append(.stored)

@@ -69,11 +69,11 @@ extension Postbackd {
 
         @Option(
             help: ArgumentHelp(
-                "PostgreSQL: connections writing at once, each taking its share of the dedup keys (default: the active cores, at most 4). SQLite has one writer.",
+                "PostgreSQL: connections writing at once, each taking its share of the dedup keys; worth more than 1 where the server has cores to spare. SQLite has one writer.",
                 valueName: "count"
             )
         )
-        var writers: Int?
+        var writers: Int = 1
 
         @Argument(help: "Files or folders to read; - or nothing reads standard input.")
         var paths: [String] = []
@@ -82,10 +82,10 @@ extension Postbackd {
             if commitEvery < 1 {
                 throw ValidationError("--commit-every \(commitEvery) must be at least 1")
             }
-            if let writers, writers < 1 || writers > IngestJob.maximumWriters {
+            if writers < 1 || writers > IngestJob.maximumWriters {
                 throw ValidationError("--writers \(writers) must be from 1 to \(IngestJob.maximumWriters)")
             }
-            if let writers, writers > 1, case .sqlite = database.location {
+            if writers > 1, case .sqlite = database.location {
                 throw ValidationError(
                     "--writers \(writers): a SQLite store has one writer at a time; several need a PostgreSQL store (--db postgres://…)"
                 )

@@ -93,6 +93,14 @@ struct IngestCommandTests {
         ])
         #expect(badTime.status == 2)
         #expect(badTime.standardError.contains("ISO 8601"))
+        // One SQLite file has one writer.
+        let writers = try await Postbackd.run(["ingest", "--db", database, "--writers", "2", Repository.vectors])
+        #expect(writers.status == 2)
+        #expect(writers.standardError.contains("a SQLite store has one writer"), "\(writers.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: database))
+        let tooMany = try await Postbackd.run(["ingest", "--db", database, "--writers", "0", Repository.vectors])
+        #expect(tooMany.status == 2)
+        #expect(tooMany.standardError.contains("--writers 0 must be from 1 to 8"), "\(tooMany.standardError)")
         for channel in ["Network X", "network/x", ".x", String(repeating: "n", count: 65)] {
             let badChannel = try await Postbackd.run([
                 "ingest", "--db", database, "--channel", channel, Repository.vectors,

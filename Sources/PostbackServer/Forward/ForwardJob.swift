@@ -200,7 +200,7 @@ final class ForwarderService: Service, Sendable {
             }
             // The ledger is the store's one user here. SQLite's calls block their thread, so
             // they run on a thread of their own.
-            await withTaskExecutorPreference(DedicatedThreadExecutor(label: "postbackd.forward")) {
+            await DedicatedThreadExecutor.run(named: "pbd-forward") {
                 await ledger.run(store: store)
             }
             try await group.waitForAll()

@@ -369,7 +369,7 @@ extension PostbackResponder {
 /// by side on its pool.
 final class ReportReader: Sendable {
     private let store: any StoreEngine
-    private let executor = DedicatedThreadExecutor(label: "postbackd.serve.reader")
+    private let executor = DedicatedThreadExecutor(name: "pbd-reports")
 
     init(_ store: any StoreEngine) {
         self.store = store

@@ -194,7 +194,7 @@ package struct ServeJob: Sendable {
             committer: committer,
             store: store,
             runID: runID,
-            executor: DedicatedThreadExecutor(label: "postbackd.serve.writer")
+            executor: DedicatedThreadExecutor(name: "pbd-commit")
         )
         let responder = PostbackResponder(
             verifiers: VerifierPool(keyRing: keyRing),

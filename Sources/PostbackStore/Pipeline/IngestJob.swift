@@ -30,8 +30,10 @@ package struct IngestJob: Sendable {
     var quarantineMessageLimit: Int
     /// Postbacks written per transaction, at most (it also commits after four seconds).
     package var entriesPerTransaction: Int
-    /// Sessions writing at once (PostgreSQL; ``ShardedIngestSession``); nil: the active cores,
-    /// at most four, on PostgreSQL, and one on SQLite, which has one writer.
+    /// Sessions writing at once (PostgreSQL; ``ShardedIngestSession``); nil: one. SQLite has one
+    /// writer whatever this says. On 2 cores, where the server shares the client's cores, 2 and
+    /// 4 writers ingested at 0.97–1.00× the rate of one (BENCHMARKS.md): more pay only where
+    /// the server has cores to spare.
     package var writers: Int?
 
     /// The most sessions `--writers` may ask for (the PostgreSQL pool holds 8 connections).
@@ -65,7 +67,7 @@ package struct IngestJob: Sendable {
     package func writerCount(_ location: StoreLocation) -> Int {
         switch location {
         case .sqlite: 1
-        case .postgres: min(Self.maximumWriters, max(1, writers ?? min(4, width)))
+        case .postgres: min(Self.maximumWriters, max(1, writers ?? 1))
         }
     }
 

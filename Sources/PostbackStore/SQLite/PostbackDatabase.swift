@@ -18,6 +18,13 @@ package enum PostbackDatabase {
     /// reconcile's count): a system call and a copy a page spared.
     static let mapsFile = "PRAGMA mmap_size = 17179869184"
 
+    /// Lets the write-ahead log grow to about `bytes` before a commit copies it into the file,
+    /// whatever the file's page size (SQLite counts pages).
+    static func setAutomaticCheckpoint(_ db: Database, bytes: Int) throws {
+        let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+        try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(1, bytes / max(512, pageSize)))")
+    }
+
     /// The page size of a new store, in bytes: 16 KiB rather than SQLite's 4. A stored postback
     /// is about 700 bytes, so a 4 KiB page of `postbacks` filled every fifth insert and the
     /// writer spent its time starting new pages and writing their frames. Measured with the
@@ -53,7 +60,8 @@ package enum PostbackDatabase {
         configuration.prepareDatabase { db in
             // 64 MiB of page cache holds more of the dedup index, whose pages every insert
             // touches at random; checkpoints every 64 MiB of WAL instead of every 4 MiB.
-            try db.execute(sql: "PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 16384")
+            try db.execute(sql: "PRAGMA cache_size = -65536")
+            try setAutomaticCheckpoint(db, bytes: 64 << 20)
             profileIfAsked(db)
             if allowingOpenTransactions {
                 // Ingest: no fsync per commit, only at checkpoints. A process crash loses

@@ -11,9 +11,13 @@ import PostbackKit
 /// run here it goes on while the writer commits. The writer keeps a high automatic threshold
 /// only as a backstop should this thread fall behind.
 final class WALCheckpointer: Sendable {
-    /// The writer's automatic checkpoint threshold, in pages (256 MiB of WAL), while this runs.
-    static let backstopPages = 65536
-    /// The log's length, in pages (16 MiB), past which it is started again.
+    /// The writer's automatic checkpoint threshold, in bytes of WAL, while this runs.
+    static let backstopBytes = 256 << 20
+    /// Ingest's: a commit into a large store writes a page of the dedup index for most of its
+    /// inserts (600 MB at 20 M postbacks), and past the threshold the writer would copy all
+    /// of it into the file itself, inside its commit.
+    static let ingestBackstopBytes = 2 << 30
+    /// The log's length, in pages (16 MiB on 4 KiB pages, 64 MiB on 16), past which it is started again.
     static let restartFrames = 4096
     private let queue: DatabaseQueue
     private let stopped = DispatchSemaphore(value: 0)

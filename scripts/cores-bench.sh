@@ -83,8 +83,9 @@ if [ "${BENCH_SERVE:-1}" != 0 ] && command -v wrk >/dev/null; then
     for c in "${counts[@]}"; do
         [ $((c * 2)) -le "$cores" ] || continue
         rm -f "$out"/serve.sqlite*
-        pin "$c" "$bin" serve --db "$out/serve.sqlite" --keys Keys/test --host 127.0.0.1 --port "$port" \
-            >"$out/serve.log" 2>&1 &
+        # taskset itself in the background (not the pin function's subshell), so that $! is serve.
+        taskset -c "0-$((c - 1))" "$bin" serve --db "$out/serve.sqlite" --keys Keys/test --host 127.0.0.1 \
+            --port "$port" >"$out/serve.log" 2>&1 &
         pid=$!
         for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
         result=$(WRK_CORPUS="$corpus" WRK_THREADS="$c" taskset -c "$c-$((cores - 1))" wrk -t"$c" -c256 -d12s \

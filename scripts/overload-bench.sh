@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `serve` under overload (issue 62, BENCHMARKS.md): a new SQLite store, 256 keep-alive
+# connections sending postbacks as fast as they are answered, and the rate, p99 and maximum
+# wrk saw; then the server's own commit histogram and each named thread's CPU time.
+#
+#   scripts/overload-bench.sh [ROUNDS] [SECONDS]     default 2 rounds of 15 s
+#
+# Environment: BENCH_BIN (the postbackd to measure), BENCH_OUT (default bench-out/overload),
+# BENCH_COUNT (the corpus's postbacks, default 200000). Needs wrk, curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-2}
+seconds=${2:-15}
+out=${BENCH_OUT:-bench-out/overload}
+mkdir -p "$out"
+server_pid=
+. scripts/serve-bench-lib.sh
+serve_bench_prepare overload-bench.sh
+corpus="$out/corpus-${BENCH_COUNT:-200000}.jsonl"
+make_corpus "$corpus" "${BENCH_COUNT:-200000}" 7 7
+keys=(--keys Keys/test)
+serve_args=()
+trap stop_server EXIT
+for round in $(seq 1 "$rounds"); do
+    rm -f "$out"/overload.sqlite*
+    start_server "$out/overload.sqlite"
+    result=$(WRK_CORPUS="$corpus" WRK_THREADS=2 WRK_DELAY_MS=0 wrk -t2 -c256 -d"${seconds}s" --timeout 10s \
+        -s scripts/wrk-postbacks.lua "http://127.0.0.1:$port" | grep '^RESULT')
+    commits=$(curl -s "http://127.0.0.1:$port/metrics" | awk '
+        /^postbackd_commit_duration_seconds_count/ { n = $2 }
+        /^postbackd_commit_duration_seconds_sum/ { s = $2 }
+        /^postbackd_commit_group_size_sum/ { g = $2 }
+        /^postbackd_commit_duration_seconds_bucket\{le="0.05"\}/ { f = $2 }
+        END { if (n > 0) printf "%d commits, %.1f a group, mean %.1f ms, %d under 50 ms", n, g / n, 1000 * s / n, f }')
+    threads=$(for task in /proc/"$server_pid"/task/*; do
+        echo "$(cat "$task/comm") $(awk '{ print $14 + $15 }' "$task/stat")"
+    done | awk '{ c[$1] += $2 } END { for (k in c) if (c[k] > 0) printf "%s %.2f s; ", k, c[k] / 100 }')
+    stop_server
+    echo "round $round: $result"
+    echo "  $commits"
+    echo "  CPU: $threads"
+done

@@ -14,10 +14,9 @@ struct IngestEntry: Sendable {
     /// The channel it came by (``PostbackChannel``).
     var channel: PostbackChannel
     var receivedAt: UTCInstant
-    /// The postback to store and where its received time came from; nil: quarantined.
-    var valid: (postback: Postback, receivedSource: ReceivedTimeSource)?
-    /// What its row is made of, worked out from the postback alone; nil: quarantined.
-    var prepared: PreparedPostback?
+    /// The postback to store, where its received time came from, and what its row is made of
+    /// (worked out where the entry is made); nil: quarantined.
+    var valid: (postback: Postback, receivedSource: ReceivedTimeSource, prepared: PreparedPostback)?
 }
 
 /// What a valid postback's row is made of besides the entry's own bytes: its columns, key
@@ -122,8 +121,7 @@ extension VerifiedBatch {
                     source: source(index, entry),
                     channel: channel(index),
                     receivedAt: receivedAt,
-                    valid: valid.map { ($0, receivedSource) },
-                    prepared: valid.map { PreparedPostback($0, result, receivedAt: receivedAt) }
+                    valid: valid.map { ($0, receivedSource, PreparedPostback($0, result, receivedAt: receivedAt)) }
                 )
             )
         }

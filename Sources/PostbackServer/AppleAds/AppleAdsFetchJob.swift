@@ -129,7 +129,7 @@ final class AppleAdsFetchService: Service, Sendable {
         configuration.maximumUsesPerConnection = nil
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         do {
-            try await DedicatedThreadExecutor.run(named: "pbd-apple-ads") {
+            try await NamedThreads.run(on: NamedThreads(name: "pbd-apple-ads")) {
                 try await exchange(store: store, client: client)
             }
         } catch {

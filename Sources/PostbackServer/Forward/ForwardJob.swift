@@ -200,7 +200,7 @@ final class ForwarderService: Service, Sendable {
             }
             // The ledger is the store's one user here. SQLite's calls block their thread, so
             // they run on a thread of their own.
-            await DedicatedThreadExecutor.run(named: "pbd-forward") {
+            await NamedThreads.run(on: NamedThreads(name: "pbd-forward")) {
                 await ledger.run(store: store)
             }
             try await group.waitForAll()

@@ -1,8 +1,9 @@
 import PostbackKit
 
-/// A task executor on a thread of its own (``NamedThreads``), for what uses a store: the writer
-/// of `serve` (`pbd-commit`), the reading routes (`pbd-reports`, ``ReportReader``), `forward`
-/// (`pbd-forward`) and the Apple Ads exchange (`pbd-apple-ads`), each on its own.
+/// A task executor on a thread of its own (``NamedThreads``) that lives as long as its owner, for
+/// what uses a store for the whole of `serve`: the writer (`pbd-commit`) and the reading routes
+/// (`pbd-reports`, ``ReportReader``). A job's own store work (`forward`'s `pbd-forward`, the Apple
+/// Ads exchange's `pbd-apple-ads`) runs in `NamedThreads.run(on:_:)`, ended with the job.
 ///
 /// The SQLite engine's calls block their thread for a whole transaction and its flush to disk.
 /// On Swift's cooperative pool (one thread per core) that would stall request handling; on
@@ -22,17 +23,5 @@ final class DedicatedThreadExecutor: TaskExecutor, Sendable {
 
     func enqueue(_ job: consuming ExecutorJob) {
         thread.enqueue(job)
-    }
-
-    /// Ends the thread once what it holds has run (the executor then runs nothing more here).
-    func shutdown() {
-        thread.shutdown()
-    }
-
-    /// Runs `body` on a thread named `name`, ended when `body` returns.
-    static func run<Result: Sendable>(named name: String, _ body: () async throws -> Result) async rethrows -> Result {
-        let executor = DedicatedThreadExecutor(name: name)
-        defer { executor.shutdown() }
-        return try await withTaskExecutorPreference(executor, operation: body)
     }
 }

@@ -21,7 +21,7 @@ final class ShardedIngestSession: IngestSession {
 
     /// The session `entry` belongs to.
     private func shard(of entry: IngestEntry) -> Int {
-        guard let key = entry.prepared?.dedupKey, let first = key.first else { return 0 }
+        guard let key = entry.valid?.prepared.dedupKey, let first = key.first else { return 0 }
         return Int(first) % shards.count
     }
 

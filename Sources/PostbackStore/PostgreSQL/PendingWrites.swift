@@ -54,12 +54,11 @@ extension PendingWrites.Candidate {
     /// A valid entry to store; `request`: received over HTTP.
     init(
         _ item: IngestEntry,
-        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource),
+        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource, prepared: PreparedPostback),
         runID: Int64,
         request: ReceivedRequest? = nil
     ) {
-        let postback = valid.postback
-        let prepared = item.prepared ?? PreparedPostback(postback, item.result, receivedAt: item.receivedAt)
+        let (postback, prepared) = (valid.postback, valid.prepared)
         self.init(
             columns: prepared.columns,
             kind: postback.kind.rawValue,

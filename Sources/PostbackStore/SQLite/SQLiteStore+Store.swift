@@ -8,17 +8,16 @@ extension SQLiteStore {
     static func store(
         _ db: Database,
         _ item: IngestEntry,
-        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource),
+        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource, prepared: PreparedPostback),
         runID: Int64,
         request: ReceivedRequest? = nil,
         prunedKeys: PrunedKeyGuard,
         counts: inout IngestSummary,
         statements: inout StoreStatements
     ) throws -> StoreOutcome {
-        let (postback, receivedSource) = valid
+        let (postback, receivedSource, prepared) = valid
         let (result, raw, digest, source) = (item.result, item.raw, item.digest, item.source)
         let (location, receivedAt) = (item.entry.location, item.receivedAt)
-        let prepared = item.prepared ?? PreparedPostback(postback, result, receivedAt: receivedAt)
         let (columns, keySpace, dedupKey) = (prepared.columns, prepared.keySpace, prepared.dedupKey)
         let statement = try statements.insertPostback(
             db,

@@ -11,7 +11,8 @@ extension Postbackd {
         static let configuration = CommandConfiguration(
             abstract: "Check a store: the engine's own check, then postbackd's invariants. Reads only.",
             discussion: """
-                Runs SQLite's integrity_check or, on PostgreSQL, amcheck's bt_index_check where \
+                Runs SQLite's integrity_check, with a check that its two levels of dedup keys \
+                hold each postback's key once, or, on PostgreSQL, amcheck's bt_index_check where \
                 the extension is installed and this user may run it (else says it skipped it). \
                 Then reads every row and checks that each postback's dedup_key is the digest of \
                 its key columns, that raw_sha256 is the SHA-256 of raw (postbacks, sightings, \

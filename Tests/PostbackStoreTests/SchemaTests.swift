@@ -28,7 +28,7 @@ struct SchemaTests {
         }
     }
 
-    @Test("a version 2 database migrates to the day index and the dedup digest, and keeps its postbacks")
+    @Test("a version 2 database migrates to the day index and the dedup digest in two levels, and keeps its postbacks")
     func migratesFromVersion2() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/v2.sqlite"
@@ -50,7 +50,7 @@ struct SchemaTests {
         try old.close()
         migrator = PostbackSchema.migrator
         let queue = try PostbackDatabase.open(path)
-        let (applied, found, digest, indexes) = try queue.read { db in
+        let (applied, found, digest, indexes, levels) = try queue.read { db in
             (
                 try migrator.appliedMigrations(db).count,
                 try Int.fetchOne(
@@ -61,7 +61,16 @@ struct SchemaTests {
                 try String.fetchAll(
                     db,
                     sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'postbacks'"
-                )
+                ),
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT 'settled', dedup_key, postback_id FROM dedup_settled
+                        UNION ALL SELECT 'recent', dedup_key, postback_id FROM dedup_recent
+                        """
+                ).map { row -> String in
+                    "\(row[0] as String) \((row[1] as Data).map { String(format: "%02x", $0) }.joined()) \(row[2] as Int64)"
+                }
             )
         }
         #expect(applied == PostbackSchema.migrator.migrations.count)
@@ -75,7 +84,10 @@ struct SchemaTests {
             sequenceIndex: 0
         )
         #expect(digest == Data(expected))
-        #expect(indexes.contains("postbacks_dedup_digest"))
+        // v27 moved the key from v5's unique index into the settled level of dedup keys.
+        let hex = expected.map { String(format: "%02x", $0) }.joined()
+        #expect(levels == ["settled \(hex) 1"])
+        #expect(!indexes.contains("postbacks_dedup_digest"))
         #expect(!indexes.contains("postbacks_dedup_key"))
     }
 }

@@ -127,6 +127,10 @@ struct SchemaUpgradeTests {
             "b9c48553bff17c2bf9ed6fb8d86ea7513da3b333015fdbea611dac9174fe202d"
         ),
         ("v26: claims", "2ab549e3a541aa6ac1588f00f4f31ef03b27728fdbc21ebaafa43fdd373bbee7"),
+        (
+            "v27: dedup keys in two levels",
+            "0329887abeb671e2ad4b4aa424871ee4959ad604d860b90b84df1c1bf3f4ad57"
+        ),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").

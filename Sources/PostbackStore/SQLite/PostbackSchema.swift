@@ -6,7 +6,8 @@ import PostbackKit
 ///
 /// Tables (documented for `sqlite3` users in docs/ingest.md):
 /// - `postbacks`: one row per accepted postback, every parsed field a column, the raw JSON,
-///   where it was read; the dedup key is a unique index.
+///   where it was read; its dedup key unique over `dedup_recent` and `dedup_settled`
+///   (``DedupLevels``).
 /// - `sightings`: every further copy of a stored postback, one per distinct (source,
 ///   position, bytes).
 /// - `conflicts`: sightings whose unsigned values differ from the stored postback, with both, or
@@ -1050,6 +1051,52 @@ package enum PostbackSchema {
                     added_at TEXT NOT NULL,
                     PRIMARY KEY (date, date_basis, ad_network_id, app_id, campaign, country_code)
                 ) WITHOUT ROWID;
+                """#
+        ),
+        // A store whose size costs nothing (issue 62): the dedup keys in two levels instead of
+        // one unique index on `postbacks`. A digest is random, so each commit's new keys landed
+        // on most leaves of the one index: at 20 M postbacks every commit rewrote about 600 MB.
+        // New keys now go to the small `dedup_recent`, inserted by the writer after the postback
+        // (an insert trigger would make every insert keep a statement journal: 2.2× the writer's
+        // time); settling moves them, one sixteenth of the key space at a time, into
+        // `dedup_settled`, in key order. Triggers keep both levels with every delete and every
+        // change of `postbacks.dedup_key` or `id`, and refuse a changed key either level holds.
+        // `dedup_settled_filter` holds a filter of each range's settled keys, built by the writer.
+        Migration(
+            "v27: dedup keys in two levels",
+            sql: #"""
+                CREATE TABLE dedup_settled (
+                    dedup_key BLOB PRIMARY KEY,
+                    postback_id INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE dedup_recent (
+                    dedup_key BLOB PRIMARY KEY,
+                    postback_id INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO dedup_settled (dedup_key, postback_id)
+                    SELECT dedup_key, id FROM postbacks WHERE dedup_key IS NOT NULL ORDER BY dedup_key;
+                DROP INDEX postbacks_dedup_digest;
+                CREATE TABLE dedup_settled_filter (
+                    key_range INTEGER PRIMARY KEY,
+                    keys INTEGER NOT NULL,
+                    built INTEGER NOT NULL,
+                    bits BLOB NOT NULL
+                );
+                CREATE TRIGGER postbacks_dedup_delete AFTER DELETE ON postbacks
+                WHEN OLD.dedup_key IS NOT NULL
+                BEGIN
+                    DELETE FROM dedup_recent WHERE dedup_key = OLD.dedup_key AND postback_id = OLD.id;
+                    DELETE FROM dedup_settled WHERE dedup_key = OLD.dedup_key AND postback_id = OLD.id;
+                END;
+                CREATE TRIGGER postbacks_dedup_update AFTER UPDATE OF dedup_key, id ON postbacks
+                BEGIN
+                    DELETE FROM dedup_recent WHERE dedup_key = OLD.dedup_key AND postback_id = OLD.id;
+                    DELETE FROM dedup_settled WHERE dedup_key = OLD.dedup_key AND postback_id = OLD.id;
+                    SELECT RAISE(ABORT, 'UNIQUE constraint failed: postbacks.dedup_key')
+                    WHERE EXISTS (SELECT 1 FROM dedup_settled WHERE dedup_key = NEW.dedup_key);
+                    INSERT INTO dedup_recent (dedup_key, postback_id)
+                        SELECT NEW.dedup_key, NEW.id WHERE NEW.dedup_key IS NOT NULL;
+                END;
                 """#
         ),
     ]

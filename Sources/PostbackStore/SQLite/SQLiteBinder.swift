@@ -170,6 +170,12 @@ struct SQLiteRowReader {
         return Array(UnsafeRawBufferPointer(start: bytes, count: count))
     }
 
+    /// The column's bytes, valid inside `body` only (NULL: empty).
+    func withBlob<Result>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return body(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, column), count: count))
+    }
+
     func int64(_ column: Int32) -> Int64? {
         sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
     }

@@ -12,6 +12,10 @@ final class SQLiteIngestSession: IngestSession {
     private var prunedKeys = PrunedKeyGuard()
     /// The statements it steps, looked up once.
     private var statements = StoreStatements()
+    /// The settled level's filter, read again when a write transaction begins.
+    private var filter = DedupFilter()
+    /// The row id of the next postback stored, read when a write transaction begins.
+    private var nextID: Int64 = 1
 
     init(queue: DatabaseQueue) {
         self.queue = queue
@@ -32,6 +36,8 @@ final class SQLiteIngestSession: IngestSession {
                 try db.beginTransaction(.immediate)
                 uncommitted = IngestSummary()
                 prunedKeys = try SQLiteStore.prunedKeyGuard(db)
+                try filter.refresh(db)
+                nextID = try Int64.fetchOne(db, sql: SQLiteStore.nextPostbackID) ?? 1
             }
             for item in batch.entries {
                 uncommitted.read += 1
@@ -50,6 +56,8 @@ final class SQLiteIngestSession: IngestSession {
                     valid,
                     runID: context.runID,
                     prunedKeys: prunedKeys,
+                    filter: filter,
+                    nextID: &nextID,
                     counts: &uncommitted,
                     statements: &statements
                 )
@@ -61,9 +69,13 @@ final class SQLiteIngestSession: IngestSession {
         return quarantined
     }
 
+    /// Commits the open write transaction, settling dedup keys first when the recent level has
+    /// grown past its share of the store (``DedupLevels/settleIfDue(_:maxRanges:)``), in the
+    /// same transaction.
     func commit() throws -> IngestSummary {
         try queue.writeWithoutTransaction { db in
             guard db.isInsideTransaction else { return }
+            try DedupLevels.settleIfDue(db)
             try db.commit()
         }
         defer { uncommitted = IngestSummary() }

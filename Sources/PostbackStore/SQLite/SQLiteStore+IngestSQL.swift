@@ -3,11 +3,12 @@ import GRDB
 /// The statements of ingest's and `serve`'s writes on SQLite.
 extension SQLiteStore {
     /// `INSERT INTO postbacks`, each value bound in column order (the dedup key 37th, the
-    /// channel after it), the HTTP request's client address and id after those when `received`. `unlessPruned`: nothing
-    /// either when `pruned_keys` holds the key (a postback `prune` removed): for the rows
-    /// ``PrunedKeyGuard`` covers.
-    static func insertPostback(received: Bool, unlessPruned: Bool) -> String {
-        let parameters = Array(repeating: "?", count: received ? 40 : 38).joined(separator: ", ")
+    /// channel and the row id after it), the HTTP request's client address and id after those
+    /// when `received`. The writer has claimed the key first (``claimRecentKey``) under that row
+    /// id: one row of `VALUES`, not an `INSERT … SELECT … WHERE NOT EXISTS`, which SQLite runs
+    /// with a statement journal (a copy of every page it touches: 1.7× the writer's time).
+    static func insertPostback(received: Bool) -> String {
+        let parameters = Array(repeating: "?", count: received ? 41 : 39).joined(separator: ", ")
         return """
             INSERT INTO postbacks (
                 kind, key_space, ad_network_id, transaction_id, postback_sequence_index, version, app_id, campaign_id,
@@ -15,31 +16,50 @@ extension SQLiteStore {
                 marketplace_id, impression_type, ad_interaction_type, fine_value, coarse_value, country_code, test_mode,
                 development, key_name, received_at, received_at_source, raw, raw_sha256, source, source_index,
                 source_line, run_id, estimated_install_at, install_date, crowd_anonymity_tier, source_identifier_digits,
-                dedup_key, channel\(received ? ", client_address, request_id" : ""))
-            \(unlessPruned
-                ? "SELECT \(parameters) WHERE NOT EXISTS (SELECT 1 FROM pruned_keys WHERE dedup_key = ?37)"
-                : "VALUES (\(parameters))")
-            ON CONFLICT (dedup_key) DO NOTHING
+                dedup_key, channel, id\(received ? ", client_address, request_id" : ""))
+            VALUES (\(parameters))
             """
     }
 
-    /// ``insertPostback(received:unlessPruned:)`` of each kind, indexed by `received` then
-    /// `unlessPruned`.
-    static let insertPostbacks = [false, true].map { received in
-        [false, true].map { unlessPruned in insertPostback(received: received, unlessPruned: unlessPruned) }
-    }
+    /// ``insertPostback(received:)`` of each kind, indexed by `received`.
+    static let insertPostbacks = [false, true].map(insertPostback(received:))
 
-    /// Which inserts check `pruned_keys`: read once per write transaction (one writer: no
+    /// Whether `pruned_keys` holds a key (a postback `prune` removed): asked for the rows
+    /// ``PrunedKeyGuard`` covers.
+    static let selectPrunedKey = "SELECT 1 FROM pruned_keys WHERE dedup_key = ?"
+
+    /// Which keys are looked up in `pruned_keys`: read once per write transaction (one writer: no
     /// prune commits inside it).
     static func prunedKeyGuard(_ db: Database) throws -> PrunedKeyGuard {
         try SQLiteSQL.rows(db, PrunedKeyGuard.read).first.map(PrunedKeyGuard.init) ?? PrunedKeyGuard()
     }
 
-    static let selectStored = """
+    /// A new postback's key claimed in the recent level of dedup keys (``DedupLevels``), with
+    /// the row id the postback will take: nothing when the level holds the key.
+    static let claimRecentKey = """
+        INSERT INTO dedup_recent (dedup_key, postback_id) VALUES (?, ?) ON CONFLICT (dedup_key) DO NOTHING
+        """
+
+    /// The row id the next stored postback takes: read when a write transaction begins, and
+    /// counted on by its one writer. It is the id SQLite would choose (one past the largest).
+    static let nextPostbackID = "SELECT coalesce(max(id), 0) + 1 FROM postbacks"
+
+    /// The stored postback of a dedup key, through the level that holds it: one row, or none.
+    static let selectStored = ["dedup_recent", "dedup_settled"].map(selectStored(through:))
+        .joined(separator: "\nUNION ALL\n")
+
+    /// ``selectStored`` through the recent level alone: for a key the settled level's filter
+    /// (``DedupFilter``) does not hold.
+    static let selectStoredRecent = selectStored(through: "dedup_recent")
+
+    private static func selectStored(through level: String) -> String {
+        """
         SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
             ad_network_id, transaction_id, postback_sequence_index, kind, key_space, \(SignedColumns.sqlColumns)
-        FROM postbacks WHERE dedup_key = ?
+        FROM \(level) JOIN postbacks ON postbacks.id = \(level).postback_id
+        WHERE \(level).dedup_key = ?1
         """
+    }
 
     /// `INSERT INTO sightings`, with the HTTP request's client address and id when `received`.
     static func insertSighting(received: Bool) -> String {

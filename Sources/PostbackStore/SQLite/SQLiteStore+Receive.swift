@@ -13,6 +13,11 @@ extension SQLiteStore {
         // was opened for `.receive`): durable when `write` returns.
         try queue.write { db in
             let prunedKeys = try Self.prunedKeyGuard(db)
+            let filter = try settledFilter.withLock { filter in
+                try filter.refresh(db)
+                return filter
+            }
+            var nextID = try Int64.fetchOne(db, sql: Self.nextPostbackID) ?? 1
             var outcomes: [ReceiptOutcome] = []
             outcomes.reserveCapacity(requests.count)
             var counts = IngestSummary()
@@ -49,6 +54,8 @@ extension SQLiteStore {
                     runID: runID,
                     request: request,
                     prunedKeys: prunedKeys,
+                    filter: filter,
+                    nextID: &nextID,
                     counts: &counts,
                     statements: &statements
                 )
@@ -59,7 +66,21 @@ extension SQLiteStore {
                     outcomes.append(try refuse(digestCollision(item.result, storedID: storedID), overBudget: true))
                 }
             }
+            try settleIfDue(db)
             return outcomes
         }
+    }
+
+    /// Settles at most one range of dedup keys (``DedupLevels``) when the recent level has grown
+    /// past its share, looked at once a second: a receipt's commit then waits for one range at
+    /// most (a sixteenth of the settled level's leaves).
+    private func settleIfDue(_ db: Database) throws {
+        let now = ContinuousClock.now
+        let due = settleChecked.withLock { checked in
+            guard checked.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            checked = now
+            return true
+        }
+        if due { try DedupLevels.settleIfDue(db, maxRanges: 1) }
     }
 }

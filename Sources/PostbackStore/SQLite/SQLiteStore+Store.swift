@@ -12,6 +12,8 @@ extension SQLiteStore {
         runID: Int64,
         request: ReceivedRequest? = nil,
         prunedKeys: PrunedKeyGuard,
+        filter: DedupFilter,
+        nextID: inout Int64,
         counts: inout IngestSummary,
         statements: inout StoreStatements
     ) throws -> StoreOutcome {
@@ -19,15 +21,57 @@ extension SQLiteStore {
         let (result, raw, digest, source) = (item.result, item.raw, item.digest, item.source)
         let (location, receivedAt) = (item.entry.location, item.receivedAt)
         let (columns, keySpace, dedupKey) = (prepared.columns, prepared.keySpace, prepared.dedupKey)
-        let statement = try statements.insertPostback(
-            db,
-            received: request != nil,
-            unlessPruned: prunedKeys.covers(keySpace)
-        )
+        // A key that neither the settled level (its filter, ``DedupFilter``) nor `pruned_keys`
+        // may hold is claimed in the recent level at once, under the id its postback will take:
+        // the claim that finds the key taken is the look-up. Any other key is looked up first.
+        let lookFirst = dedupKey.withUnsafeBytes(filter.mayHold) || prunedKeys.covers(keySpace)
+        if try lookFirst || !claim(db, dedupKey, id: nextID, statements: &statements) {
+            // Its row is read through SQLite's C API (a re-read input is all copies; GRDB's `Row`
+            // boxed each value), from whichever level holds the key.
+            let lookup = SQLiteRowReader(try statements.statement(lookFirst ? .selectStored : .selectStoredRecent, db))
+            {
+                binder in dedupKey.withUnsafeBytes { binder.bindBlob($0) }
+            }
+            if try lookup.next(db) {
+                // The key is taken: this is a copy of a stored postback.
+                let stored = StoredPostback(lookup, dedupKey: dedupKey)
+                lookup.reset()
+                return try recordCopy(
+                    db,
+                    item,
+                    valid,
+                    of: stored,
+                    runID: runID,
+                    request: request,
+                    counts: &counts,
+                    statements: &statements
+                )
+            }
+            lookup.reset()
+            if prunedKeys.covers(keySpace) {
+                let pruned = SQLiteRowReader(try statements.statement(.selectPrunedKey, db)) { binder in
+                    dedupKey.withUnsafeBytes { binder.bindBlob($0) }
+                }
+                defer { pruned.reset() }
+                if try pruned.next(db) {
+                    // `prune` removed its postback and kept the key.
+                    counts.countCopyOfPruned()
+                    try SQLiteSQL.execute(db, RetentionSQL.countCopyOfPruned(receivedAt: receivedAt))
+                    return .duplicate(.ofPruned)
+                }
+            }
+            guard try lookFirst && claim(db, dedupKey, id: nextID, statements: &statements) else {
+                throw DatabaseError(
+                    resultCode: .SQLITE_CORRUPT,
+                    message: "dedup_recent holds a dedup key that no stored postback holds; run `postbackd check`"
+                )
+            }
+        }
+        let statement = try statements.statement(request == nil ? .insert : .insertReceived, db)
         // The raw bytes, their digest, the dedup key and the two times are bound without SQLite
         // copying them (`SQLITE_STATIC`): they stay where they are until the step, inside these
         // closures, and every step binds every parameter again.
-        let changes = try raw.withUnsafeBytes { rawBytes in
+        _ = try raw.withUnsafeBytes { rawBytes in
             try digest.withUnsafeBytes { digestBytes in
                 try dedupKey.withUnsafeBytes { keyBytes in
                     try prepared.receivedAtText.withBytes { receivedText in
@@ -71,6 +115,7 @@ extension SQLiteStore {
                             insert.bind(prepared.inference.sourceIdentifierDigits)
                             insert.bindBlobStatic(keyBytes)
                             insert.bind(item.channel.name)
+                            insert.bind(nextID)
                             if let request {
                                 insert.bind(request.clientAddress)
                                 insert.bind(request.requestID)
@@ -81,25 +126,42 @@ extension SQLiteStore {
                 }
             }
         }
-        if changes == 1 {
-            counts.countAccepted(result)
-            return .stored
-        }
+        nextID += 1
+        counts.countAccepted(result)
+        return .stored
+    }
 
-        // The key is taken: this is a copy of a stored postback. Its row is read through
-        // SQLite's C API (a re-read input is all copies; GRDB's `Row` boxed each value).
-        let lookup = SQLiteRowReader(try statements.statement(.selectStored, db)) { binder in
-            dedupKey.withUnsafeBytes { binder.bindBlob($0) }
+    /// Claims `dedupKey` in the recent level of dedup keys (``DedupLevels``) for the postback of
+    /// row id `id`; false when the recent level holds it already.
+    private static func claim(
+        _ db: Database,
+        _ dedupKey: [UInt8],
+        id: Int64,
+        statements: inout StoreStatements
+    ) throws -> Bool {
+        var claim = SQLiteBinder(try statements.statement(.claimRecentKey, db))
+        return try dedupKey.withUnsafeBytes { keyBytes in
+            claim.bindBlobStatic(keyBytes)
+            claim.bind(id)
+            return try claim.step(db) == 1
         }
-        guard try lookup.next(db) else {
-            lookup.reset()
-            // No row holds the key: `prune` removed its postback and kept the key.
-            counts.countCopyOfPruned()
-            try SQLiteSQL.execute(db, RetentionSQL.countCopyOfPruned(receivedAt: receivedAt))
-            return .duplicate(.ofPruned)
-        }
-        let stored = StoredPostback(lookup, dedupKey: dedupKey)
-        lookup.reset()
+    }
+
+    /// A copy of the `stored` postback of its key: counted, and recorded as a sighting (with a
+    /// conflict when its values differ) unless it is the stored bytes at the stored position.
+    private static func recordCopy(
+        _ db: Database,
+        _ item: IngestEntry,
+        _ valid: (postback: Postback, receivedSource: ReceivedTimeSource, prepared: PreparedPostback),
+        of stored: StoredPostback,
+        runID: Int64,
+        request: ReceivedRequest?,
+        counts: inout IngestSummary,
+        statements: inout StoreStatements
+    ) throws -> StoreOutcome {
+        let (postback, columns, keySpace) = (valid.postback, valid.prepared.columns, valid.prepared.keySpace)
+        let (raw, digest, source, location) = (item.raw, item.digest, item.source, item.entry.location)
+        let receivedAt = item.receivedAt
         let copyFine = postback.conversionValue?.fine
         let copyCoarse = postback.conversionValue?.coarse?.rawValue
         let comparison: CopyComparison
@@ -139,7 +201,7 @@ extension SQLiteStore {
         return .duplicate(comparison)
     }
 
-    /// What ``store(_:_:_:runID:request:prunedKeys:counts:statements:)`` did.
+    /// What ``store(_:_:_:runID:request:prunedKeys:filter:nextID:counts:statements:)`` did.
     enum StoreOutcome {
         case stored
         /// A copy of a stored postback, and how it compares with it.
@@ -175,16 +237,17 @@ extension SQLiteStore {
 /// writer's time a postback).
 struct StoreStatements {
     enum Kind: Int, CaseIterable {
-        case insert, insertUnlessPruned, insertReceived, insertReceivedUnlessPruned
-        case selectStored, insertSighting, insertReceivedSighting, insertConflict, insertQuarantine
+        case insert, insertReceived, claimRecentKey, selectStored, selectStoredRecent, selectPrunedKey
+        case insertSighting, insertReceivedSighting, insertConflict, insertQuarantine
 
         var sql: String {
             switch self {
-            case .insert: SQLiteStore.insertPostbacks[0][0]
-            case .insertUnlessPruned: SQLiteStore.insertPostbacks[0][1]
-            case .insertReceived: SQLiteStore.insertPostbacks[1][0]
-            case .insertReceivedUnlessPruned: SQLiteStore.insertPostbacks[1][1]
+            case .insert: SQLiteStore.insertPostbacks[0]
+            case .insertReceived: SQLiteStore.insertPostbacks[1]
+            case .claimRecentKey: SQLiteStore.claimRecentKey
             case .selectStored: SQLiteStore.selectStored
+            case .selectStoredRecent: SQLiteStore.selectStoredRecent
+            case .selectPrunedKey: SQLiteStore.selectPrunedKey
             case .insertSighting: SQLiteStore.insertSightings[0]
             case .insertReceivedSighting: SQLiteStore.insertSightings[1]
             case .insertConflict: SQLiteStore.insertConflict
@@ -201,17 +264,5 @@ struct StoreStatements {
         let statement = try db.cachedStatement(sql: kind.sql)
         taken[kind.rawValue] = statement
         return statement
-    }
-
-    /// `INSERT INTO postbacks` of the kind `received` and `unlessPruned` ask for.
-    mutating func insertPostback(_ db: Database, received: Bool, unlessPruned: Bool) throws -> Statement {
-        let kind: Kind =
-            switch (received, unlessPruned) {
-            case (false, false): .insert
-            case (false, true): .insertUnlessPruned
-            case (true, false): .insertReceived
-            case (true, true): .insertReceivedUnlessPruned
-            }
-        return try statement(kind, db)
     }
 }

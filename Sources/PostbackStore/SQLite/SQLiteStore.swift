@@ -1,12 +1,14 @@
 import Foundation
 import GRDB
 import PostbackKit
+import Synchronization
 
 /// The SQLite engine: one database file, opened in WAL mode so that several processes share it.
 ///
 /// Ingest writes verified batches into one open transaction, many batches per commit. Dedup is
-/// enforced by the database: the `postbacks_dedup_digest` unique index over a 128-bit digest of
-/// the dedup key (``DedupKeyDigest``) and `INSERT … ON CONFLICT DO NOTHING`. Only a valid
+/// enforced by the database: a 128-bit digest of the dedup key (``DedupKeyDigest``) kept unique
+/// over the two levels of ``DedupLevels`` by triggers, and an insert that stores nothing when
+/// either level holds the key. Only a valid
 /// postback ever reaches `postbacks`, so a forged copy can never claim a key before the genuine
 /// one arrives.
 ///
@@ -26,6 +28,10 @@ package final class SQLiteStore: StoreEngine {
 
     /// `serve`'s checkpoints, off the commit path.
     private let checkpointer: WALCheckpointer?
+    /// When `serve`'s receipts last looked whether dedup keys need settling.
+    let settleChecked = Mutex<ContinuousClock.Instant?>(nil)
+    /// The settled level's filter for `serve`'s receipts, read again when each group begins.
+    let settledFilter = Mutex(DedupFilter())
 
     /// Opens (creating and migrating) the database at `path`.
     package init(path: String, access: StoreAccess = .standard) throws(DatabaseOpenError) {

@@ -42,6 +42,11 @@ let package = Package(
             name: "CPostbackdCompression",
             providers: [.apt(["zlib1g-dev", "libzstd-dev"])]
         ),
+        // SQLite's process-wide settings (sqlite3_config is variadic: Swift cannot call it).
+        .systemLibrary(
+            name: "CPostbackdSQLite",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // The core: postbacks, parsing, verification, conversion models, generation. No storage,
         // no network: `verify` links neither a database driver nor a server.
         .target(
@@ -58,6 +63,7 @@ let package = Package(
             name: "PostbackStore",
             dependencies: [
                 "PostbackKit",
+                "CPostbackdSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding values on the ingest hot path (SQLite/SQLiteBinder.swift).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

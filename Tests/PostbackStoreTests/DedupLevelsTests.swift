@@ -164,7 +164,17 @@ struct DedupLevelsTests {
         let report = try await CheckJob.run(store.location)
         #expect(report.engine.outcome == .problems)
         #expect(report.engine.messages.count == 1)
-        #expect(report.engine.messages.first?.contains("is in neither dedup_recent nor dedup_settled") == true)
+        #expect(report.engine.messages.first?.hasPrefix("1 postbacks rows have their dedup_key in neither") == true)
+        // A level's key whose postback does not hold it is named with its row.
+        try await queue.write { db in
+            try db.execute(
+                sql:
+                    "UPDATE dedup_recent SET postback_id = postback_id + 1000 WHERE dedup_key = (SELECT min(dedup_key) FROM dedup_recent)"
+            )
+        }
+        let named = try await CheckJob.run(store.location)
+        #expect(named.engine.messages.count == 1)
+        #expect(named.engine.messages.first?.contains("which does not hold it") == true)
     }
 
     @Test("a recent level past its share of the store is estimated and settled, fullest range first, a range at a time")

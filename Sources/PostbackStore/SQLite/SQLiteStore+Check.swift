@@ -9,22 +9,30 @@ extension SQLiteStore {
     package func checkEngine() throws -> EngineCheck {
         let name = "integrity_check"
         let (pages, levels) = try queue.read { db in
-            (try String.fetchAll(db, sql: "PRAGMA \(name)(100)"), try String.fetchAll(db, sql: Self.dedupLevelFaults))
+            (try String.fetchAll(db, sql: "PRAGMA \(name)(100)"), try Self.dedupLevelFaults(db))
         }
         let messages = (pages == ["ok"] ? [] : pages) + levels
         if messages.isEmpty { return EngineCheck(name: name, outcome: .sound, messages: []) }
         return EngineCheck(name: name, outcome: .problems, messages: messages)
     }
 
-    /// What a unique index's check would find: a postback whose key neither level holds for it,
-    /// a level's key whose postback does not hold it, a key in both levels.
-    static let dedupLevelFaults = """
-        SELECT 'postbacks row ' || p.id || ': its dedup_key is in neither dedup_recent nor dedup_settled'
-        FROM postbacks p
-        WHERE p.dedup_key IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM dedup_recent r WHERE r.dedup_key = p.dedup_key AND r.postback_id = p.id)
-            AND NOT EXISTS (SELECT 1 FROM dedup_settled s WHERE s.dedup_key = p.dedup_key AND s.postback_id = p.id)
-        UNION ALL
+    /// What a unique index's check would find. Each level's key must be its postback's, under
+    /// its id, and in one level only; then every postback has its key in a level exactly when
+    /// the levels hold as many keys as there are postbacks (each key names a postback of its
+    /// own). That reads each level's keys and their postbacks by id, not every postback's row
+    /// (the table with its raw bytes: twice the time, 3 M postbacks here).
+    static func dedupLevelFaults(_ db: Database) throws -> [String] {
+        let faults = try String.fetchAll(db, sql: dedupLevelRows)
+        guard faults.isEmpty else { return faults }
+        let (postbacks, keys) =
+            try Row.fetchOne(db, sql: dedupLevelCounts).map { ($0[0] as Int64, $0[1] as Int64) } ?? (0, 0)
+        guard postbacks != keys else { return [] }
+        return [
+            "\(postbacks - keys) postbacks rows have their dedup_key in neither dedup_recent nor dedup_settled (\(postbacks) rows, \(keys) keys in the two levels)"
+        ]
+    }
+
+    static let dedupLevelRows = """
         SELECT 'dedup_recent: key ' || hex(r.dedup_key) || ' is of postbacks row ' || r.postback_id || ', which does not hold it'
         FROM dedup_recent r
         WHERE NOT EXISTS (SELECT 1 FROM postbacks p WHERE p.id = r.postback_id AND p.dedup_key = r.dedup_key)
@@ -36,6 +44,10 @@ extension SQLiteStore {
         SELECT 'dedup key ' || hex(r.dedup_key) || ' is in both dedup_recent and dedup_settled'
         FROM dedup_recent r JOIN dedup_settled s ON s.dedup_key = r.dedup_key
         LIMIT 100
+        """
+
+    static let dedupLevelCounts = """
+        SELECT (SELECT count(*) FROM postbacks), (SELECT count(*) FROM dedup_recent) + (SELECT count(*) FROM dedup_settled)
         """
 
 }

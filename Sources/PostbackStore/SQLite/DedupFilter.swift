@@ -99,10 +99,17 @@ package struct DedupFilter {
 
     /// Reads the filters whose rows changed since this value last read them: at the start of
     /// each write transaction, since another process's settle may have changed them (16 small
-    /// rows; a changed filter's bits are read again).
+    /// rows; a changed filter's bits are read again). In a write transaction, builds first the
+    /// filters the store lacks (a new store's are empty; a store upgraded to v27 reads its
+    /// settled keys once), so that a new store's first transaction does not look up every key.
     package mutating func refresh(_ db: Database) throws {
+        var rows = try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter")
+        if rows.count < 16 && db.isInsideTransaction {
+            try Self.buildMissing(db)
+            rows = try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter")
+        }
         var seen = [Bool](repeating: false, count: 16)
-        for row in try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter") {
+        for row in rows {
             let range: Int = row[0]
             let built: Int64 = row[1]
             guard ranges.indices.contains(range) else { continue }

@@ -54,7 +54,6 @@ package enum DedupLevels {
     /// caller's write transaction.
     @discardableResult
     package static func settleIfDue(_ db: Database, maxRanges: Int = 16) throws -> Int {
-        try DedupFilter.buildMissing(db)
         var estimates = try estimate(db)
         let storeSize = try Int64.fetchOne(db, sql: "SELECT max(id) FROM postbacks") ?? 0
         let threshold = threshold(storeSize: storeSize)

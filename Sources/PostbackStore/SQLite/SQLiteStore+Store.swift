@@ -28,9 +28,9 @@ extension SQLiteStore {
         if try lookFirst || !claim(db, dedupKey, id: nextID, statements: &statements) {
             // Its row is read through SQLite's C API (a re-read input is all copies; GRDB's `Row`
             // boxed each value), from whichever level holds the key.
-            let lookup = SQLiteRowReader(try statements.statement(lookFirst ? .selectStored : .selectStoredRecent, db))
-            {
-                binder in dedupKey.withUnsafeBytes { binder.bindBlob($0) }
+            let levels: StoreStatements.Kind = lookFirst ? .selectStored : .selectStoredRecent
+            let lookup = SQLiteRowReader(try statements.statement(levels, db)) { binder in
+                dedupKey.withUnsafeBytes { binder.bindBlob($0) }
             }
             if try lookup.next(db) {
                 // The key is taken: this is a copy of a stored postback.

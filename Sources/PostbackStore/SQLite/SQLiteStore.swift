@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// Ingest writes verified batches into one open transaction, many batches per commit. Dedup is
 /// enforced by the database: a 128-bit digest of the dedup key (``DedupKeyDigest``) kept unique
-/// over the two levels of ``DedupLevels`` by triggers, and an insert that stores nothing when
-/// either level holds the key. Only a valid
+/// over the two levels of ``DedupLevels``: the writer claims each new key in the recent level,
+/// whose primary key refuses a key it holds, after looking in the settled level where its filter
+/// (``DedupFilter``) says the key may be. Only a valid
 /// postback ever reaches `postbacks`, so a forged copy can never claim a key before the genuine
 /// one arrives.
 ///

@@ -3,7 +3,7 @@ import GRDB
 
 /// A filter in front of the settled level of dedup keys (``DedupLevels``): for each of its
 /// sixteen ranges, a blocked Bloom filter of the range's settled keys, kept in
-/// `dedup_settled_filter` and rebuilt by every settle of the range. A key it does not hold is in
+/// `dedup_settled_filter`, added to or rebuilt by every settle of the range. A key it does not hold is in
 /// no settled range, so the writer looks it up in the recent level alone.
 ///
 /// Why: in a store of 20 M a look-up in the settled level descends a B-tree of about 1 GB,
@@ -13,16 +13,21 @@ import GRDB
 /// still pays the look-up.
 ///
 /// Sound as long as every key of `dedup_settled` is in its range's filter: only a settle adds
-/// settled keys, and it rebuilds the range's filter in the same transaction. A range without a
-/// filter row (a store upgraded to v27 before its first settle) is always looked up; deleted
-/// keys stay in the filter until the next rebuild, which costs a look-up, never a duplicate.
+/// settled keys, and it adds them to the range's filter, or rebuilds it, in the same
+/// transaction. A range without a filter row (a store upgraded to v27 before its first write)
+/// is always looked up; deleted keys stay in the filter until the next rebuild, which costs a
+/// look-up, never a duplicate. Do not delete filter rows while a writer runs: a writer builds
+/// the missing ones only when its transaction begins.
 package struct DedupFilter {
     /// Bits a key: about one false "maybe" in 100.
     static let bitsPerKey = 10
     /// Bytes a block: one cache line.
     static let blockBytes = 64
 
-    /// Each range's filter and the `built` count it was read at; nil: no filter row.
+    /// Each range's filter and the `built` stamp it was read at; nil: no filter row. A stamp is
+    /// a random 64-bit value drawn by each write of the row, not a count: a count could come
+    /// round to a value a reader holds for other bits (a row deleted and built again, a write
+    /// rolled back), and that reader would keep bits without the keys settled since.
     private var ranges: [(built: Int64, bits: [UInt8])?] = Array(repeating: nil, count: 16)
 
     /// No filter: every key is looked up, until ``refresh(_:)`` reads the store's.
@@ -146,6 +151,7 @@ package struct DedupFilter {
         var builder = Builder(bits: [UInt8](bits))
         let arguments = DedupLevels.arguments(range)
         let adding = try Int.fetchOne(db.cachedStatement(sql: countRecent), arguments: arguments) ?? 0
+        guard adding > 0 else { return true }
         guard held + adding <= builder.capacity * 5 / 4 else { return false }
         try insertKeys(db, keysRecent, range: range, into: &builder)
         try store(db, range: range, keys: held + adding, bits: builder.bits)
@@ -174,10 +180,10 @@ package struct DedupFilter {
     private static func store(_ db: Database, range: Int, keys: Int, bits: [UInt8]) throws {
         try db.execute(
             sql: """
-                INSERT INTO dedup_settled_filter (key_range, keys, built, bits) VALUES (?1, ?2, 1, ?3)
-                ON CONFLICT (key_range) DO UPDATE SET keys = ?2, built = built + 1, bits = ?3
+                INSERT INTO dedup_settled_filter (key_range, keys, built, bits) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (key_range) DO UPDATE SET keys = ?2, built = ?3, bits = ?4
                 """,
-            arguments: [range, keys, Data(bits)]
+            arguments: [range, keys, Int64.random(in: .min ... .max), Data(bits)]
         )
     }
 

@@ -12,9 +12,12 @@ import GRDB
 /// a sixteenth of what it did; a settle step rewrites a sixteenth of the settled level once for
 /// all the recent keys of its range.
 ///
-/// The triggers of v27 keep both levels with `postbacks` and refuse a key either level holds, so
-/// the database still enforces one postback per dedup key; a settle that met a key in both
-/// levels would fail on the settled level's primary key rather than lose one.
+/// One postback per dedup key is kept by the writer (``SQLiteStore``'s `store`), which claims
+/// each new key in the recent level, whose primary key refuses a key it holds, after looking in
+/// the settled level wherever its filter says the key may be; a settle that met a key in both
+/// levels would fail on the settled level's primary key rather than lose one. The triggers of
+/// v27 keep both levels with every delete of a postback and every change of its key; an
+/// `INSERT INTO postbacks` written by hand passes neither level (`postbackd check` finds it).
 package enum DedupLevels {
     /// The recent level's size that starts a settle: a sixteenth of the store, at least 2^20
     /// keys (about 40 MB of recent level: below that, settling saves less than it costs).

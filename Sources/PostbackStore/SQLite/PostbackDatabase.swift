@@ -135,6 +135,12 @@ package enum PostbackDatabase {
         }
     }
 
+    /// SQLite's process-wide settings, made once, before the process's first connection: its
+    /// memory statistics off (a process-wide mutex taken by every allocation and free; 1–2% of
+    /// ingest's writer, which allocates for every statement it steps). SQLITE_MISUSE, and no
+    /// change, when SQLite was initialized before.
+    static let processSettings: Int32 = postbackd_sqlite3_disable_memory_statistics()
+
     /// Opens the database at `path` to read it only: no file is created or written, beside it
     /// or in it, and the schema is not migrated (`report`, `models list|show`, `check`).
     ///
@@ -147,12 +153,6 @@ package enum PostbackDatabase {
     ///
     /// - Throws: ``StoreFault``: no such file, not a postbackd store, damaged, a newer
     ///   schema, or an older one (which a writer must migrate first).
-    /// SQLite's process-wide settings, made once, before the process's first connection: its
-    /// memory statistics off (a process-wide mutex taken by every allocation and free; 1–2% of
-    /// ingest's writer, which allocates for every statement it steps). SQLITE_MISUSE, and no
-    /// change, when SQLite was initialized before.
-    static let processSettings: Int32 = postbackd_sqlite3_disable_memory_statistics()
-
     static func openReadOnly(_ path: String) throws(StoreFault) -> DatabaseQueue {
         _ = processSettings
         var info = stat()

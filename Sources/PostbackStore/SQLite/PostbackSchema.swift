@@ -1056,9 +1056,9 @@ package enum PostbackSchema {
         // A store whose size costs nothing (issue 62): the dedup keys in two levels instead of
         // one unique index on `postbacks`. A digest is random, so each commit's new keys landed
         // on most leaves of the one index: at 20 M postbacks every commit rewrote about 600 MB.
-        // New keys now go to the small `dedup_recent`, inserted by the writer after the postback
-        // (an insert trigger would make every insert keep a statement journal: 2.2× the writer's
-        // time); settling moves them, one sixteenth of the key space at a time, into
+        // New keys now go to the small `dedup_recent`, claimed by the writer before it inserts
+        // the postback (an insert trigger would make every insert keep a statement journal: 2.2×
+        // the writer's time); settling moves them, one sixteenth of the key space at a time, into
         // `dedup_settled`, in key order. Triggers keep both levels with every delete and every
         // change of `postbacks.dedup_key` or `id`, and refuse a changed key either level holds.
         // `dedup_settled_filter` holds a filter of each range's settled keys, built by the writer.

@@ -24,11 +24,12 @@ extension SQLiteStore {
         // A key that neither the settled level (its filter, ``DedupFilter``) nor `pruned_keys`
         // may hold is claimed in the recent level at once, under the id its postback will take:
         // the claim that finds the key taken is the look-up. Any other key is looked up first.
-        let lookFirst = dedupKey.withUnsafeBytes(filter.mayHold) || prunedKeys.covers(keySpace)
+        let maySettled = dedupKey.withUnsafeBytes(filter.mayHold)
+        let lookFirst = maySettled || prunedKeys.covers(keySpace)
         if try lookFirst || !claim(db, dedupKey, id: nextID, statements: &statements) {
             // Its row is read through SQLite's C API (a re-read input is all copies; GRDB's `Row`
             // boxed each value), from whichever level holds the key.
-            let levels: StoreStatements.Kind = lookFirst ? .selectStored : .selectStoredRecent
+            let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
             let lookup = SQLiteRowReader(try statements.statement(levels, db)) { binder in
                 dedupKey.withUnsafeBytes { binder.bindBlob($0) }
             }
@@ -230,7 +231,7 @@ extension SQLiteStore {
     }
 }
 
-/// The statements ``SQLiteStore/store(_:_:_:runID:request:prunedKeys:counts:statements:)`` and
+/// The statements ``SQLiteStore/store(_:_:_:runID:request:prunedKeys:filter:nextID:counts:statements:)`` and
 /// ``SQLiteStore/quarantine(_:_:_:runID:statements:)`` step, taken from GRDB's cache once per
 /// ingest session or `serve` group rather than once per postback: GRDB's cache is keyed by the
 /// SQL text, which it hashes whole on every look-up (the insert's 1.3 KB: about 0.5 µs of the

@@ -64,7 +64,10 @@ package final class SQLiteStore: StoreEngine {
     /// when the leaves a transaction touches do not fit in the cache, SQLite writes them out
     /// before the commit and again at it. Measured on 2 cores, 300,000 postbacks into a store
     /// of 19.4 M: 13.79 s with 64 MiB, 10.93 s with 1 GiB (BENCHMARKS.md). A store that size
-    /// takes that memory while ingest runs; a small one does not.
+    /// takes that memory while ingest runs; a small one does not. Measured with one index; since
+    /// the keys are in two levels (``DedupLevels``), inserts land in the small recent level and
+    /// the settled level is read where its filter says a key may be, so a smaller cache may do
+    /// (not measured).
     static func sizeCacheForIngest(_ db: Database) throws {
         // A hint only: a store that cannot answer (damaged) fails at its first write, saying so.
         let postbacks = (try? Int64.fetchOne(db, sql: "SELECT max(id) FROM postbacks")) ?? 0

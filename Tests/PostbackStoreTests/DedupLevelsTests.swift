@@ -113,6 +113,19 @@ struct DedupLevelsTests {
         #expect(try await levels(store) == (10, 10, true))
         #expect(try await CheckJob.run(store.location).engine.outcome == .sound)
 
+        // A filter that lost its keys would let a copy of a settled key be stored: check says so.
+        let held = try await store.rows("SELECT key_range, bits FROM dedup_settled_filter ORDER BY key_range")
+        try await store.execute("UPDATE dedup_settled_filter SET bits = zeroblob(length(bits))")
+        let lost = try await CheckJob.run(store.location)
+        #expect(lost.engine.outcome == .problems)
+        #expect(lost.engine.messages.count == 10)
+        #expect(lost.engine.messages.allSatisfy { $0.hasSuffix("is not in its range's filter") })
+        try await queue.write { db in
+            for range in 0..<16 { try DedupFilter.rebuild(db, range: range) }
+        }
+        #expect(try await store.rows("SELECT key_range, bits FROM dedup_settled_filter ORDER BY key_range") == held)
+        #expect(try await CheckJob.run(store.location).engine.outcome == .sound)
+
         // The recent level's primary key refuses a key twice; settling refuses a key in both.
         #expect(throws: DatabaseError.self) {
             try queue.write { db in

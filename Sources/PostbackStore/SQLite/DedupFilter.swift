@@ -104,12 +104,12 @@ package struct DedupFilter {
 
     /// Reads the filters whose rows changed since this value last read them: at the start of
     /// each write transaction, since another process's settle may have changed them (16 small
-    /// rows; a changed filter's bits are read again). In a write transaction, builds first the
-    /// filters the store lacks (a new store's are empty; a store upgraded to v27 reads its
+    /// rows; a changed filter's bits are read again). In a write transaction, unless not
+    /// `building` (`check`, which reads only), builds first the filters the store lacks (a new store's are empty; a store upgraded to v27 reads its
     /// settled keys once), so that a new store's first transaction does not look up every key.
-    package mutating func refresh(_ db: Database) throws {
+    package mutating func refresh(_ db: Database, building: Bool = true) throws {
         var rows = try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter")
-        if rows.count < 16 && db.isInsideTransaction {
+        if rows.count < 16 && building && db.isInsideTransaction {
             try Self.buildMissing(db)
             rows = try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter")
         }
@@ -160,7 +160,7 @@ package struct DedupFilter {
 
     /// Builds the filter of `range` from its settled keys, in the caller's write transaction,
     /// sized for a quarter more keys than it holds (the settles until the next rebuild).
-    static func rebuild(_ db: Database, range: Int) throws {
+    package static func rebuild(_ db: Database, range: Int) throws {
         let count =
             try Int.fetchOne(db.cachedStatement(sql: countSettled), arguments: DedupLevels.arguments(range)) ?? 0
         var builder = Builder(keys: count + count / 4)

@@ -47,26 +47,35 @@ package struct DedupFilter {
     private static func mayHold(_ key: UnsafeRawBufferPointer, in bits: [UInt8]) -> Bool {
         let blocks = bits.count / blockBytes
         guard blocks > 0 else { return false }
-        let (block, probes) = locate(key, blocks: blocks)
         return bits.withUnsafeBufferPointer { bytes in
-            var value = probes
-            for _ in 0..<6 {
-                let bit = Int(value & 511)
-                value >>= 9
-                if bytes[block * blockBytes + bit >> 3] & (1 << UInt8(bit & 7)) == 0 { return false }
-            }
-            return true
+            Probes(key, blocks: blocks).allSatisfy { bytes[$0.byte] & $0.mask != 0 }
         }
     }
 
-    /// The key's block (bytes 1–4) and its six 9-bit positions in the block (bytes 5–12). The
-    /// key is a digest: its bytes are already uniform.
-    private static func locate(_ key: UnsafeRawBufferPointer, blocks: Int) -> (block: Int, probes: UInt64) {
-        var word: UInt32 = 0
-        for index in 1...4 { word = word << 8 | UInt32(key[index]) }
-        var probes: UInt64 = 0
-        for index in 5...12 { probes = probes << 8 | UInt64(key[index]) }
-        return (Int(word % UInt32(blocks)), probes)
+    /// The six bits a 16-byte key sets in a filter of `blocks` blocks, each as a byte's offset
+    /// and a mask: in the block bytes 1–4 choose, the six 9-bit positions of bytes 5–12. The key
+    /// is a digest: its bytes are already uniform. What ``Builder`` sets, ``mayHold(_:)`` tests.
+    private struct Probes: Sequence, IteratorProtocol {
+        private let block: Int
+        private var positions: UInt64
+        private var left = 6
+
+        init(_ key: UnsafeRawBufferPointer, blocks: Int) {
+            var word: UInt32 = 0
+            for index in 1...4 { word = word << 8 | UInt32(key[index]) }
+            var positions: UInt64 = 0
+            for index in 5...12 { positions = positions << 8 | UInt64(key[index]) }
+            self.block = Int(word % UInt32(blocks)) * blockBytes
+            self.positions = positions
+        }
+
+        mutating func next() -> (byte: Int, mask: UInt8)? {
+            guard left > 0 else { return nil }
+            left -= 1
+            let bit = Int(positions & 511)
+            positions >>= 9
+            return (block + bit >> 3, 1 << UInt8(bit & 7))
+        }
     }
 
     /// A filter being built for `keys` keys.
@@ -90,14 +99,8 @@ package struct DedupFilter {
 
         package mutating func insert(_ key: UnsafeRawBufferPointer) {
             guard key.count == 16 else { return }
-            var (block, value) = DedupFilter.locate(key, blocks: blocks)
-            block *= blockBytes
             bits.withUnsafeMutableBufferPointer { bits in
-                for _ in 0..<6 {
-                    let bit = Int(value & 511)
-                    value >>= 9
-                    bits[block + bit >> 3] |= 1 << UInt8(bit & 7)
-                }
+                for probe in Probes(key, blocks: blocks) { bits[probe.byte] |= probe.mask }
             }
         }
     }
@@ -105,8 +108,9 @@ package struct DedupFilter {
     /// Reads the filters whose rows changed since this value last read them: at the start of
     /// each write transaction, since another process's settle may have changed them (16 small
     /// rows; a changed filter's bits are read again). In a write transaction, unless not
-    /// `building` (`check`, which reads only), builds first the filters the store lacks (a new store's are empty; a store upgraded to v27 reads its
-    /// settled keys once), so that a new store's first transaction does not look up every key.
+    /// `building` (`check`, which reads only), builds first the filters the store lacks (a new
+    /// store's are empty; a store upgraded to v27 reads its settled keys once), so that a new
+    /// store's first transaction does not look up every key.
     package mutating func refresh(_ db: Database, building: Bool = true) throws {
         var rows = try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter")
         if rows.count < 16 && building && db.isInsideTransaction {
@@ -188,7 +192,7 @@ package struct DedupFilter {
     }
 
     /// Builds the filter of every range that has none, in the caller's write transaction (a store
-    /// upgraded to v27: its first commit reads the settled level once).
+    /// upgraded to v27: its first write reads the settled level once).
     static func buildMissing(_ db: Database) throws {
         let present = Set(try Int.fetchAll(db, sql: "SELECT key_range FROM dedup_settled_filter"))
         for range in 0..<16 where !present.contains(range) { try rebuild(db, range: range) }

@@ -42,8 +42,9 @@ extension SQLiteStore {
         defer { keys.reset() }
         while try keys.next(db), faults.count < 100 {
             guard !keys.withBlob(0, filter.mayHold) else { continue }
-            let hex = (keys.blob(0) ?? []).map { String(format: "%02X", $0) }.joined()
-            faults.append("dedup_settled_filter: settled key \(hex) is not in its range's filter")
+            faults.append(
+                "dedup_settled_filter: settled key \(hexString(keys.blob(0) ?? [])) is not in its range's filter"
+            )
         }
         return faults
     }

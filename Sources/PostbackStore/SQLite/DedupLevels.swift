@@ -41,12 +41,10 @@ package enum DedupLevels {
         return (Data([first, 0x00]), Data([first, 0x10]))
     }
 
-    static let countSample = "SELECT count(*) FROM dedup_recent WHERE dedup_key >= ? AND dedup_key < ?"
-
     /// The recent level's keys in each range, estimated from its sample (the keys are digests,
     /// spread evenly; 2^20 recent keys put about 256 in each sample).
     package static func estimate(_ db: Database) throws -> [Int64] {
-        let statement = try db.cachedStatement(sql: countSample)
+        let statement = try db.cachedStatement(sql: DedupFilter.countRecent)
         return try samples.map { sample in
             try Int64.fetchOne(statement, arguments: [sample.lower, sample.upper]).map { $0 * 4096 / 16 } ?? 0
         }

@@ -128,24 +128,11 @@ struct HotPathParityTests {
         }
     }
 
-    struct SocketError: Error {}
-
     /// Sends `text` on a new connection and returns what came back until the server closed it
     /// (at most 30 s).
     static func exchange(_ text: String, port: UInt16) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SocketError() }
+        let fd = try ServerProcess.connect(port: port)
         defer { Glibc.close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw SocketError() }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = text.withCString { send(fd, $0, strlen($0), 0) }

@@ -60,6 +60,48 @@ extension ServeTests {
         #expect(server.stop() == 0)
     }
 
+    @Test("--max-connections holds when clients connect at once: the rest wait unanswered until one closes")
+    func connectionCap() async throws {
+        let server = try await start(.sqlite, ["--max-connections", "3", "--read-timeout", "60"]).server
+        // A stopped server accepts nothing: all eight connect into the listen backlog, and its
+        // next turn finds them waiting together (a turn that accepted them all passes the cap).
+        let pid = server.process.processIdentifier
+        kill(pid, SIGSTOP)
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        for _ in 0..<8 { sockets.append(try ServerProcess.connect(port: server.port)) }
+        for fd in sockets {
+            _ = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".withCString { send(fd, $0, strlen($0), 0) }
+        }
+        kill(pid, SIGCONT)
+        let first = try await Self.answered(sockets, atLeast: 3)
+        #expect(first.count == 3, "answered: \(first.count) of 8")
+        // One of them closes: the server accepts one more, and answers it.
+        let closing = try #require(first.first)
+        close(closing)
+        sockets.removeAll { $0 == closing }
+        let then = try await Self.answered(sockets, atLeast: 3)
+        #expect(then.count == 3, "answered after a close: \(then.count) of 7")
+        #expect(Set(first).subtracting([closing]).isSubset(of: Set(then)))
+        #expect(server.stop() == 0)
+    }
+
+    /// The sockets with an answer to read: waits up to 20 s for `atLeast` of them, then 1 s
+    /// more for any other.
+    private static func answered(_ sockets: [Int32], atLeast count: Int) async throws -> [Int32] {
+        func readable() -> [Int32] {
+            var polled = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            _ = poll(&polled, nfds_t(polled.count), 0)
+            return polled.filter { $0.revents & Int16(POLLIN) != 0 }.map(\.fd)
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while readable().count < count, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .seconds(1))
+        return readable()
+    }
+
     /// Sends `text` on a new connection and returns what the server sends until it closes the
     /// connection (empty when it has not within 10 s).
     static func exchange(_ text: String, port: UInt16) throws -> String {
@@ -74,19 +116,8 @@ extension ServeTests {
         port: UInt16,
         received: ([UInt8]) -> Void = { _ in }
     ) throws -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(fd >= 0)
+        let fd = try ServerProcess.connect(port: port)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        #expect(connected == 0)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = text.withCString { send(fd, $0, strlen($0), 0) }

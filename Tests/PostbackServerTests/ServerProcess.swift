@@ -88,6 +88,27 @@ final class ServerProcess: Sendable {
     /// The loopback port it listens on, for raw exchanges.
     var port: UInt16 { UInt16(base.split(separator: ":").last ?? "") ?? 0 }
 
+    /// A socket connected to the loopback `port`, for raw exchanges.
+    static func connect(port: UInt16) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerError(description: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let error = errno
+            close(fd)
+            throw ServerError(description: "connect to 127.0.0.1:\(port): errno \(error)")
+        }
+        return fd
+    }
+
     var standardOutput: String { output.text }
     var standardError: String { errors.text }
 

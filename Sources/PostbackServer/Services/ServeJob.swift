@@ -217,18 +217,22 @@ package struct ServeJob: Sendable {
         }
         let host = self.host
         let listening = Mutex<String?>(nil)
+        let cap = ConnectionCap(maximum: maximumConnections, count: ConnectionCap.Count(metrics: metrics))
         let app = Application(
             responder: responder,
             server: try tlsConfiguration.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: port),
                 serverName: nil,
-                availableConnectionsDelegate: ConnectionCap(
-                    maximum: maximumConnections,
-                    count: ConnectionCap.Count(metrics: metrics)
-                )
+                availableConnectionsDelegate: cap
             ),
             onServerRunning: { channel in
+                // Accept a burst of connections in a few turns, within the cap.
+                do {
+                    try await cap.pace(channel)
+                } catch {
+                    logger.warning("connections are accepted 4 a turn: \(error)")
+                }
                 let port = channel.localAddress?.port ?? 0
                 let line = "listening on \(scheme)://\(host):\(port)"
                 listening.withLock { $0 = line }

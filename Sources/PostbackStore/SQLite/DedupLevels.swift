@@ -56,7 +56,7 @@ package enum DedupLevels {
     @discardableResult
     package static func settleIfDue(_ db: Database, maxRanges: Int = 16) throws -> Int {
         var estimates = try estimate(db)
-        let storeSize = try Int64.fetchOne(db, sql: "SELECT max(id) FROM postbacks") ?? 0
+        let storeSize = try SQLiteStore.lastPostbackID(db)
         let threshold = threshold(storeSize: storeSize)
         var moved = 0
         for _ in 0..<maxRanges {

@@ -8,14 +8,10 @@ final class SQLiteIngestSession: IngestSession {
     private let queue: DatabaseQueue
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
-    /// Which inserts check `pruned_keys`, read when the open write transaction began.
-    private var prunedKeys = PrunedKeyGuard()
+    /// What the open write transaction began with.
+    private var writer = SQLiteWriter()
     /// The statements it steps, looked up once.
     private var statements = StoreStatements()
-    /// The settled level's filter, read again when a write transaction begins.
-    private var filter = DedupFilter()
-    /// The row id of the next postback stored, read when a write transaction begins.
-    private var nextID: Int64 = 1
 
     init(queue: DatabaseQueue) {
         self.queue = queue
@@ -35,9 +31,7 @@ final class SQLiteIngestSession: IngestSession {
             if !db.isInsideTransaction {
                 try db.beginTransaction(.immediate)
                 uncommitted = IngestSummary()
-                prunedKeys = try SQLiteStore.prunedKeyGuard(db)
-                try filter.refresh(db)
-                nextID = try Int64.fetchOne(db, sql: SQLiteStore.nextPostbackID) ?? 1
+                try writer.begin(db)
             }
             for item in batch.entries {
                 uncommitted.read += 1
@@ -55,9 +49,7 @@ final class SQLiteIngestSession: IngestSession {
                     item,
                     valid,
                     runID: context.runID,
-                    prunedKeys: prunedKeys,
-                    filter: filter,
-                    nextID: &nextID,
+                    writer: &writer,
                     counts: &uncommitted,
                     statements: &statements
                 )

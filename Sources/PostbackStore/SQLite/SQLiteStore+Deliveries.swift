@@ -12,7 +12,7 @@ extension SQLiteStore {
             let position = try SQLiteSQL.rows(db, ExportCursorsSQL.select(consumer: route.consumer, table: .postbacks))
                 .first?.string(0)
             let after = try Self.exportPosition(position.map(ExportCursor.init))
-            let last = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM postbacks") ?? 0
+            let last = try Self.lastPostbackID(db)
             // At most a batch of rows: ids are dense enough that this bounds the work.
             let batchEnd = try Int64.fetchOne(
                 db,

@@ -40,9 +40,11 @@ extension SQLiteStore {
         INSERT INTO dedup_recent (dedup_key, postback_id) VALUES (?, ?) ON CONFLICT (dedup_key) DO NOTHING
         """
 
-    /// The row id the next stored postback takes: read when a write transaction begins, and
-    /// counted on by its one writer. It is the id SQLite would choose (one past the largest).
-    static let nextPostbackID = "SELECT coalesce(max(id), 0) + 1 FROM postbacks"
+    /// The largest row id of `postbacks` (0 when empty): the next stored postback takes the one
+    /// after it (``SQLiteWriter``), and the store's size is judged by it.
+    static func lastPostbackID(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM postbacks") ?? 0
+    }
 
     /// The stored postback of a dedup key, through the level that holds it: one row, or none.
     static let selectStored = ["dedup_recent", "dedup_settled"].map(selectStored(through:))

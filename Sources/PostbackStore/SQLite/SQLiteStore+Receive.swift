@@ -12,12 +12,10 @@ extension SQLiteStore {
         // One transaction for the whole group, committed with `synchronous = FULL` (the store
         // was opened for `.receive`): durable when `write` returns.
         try queue.write { db in
-            let prunedKeys = try Self.prunedKeyGuard(db)
-            let filter = try settledFilter.withLock { filter in
-                try filter.refresh(db)
-                return filter
+            var writer = try self.writer.withLock { held in
+                try held.begin(db)
+                return held
             }
-            var nextID = try Int64.fetchOne(db, sql: Self.nextPostbackID) ?? 1
             var outcomes: [ReceiptOutcome] = []
             outcomes.reserveCapacity(requests.count)
             var counts = IngestSummary()
@@ -53,9 +51,7 @@ extension SQLiteStore {
                     valid,
                     runID: runID,
                     request: request,
-                    prunedKeys: prunedKeys,
-                    filter: filter,
-                    nextID: &nextID,
+                    writer: &writer,
                     counts: &counts,
                     statements: &statements
                 )

@@ -11,9 +11,7 @@ extension SQLiteStore {
         _ valid: (postback: Postback, receivedSource: ReceivedTimeSource, prepared: PreparedPostback),
         runID: Int64,
         request: ReceivedRequest? = nil,
-        prunedKeys: PrunedKeyGuard,
-        filter: DedupFilter,
-        nextID: inout Int64,
+        writer: inout SQLiteWriter,
         counts: inout IngestSummary,
         statements: inout StoreStatements
     ) throws -> StoreOutcome {
@@ -24,9 +22,9 @@ extension SQLiteStore {
         // A key that neither the settled level (its filter, ``DedupFilter``) nor `pruned_keys`
         // may hold is claimed in the recent level at once, under the id its postback will take:
         // the claim that finds the key taken is the look-up. Any other key is looked up first.
-        let maySettled = dedupKey.withUnsafeBytes(filter.mayHold)
-        let lookFirst = maySettled || prunedKeys.covers(keySpace)
-        if try lookFirst || !claim(db, dedupKey, id: nextID, statements: &statements) {
+        let maySettled = dedupKey.withUnsafeBytes(writer.filter.mayHold)
+        let lookFirst = maySettled || writer.prunedKeys.covers(keySpace)
+        if try lookFirst || !claim(db, dedupKey, id: writer.nextID, statements: &statements) {
             // Its row is read through SQLite's C API (a re-read input is all copies; GRDB's `Row`
             // boxed each value), from whichever level holds the key.
             let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
@@ -49,7 +47,7 @@ extension SQLiteStore {
                 )
             }
             lookup.reset()
-            if prunedKeys.covers(keySpace) {
+            if writer.prunedKeys.covers(keySpace) {
                 let pruned = SQLiteRowReader(try statements.statement(.selectPrunedKey, db)) { binder in
                     dedupKey.withUnsafeBytes { binder.bindBlob($0) }
                 }
@@ -61,7 +59,7 @@ extension SQLiteStore {
                     return .duplicate(.ofPruned)
                 }
             }
-            guard try lookFirst && claim(db, dedupKey, id: nextID, statements: &statements) else {
+            guard try lookFirst && claim(db, dedupKey, id: writer.nextID, statements: &statements) else {
                 throw DatabaseError(
                     resultCode: .SQLITE_CORRUPT,
                     message: "dedup_recent holds a dedup key that no stored postback holds; run `postbackd check`"
@@ -116,7 +114,7 @@ extension SQLiteStore {
                             insert.bind(prepared.inference.sourceIdentifierDigits)
                             insert.bindBlobStatic(keyBytes)
                             insert.bind(item.channel.name)
-                            insert.bind(nextID)
+                            insert.bind(writer.nextID)
                             if let request {
                                 insert.bind(request.clientAddress)
                                 insert.bind(request.requestID)
@@ -127,7 +125,7 @@ extension SQLiteStore {
                 }
             }
         }
-        nextID += 1
+        writer.nextID += 1
         counts.countAccepted(result)
         return .stored
     }
@@ -202,7 +200,7 @@ extension SQLiteStore {
         return .duplicate(comparison)
     }
 
-    /// What ``store(_:_:_:runID:request:prunedKeys:filter:nextID:counts:statements:)`` did.
+    /// What ``store(_:_:_:runID:request:writer:counts:statements:)`` did.
     enum StoreOutcome {
         case stored
         /// A copy of a stored postback, and how it compares with it.
@@ -228,42 +226,5 @@ extension SQLiteStore {
             Data(digest), source, entry.location.index, entry.location.line, receivedAt.iso8601, runID,
             item.channel.name,
         ])
-    }
-}
-
-/// The statements ``SQLiteStore/store(_:_:_:runID:request:prunedKeys:filter:nextID:counts:statements:)`` and
-/// ``SQLiteStore/quarantine(_:_:_:runID:statements:)`` step, taken from GRDB's cache once per
-/// ingest session or `serve` group rather than once per postback: GRDB's cache is keyed by the
-/// SQL text, which it hashes whole on every look-up (the insert's 1.3 KB: about 0.5 µs of the
-/// writer's time a postback).
-struct StoreStatements {
-    enum Kind: Int, CaseIterable {
-        case insert, insertReceived, claimRecentKey, selectStored, selectStoredRecent, selectPrunedKey
-        case insertSighting, insertReceivedSighting, insertConflict, insertQuarantine
-
-        var sql: String {
-            switch self {
-            case .insert: SQLiteStore.insertPostbacks[0]
-            case .insertReceived: SQLiteStore.insertPostbacks[1]
-            case .claimRecentKey: SQLiteStore.claimRecentKey
-            case .selectStored: SQLiteStore.selectStored
-            case .selectStoredRecent: SQLiteStore.selectStoredRecent
-            case .selectPrunedKey: SQLiteStore.selectPrunedKey
-            case .insertSighting: SQLiteStore.insertSightings[0]
-            case .insertReceivedSighting: SQLiteStore.insertSightings[1]
-            case .insertConflict: SQLiteStore.insertConflict
-            case .insertQuarantine: SQLiteStore.insertQuarantine
-            }
-        }
-    }
-
-    private var taken = [Statement?](repeating: nil, count: Kind.allCases.count)
-
-    /// The statement of `kind` on `db`'s connection (every call of one value passes the same).
-    mutating func statement(_ kind: Kind, _ db: Database) throws -> Statement {
-        if let statement = taken[kind.rawValue] { return statement }
-        let statement = try db.cachedStatement(sql: kind.sql)
-        taken[kind.rawValue] = statement
-        return statement
     }
 }

@@ -31,8 +31,8 @@ package final class SQLiteStore: StoreEngine {
     private let checkpointer: WALCheckpointer?
     /// When `serve`'s receipts last looked whether dedup keys need settling.
     let settleChecked = Mutex<ContinuousClock.Instant?>(nil)
-    /// The settled level's filter for `serve`'s receipts, read again when each group begins.
-    let settledFilter = Mutex(DedupFilter())
+    /// `serve`'s writer: each group of receipts is a write transaction it begins.
+    let writer = Mutex(SQLiteWriter())
 
     /// Opens (creating and migrating) the database at `path`.
     package init(path: String, access: StoreAccess = .standard) throws(DatabaseOpenError) {
@@ -70,7 +70,7 @@ package final class SQLiteStore: StoreEngine {
     /// (not measured).
     static func sizeCacheForIngest(_ db: Database) throws {
         // A hint only: a store that cannot answer (damaged) fails at its first write, saying so.
-        let postbacks = (try? Int64.fetchOne(db, sql: "SELECT max(id) FROM postbacks")) ?? 0
+        let postbacks = (try? lastPostbackID(db)) ?? 0
         let kibibytes = min(1 << 20, max(64 << 10, postbacks * 48 / 1024))
         try db.execute(sql: "PRAGMA cache_size = -\(kibibytes)")
     }

@@ -13,9 +13,10 @@ import PostbackKit
 final class WALCheckpointer: Sendable {
     /// The writer's automatic checkpoint threshold, in bytes of WAL, while this runs.
     static let backstopBytes = 256 << 20
-    /// Ingest's: a commit into a large store writes a page of the dedup index for most of its
-    /// inserts (600 MB at 20 M postbacks), and past the threshold the writer would copy all
-    /// of it into the file itself, inside its commit.
+    /// Ingest's: one commit writes up to 262,144 postbacks' pages (about 180 MB), the leaves of
+    /// the recent level of dedup keys they touched and, when it settles (``DedupLevels``), a
+    /// sixteenth of the settled level (about 50 MB at 28 M postbacks); past the threshold the
+    /// writer would copy all of it into the file itself, inside its commit.
     static let ingestBackstopBytes = 2 << 30
     /// The log's length, in pages (16 MiB on 4 KiB pages, 64 MiB on 16), past which it is started again.
     static let restartFrames = 4096

@@ -270,4 +270,59 @@ struct DedupLevelsTests {
         #expect(again.accepted == 0)
         #expect(again.duplicates == 100)
     }
+
+    @Test("ingest's filter of the recent level reads the level again after another connection's commit")
+    func recentKeysFollowOtherWriters() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory, name: "recent")
+        _ = try await ingest(try corpus("first.jsonl", 0..<40), into: store)
+        let queue = try queue(store)
+        func keys() async throws -> [RecentKeys.Key] {
+            try await queue.read { db in
+                try Data.fetchAll(db, sql: "SELECT dedup_key FROM dedup_recent").compactMap { key in
+                    key.withUnsafeBytes(RecentKeys.Key.init)
+                }
+            }
+        }
+        func begun(_ recent: RecentKeys) throws -> RecentKeys {
+            var recent = recent
+            try queue.inTransaction { db in
+                try recent.begin(db)
+                return .commit
+            }
+            return recent
+        }
+        var recent = try begun(RecentKeys())
+        let first = try await keys()
+        #expect(first.count == 40)
+        #expect(first.allSatisfy { recent.find($0).mayHold })
+
+        // Another connection stores 40 more: the next transaction's filter holds them too.
+        _ = try await ingest(try corpus("second.jsonl", 40..<80), into: store)
+        let added = try await keys().filter { !first.contains($0) }
+        #expect(added.count == 40)
+        recent = try begun(recent)
+        #expect(added.allSatisfy { recent.find($0).mayHold })
+
+        // A settle empties its range and the range's filter.
+        let range = try #require(added.first).range
+        recent.settled(range: range)
+        #expect(!added.filter { $0.range == range }.contains { recent.find($0).mayHold })
+
+        // A waiting key is found by its row id; one the level already holds fails its claim.
+        let taken = try #require(first.first)
+        var waiting = try begun(RecentKeys())
+        let due = waiting.claim(taken, id: 1_000)
+        #expect(!due)
+        #expect(waiting.find(taken).waitingID == 1_000)
+        func flushed() throws {
+            try queue.inTransaction { db in
+                try waiting.flush(db, statement: try db.makeStatement(sql: SQLiteStore.claimRecentKey))
+                return .commit
+            }
+        }
+        var refused = false
+        do { try flushed() } catch is DatabaseError { refused = true }
+        #expect(refused)
+        #expect(try await store.count("dedup_recent") == 80)
+    }
 }

@@ -172,7 +172,7 @@ package struct DedupFilter {
         try store(db, range: range, keys: count, bits: builder.bits)
     }
 
-    private static func insertKeys(_ db: Database, _ sql: String, range: Int, into builder: inout Builder) throws {
+    static func insertKeys(_ db: Database, _ sql: String, range: Int, into builder: inout Builder) throws {
         let bounds = DedupLevels.ranges[range]
         let keys = SQLiteRowReader(try db.cachedStatement(sql: sql)) { binder in
             bounds.lower.withUnsafeBytes { binder.bindBlob($0) }

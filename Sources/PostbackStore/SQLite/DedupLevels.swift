@@ -51,10 +51,14 @@ package enum DedupLevels {
     }
 
     /// Settles ranges, fullest first, while the recent level is estimated above
-    /// ``threshold(storeSize:)``; at most `maxRanges`. Returns the keys moved. Runs inside the
-    /// caller's write transaction.
+    /// ``threshold(storeSize:)``; at most `maxRanges`, each passed to `settled`. Returns the keys
+    /// moved. Runs inside the caller's write transaction.
     @discardableResult
-    package static func settleIfDue(_ db: Database, maxRanges: Int = 16) throws -> Int {
+    package static func settleIfDue(
+        _ db: Database,
+        maxRanges: Int = 16,
+        settled: (Int) -> Void = { _ in }
+    ) throws -> Int {
         var estimates = try estimate(db)
         let storeSize = try SQLiteStore.lastPostbackID(db)
         let threshold = threshold(storeSize: storeSize)
@@ -64,6 +68,7 @@ package enum DedupLevels {
                 let fullest = estimates.indices.max(by: { estimates[$0] < estimates[$1] })
             else { break }
             moved += try settle(db, range: fullest)
+            settled(fullest)
             estimates[fullest] = 0
         }
         return moved

@@ -9,7 +9,7 @@ final class SQLiteIngestSession: IngestSession {
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
     /// What the open write transaction began with.
-    private var writer = SQLiteWriter()
+    private var writer = SQLiteWriter(sortingClaims: true)
     /// The statements it steps, looked up once.
     private var statements = StoreStatements()
 
@@ -67,7 +67,8 @@ final class SQLiteIngestSession: IngestSession {
     func commit() throws -> IngestSummary {
         try queue.writeWithoutTransaction { db in
             guard db.isInsideTransaction else { return }
-            try DedupLevels.settleIfDue(db)
+            try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db))
+            try DedupLevels.settleIfDue(db) { writer.recent.settled(range: $0) }
             try db.commit()
         }
         defer { uncommitted = IngestSummary() }
@@ -82,6 +83,7 @@ final class SQLiteIngestSession: IngestSession {
         try? queue.writeWithoutTransaction { db in
             if db.isInsideTransaction { try db.rollback() }
         }
+        writer.recent.forget()
         uncommitted = IngestSummary()
         return IngestSummary()
     }

@@ -36,7 +36,7 @@ extension SQLiteStore {
 
     /// A new postback's key claimed in the recent level of dedup keys (``DedupLevels``), with
     /// the row id the postback will take: nothing when the level holds the key.
-    static let claimRecentKey = """
+    package static let claimRecentKey = """
         INSERT INTO dedup_recent (dedup_key, postback_id) VALUES (?, ?) ON CONFLICT (dedup_key) DO NOTHING
         """
 
@@ -53,6 +53,14 @@ extension SQLiteStore {
     /// ``selectStored`` through the recent level alone: for a key the settled level's filter
     /// (``DedupFilter``) does not hold.
     static let selectStoredRecent = selectStored(through: "dedup_recent")
+
+    /// The stored postback of a row id, as ``selectStored`` reads it: a postback this
+    /// transaction stored (``RecentKeys``).
+    static let selectStoredByID = """
+        SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
+            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, \(SignedColumns.sqlColumns)
+        FROM postbacks WHERE id = ?1
+        """
 
     private static func selectStored(through level: String) -> String {
         """

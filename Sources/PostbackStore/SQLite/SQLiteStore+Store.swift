@@ -19,52 +19,26 @@ extension SQLiteStore {
         let (result, raw, digest, source) = (item.result, item.raw, item.digest, item.source)
         let (location, receivedAt) = (item.entry.location, item.receivedAt)
         let (columns, keySpace, dedupKey) = (prepared.columns, prepared.keySpace, prepared.dedupKey)
-        // A key that neither the settled level (its filter, ``DedupFilter``) nor `pruned_keys`
-        // may hold is claimed in the recent level at once, under the id its postback will take:
-        // the claim that finds the key taken is the look-up. Any other key is looked up first.
-        let maySettled = dedupKey.withUnsafeBytes(writer.filter.mayHold)
-        let lookFirst = maySettled || writer.prunedKeys.covers(keySpace)
-        if try lookFirst || !claim(db, dedupKey, id: writer.nextID, statements: &statements) {
-            // Its row is read through SQLite's C API (a re-read input is all copies; GRDB's `Row`
-            // boxed each value), from whichever level holds the key.
-            let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
-            let lookup = SQLiteRowReader(try statements.statement(levels, db)) { binder in
-                dedupKey.withUnsafeBytes { binder.bindBlob($0) }
-            }
-            if try lookup.next(db) {
-                // The key is taken: this is a copy of a stored postback.
-                let stored = StoredPostback(lookup, dedupKey: dedupKey)
-                lookup.reset()
-                return try recordCopy(
-                    db,
-                    item,
-                    valid,
-                    of: stored,
-                    runID: runID,
-                    request: request,
-                    counts: &counts,
-                    statements: &statements
-                )
-            }
-            lookup.reset()
-            if writer.prunedKeys.covers(keySpace) {
-                let pruned = SQLiteRowReader(try statements.statement(.selectPrunedKey, db)) { binder in
-                    dedupKey.withUnsafeBytes { binder.bindBlob($0) }
-                }
-                defer { pruned.reset() }
-                if try pruned.next(db) {
-                    // `prune` removed its postback and kept the key.
-                    counts.countCopyOfPruned()
-                    try SQLiteSQL.execute(db, RetentionSQL.countCopyOfPruned(receivedAt: receivedAt))
-                    return .duplicate(.ofPruned)
-                }
-            }
-            guard try lookFirst && claim(db, dedupKey, id: writer.nextID, statements: &statements) else {
-                throw DatabaseError(
-                    resultCode: .SQLITE_CORRUPT,
-                    message: "dedup_recent holds a dedup key that no stored postback holds; run `postbackd check`"
-                )
-            }
+        let flush: Bool
+        switch try claim(db, dedupKey, keySpace, writer: &writer, statements: &statements) {
+        case .copy(let stored):
+            return try recordCopy(
+                db,
+                item,
+                valid,
+                of: stored,
+                runID: runID,
+                request: request,
+                counts: &counts,
+                statements: &statements
+            )
+        case .copyOfPruned:
+            // `prune` removed its postback and kept the key.
+            counts.countCopyOfPruned()
+            try SQLiteSQL.execute(db, RetentionSQL.countCopyOfPruned(receivedAt: receivedAt))
+            return .duplicate(.ofPruned)
+        case .claimed(let flushDue):
+            flush = flushDue
         }
         let statement = try statements.statement(request == nil ? .insert : .insertReceived, db)
         // The raw bytes, their digest, the dedup key and the two times are bound without SQLite
@@ -127,12 +101,102 @@ extension SQLiteStore {
         }
         writer.nextID += 1
         counts.countAccepted(result)
+        if flush { try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db)) }
         return .stored
+    }
+
+    /// What ``claim(_:_:_:writer:statements:)`` found of a key.
+    private enum KeyClaim {
+        /// A stored postback holds it.
+        case copy(StoredPostback)
+        /// `prune` removed the postback that held it, and kept the key.
+        case copyOfPruned
+        /// The key is the next postback's: claimed in the recent level, or waiting to be
+        /// (``RecentKeys``), and true when the waiting keys are due to be written.
+        case claimed(flushDue: Bool)
+    }
+
+    /// Claims `dedupKey` for the postback the writer stores next, unless a stored postback, or
+    /// `pruned_keys`, holds it.
+    ///
+    /// `serve` claims a key the settled level's filter (``DedupFilter``) and `pruned_keys` may
+    /// not hold in the recent level at once, under the id its postback will take: the claim that
+    /// finds the key taken is the look-up. Ingest's claims wait, to be written in key order
+    /// (``RecentKeys``): a key that waits is looked up among this transaction's postbacks, and a
+    /// key that a level may hold is looked up in the levels. Any other key is looked up first.
+    private static func claim(
+        _ db: Database,
+        _ dedupKey: [UInt8],
+        _ keySpace: KeySpace,
+        writer: inout SQLiteWriter,
+        statements: inout StoreStatements
+    ) throws -> KeyClaim {
+        let maySettled = dedupKey.withUnsafeBytes(writer.filter.mayHold)
+        let mayBePruned = writer.prunedKeys.covers(keySpace)
+        if writer.sortsClaims, let key = dedupKey.withUnsafeBytes(RecentKeys.Key.init) {
+            let (waitingID, mayBeRecent) = writer.recent.find(key)
+            if let id = waitingID {
+                guard let stored = try lookUp(db, .selectStoredByID, dedupKey, id: id, statements: &statements) else {
+                    throw DatabaseError(
+                        resultCode: .SQLITE_CORRUPT,
+                        message: "a dedup key claimed in this transaction has no postback"
+                    )
+                }
+                return .copy(stored)
+            }
+            if maySettled || mayBeRecent {
+                let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
+                if let stored = try lookUp(db, levels, dedupKey, statements: &statements) { return .copy(stored) }
+            }
+            if try mayBePruned && isPruned(db, dedupKey, statements: &statements) { return .copyOfPruned }
+            return .claimed(flushDue: writer.recent.claim(key, id: writer.nextID))
+        }
+        let lookFirst = maySettled || mayBePruned
+        if try !lookFirst && claimRecent(db, dedupKey, id: writer.nextID, statements: &statements) {
+            return .claimed(flushDue: false)
+        }
+        // Its row is read from whichever level holds the key.
+        let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
+        if let stored = try lookUp(db, levels, dedupKey, statements: &statements) { return .copy(stored) }
+        if try mayBePruned && isPruned(db, dedupKey, statements: &statements) { return .copyOfPruned }
+        guard try lookFirst && claimRecent(db, dedupKey, id: writer.nextID, statements: &statements) else {
+            throw DatabaseError(
+                resultCode: .SQLITE_CORRUPT,
+                message: "dedup_recent holds a dedup key that no stored postback holds; run `postbackd check`"
+            )
+        }
+        return .claimed(flushDue: false)
+    }
+
+    /// The stored postback of `dedupKey` through the statement of `kind` (by key, or by row id),
+    /// read through SQLite's C API (a re-read input is all copies; GRDB's `Row` boxed each value).
+    private static func lookUp(
+        _ db: Database,
+        _ kind: StoreStatements.Kind,
+        _ dedupKey: [UInt8],
+        id: Int64? = nil,
+        statements: inout StoreStatements
+    ) throws -> StoredPostback? {
+        let lookup = SQLiteRowReader(try statements.statement(kind, db)) { binder in
+            if let id { binder.bind(id) } else { dedupKey.withUnsafeBytes { binder.bindBlob($0) } }
+        }
+        defer { lookup.reset() }
+        return try lookup.next(db) ? StoredPostback(lookup, dedupKey: dedupKey) : nil
+    }
+
+    /// Whether `pruned_keys` holds `dedupKey`.
+    private static func isPruned(_ db: Database, _ dedupKey: [UInt8], statements: inout StoreStatements) throws -> Bool
+    {
+        let pruned = SQLiteRowReader(try statements.statement(.selectPrunedKey, db)) { binder in
+            dedupKey.withUnsafeBytes { binder.bindBlob($0) }
+        }
+        defer { pruned.reset() }
+        return try pruned.next(db)
     }
 
     /// Claims `dedupKey` in the recent level of dedup keys (``DedupLevels``) for the postback of
     /// row id `id`; false when the recent level holds it already.
-    private static func claim(
+    private static func claimRecent(
         _ db: Database,
         _ dedupKey: [UInt8],
         id: Int64,

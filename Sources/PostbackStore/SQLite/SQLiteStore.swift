@@ -32,7 +32,7 @@ package final class SQLiteStore: StoreEngine {
     /// When `serve`'s receipts last looked whether dedup keys need settling.
     let settleChecked = Mutex<ContinuousClock.Instant?>(nil)
     /// `serve`'s writer: each group of receipts is a write transaction it begins.
-    let writer = Mutex(SQLiteWriter())
+    let writer = Mutex(SQLiteWriter(sortingClaims: false))
 
     /// Opens (creating and migrating) the database at `path`.
     package init(path: String, access: StoreAccess = .standard) throws(DatabaseOpenError) {

@@ -14,6 +14,15 @@ struct SQLiteWriter: Sendable {
     /// The row id of the next postback stored: the id SQLite would choose (one past the
     /// largest), counted on by the one writer.
     var nextID: Int64 = 1
+    /// Whether claims wait to be made in key order (``recent``): ingest's long transactions;
+    /// `serve`'s groups are small, and claim each key at once.
+    let sortsClaims: Bool
+    /// The claims that wait, when ``sortsClaims``.
+    var recent = RecentKeys()
+
+    init(sortingClaims: Bool) {
+        sortsClaims = sortingClaims
+    }
 
     /// Reads what a write transaction begins with, inside `db`'s open write transaction (the
     /// filter builds the ranges it lacks, as after an upgrade).
@@ -21,6 +30,7 @@ struct SQLiteWriter: Sendable {
         prunedKeys = try SQLiteStore.prunedKeyGuard(db)
         try filter.refresh(db)
         nextID = try SQLiteStore.lastPostbackID(db) + 1
+        if sortsClaims { try recent.begin(db) }
     }
 }
 
@@ -31,7 +41,7 @@ struct SQLiteWriter: Sendable {
 /// writer's time a postback).
 struct StoreStatements {
     enum Kind: Int, CaseIterable {
-        case insert, insertReceived, claimRecentKey, selectStored, selectStoredRecent, selectPrunedKey
+        case insert, insertReceived, claimRecentKey, selectStored, selectStoredRecent, selectStoredByID, selectPrunedKey
         case insertSighting, insertReceivedSighting, insertConflict, insertQuarantine
 
         var sql: String {
@@ -41,6 +51,7 @@ struct StoreStatements {
             case .claimRecentKey: SQLiteStore.claimRecentKey
             case .selectStored: SQLiteStore.selectStored
             case .selectStoredRecent: SQLiteStore.selectStoredRecent
+            case .selectStoredByID: SQLiteStore.selectStoredByID
             case .selectPrunedKey: SQLiteStore.selectPrunedKey
             case .insertSighting: SQLiteStore.insertSightings[0]
             case .insertReceivedSighting: SQLiteStore.insertSightings[1]

@@ -1,0 +1,147 @@
+import Foundation
+import GRDB
+
+/// Ingest's claims in the recent level of dedup keys (``DedupLevels``), made in key order: the
+/// keys of the postbacks it stores wait here, and go into `dedup_recent` sorted, a slice of
+/// ``flushAt`` at a time and at each commit, in the same transaction. A blocked Bloom filter of
+/// the recent level, one per range, stands in front of it, as ``DedupFilter`` does of the
+/// settled level.
+///
+/// Why: `dedup_recent` is a B-tree of a million keys and more that no CPU cache holds, and a
+/// claim made at once inserts at a random leaf of it: 2.4–3.5 µs of the writer's 8.8–9.9 µs a
+/// postback on a new store (docs/benchmarks/2026-11-29-writer-claim.md). Sorted, consecutive
+/// claims fall in the same leaves. A claim made later is no look-up, so a key the filter says
+/// the level may hold is looked up at once; about 99 keys in 100 are not.
+///
+/// Sound as long as every key of `dedup_recent` is in its range's filter, or waiting here:
+/// - the filters are read from the level when the session's first write transaction begins,
+///   and again when another connection has committed since (`PRAGMA data_version`), or a
+///   transaction of this session rolled back;
+/// - a slice adds its keys to the filters as it writes them;
+/// - a settle empties the recent level's range it moves, and its filter with it; a key deleted
+///   otherwise stays in its filter, which costs a look-up, never a duplicate.
+///
+/// A claim that finds its key taken when it is written means a key the filter missed: the
+/// transaction fails, and rolls back, before it stores a postback twice.
+package struct RecentKeys {
+    /// Keys waiting, at most: about 1.3 MB, and written in some 40 ms.
+    static let flushAt = 32_768
+
+    /// A 16-byte dedup key as two big-endian words: their order is the key's byte order.
+    package struct Key: Hashable, Comparable {
+        let high: UInt64
+        let low: UInt64
+
+        /// Nil unless `bytes` is 16 bytes long.
+        package init?(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count == 16 else { return nil }
+            high = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            low = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+
+        package var range: Int { Int(high >> 60) }
+
+        package static func < (left: Key, right: Key) -> Bool {
+            (left.high, left.low) < (right.high, right.low)
+        }
+
+        func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+            var words = (high.bigEndian, low.bigEndian)
+            return try Swift.withUnsafeBytes(of: &words, body)
+        }
+    }
+
+    package init() {}
+
+    /// Each range's filter of the recent level, and the keys added to it.
+    private var filters: [(builder: DedupFilter.Builder, keys: Int)] = []
+    /// `PRAGMA data_version` when the filters were last known to hold the level.
+    private var dataVersion: Int64?
+    /// Keys claimed in the open transaction and not yet written, with their postbacks' row ids.
+    private var waiting: [Key: Int64] = [:]
+    /// The waiting keys being written, sorted (kept between flushes, as its capacity is).
+    private var sorting: [(key: Key, id: Int64)] = []
+
+    /// Reads the filters again where another connection may have changed the level; inside a
+    /// write transaction that begins. Nothing waits between transactions.
+    package mutating func begin(_ db: Database) throws {
+        waiting.removeAll(keepingCapacity: true)
+        let version = try Int64.fetchOne(db, sql: "PRAGMA data_version")
+        if filters.isEmpty || version != dataVersion {
+            try rebuild(db)
+        }
+        dataVersion = version
+    }
+
+    /// The filters no longer hold the level (a rolled-back transaction may have emptied a
+    /// range's filter while its keys stayed): the next transaction reads them again.
+    mutating func forget() {
+        dataVersion = nil
+        filters.removeAll()
+        waiting.removeAll()
+    }
+
+    /// Where `key` may be: the row id of the postback that claimed it in this transaction, if
+    /// one did; else whether the recent level may hold it (in its range's filter).
+    package func find(_ key: Key) -> (waitingID: Int64?, mayHold: Bool) {
+        if let id = waiting[key] { return (id, true) }
+        guard filters.indices.contains(key.range) else { return (nil, true) }
+        return (nil, key.withUnsafeBytes { DedupFilter.mayHold($0, inFilter: filters[key.range].builder.bits) })
+    }
+
+    /// Claims `key` for the postback of row id `id`; true when ``flushAt`` keys wait.
+    package mutating func claim(_ key: Key, id: Int64) -> Bool {
+        waiting[key] = id
+        return waiting.count >= Self.flushAt
+    }
+
+    /// Writes the waiting keys into the recent level, in key order, and adds them to the filters.
+    package mutating func flush(_ db: Database, statement: Statement) throws {
+        guard !waiting.isEmpty else { return }
+        sorting.removeAll(keepingCapacity: true)
+        for (key, id) in waiting { sorting.append((key, id)) }
+        sorting.sort { $0.key < $1.key }
+        waiting.removeAll(keepingCapacity: true)
+        var overfull = Set<Int>()
+        for (key, id) in sorting {
+            var insert = SQLiteBinder(statement)
+            let changed = try key.withUnsafeBytes { bytes in
+                insert.bindBlobStatic(bytes)
+                insert.bind(id)
+                return try insert.step(db)
+            }
+            guard changed == 1 else {
+                throw DatabaseError(
+                    resultCode: .SQLITE_CORRUPT,
+                    message: "dedup_recent holds a dedup key that ingest's filter of it did not; run it again"
+                )
+            }
+            key.withUnsafeBytes { filters[key.range].builder.insert($0) }
+            filters[key.range].keys += 1
+            if filters[key.range].keys > filters[key.range].builder.capacity * 5 / 4 { overfull.insert(key.range) }
+        }
+        for range in overfull { try rebuild(db, range: range) }
+    }
+
+    /// A settle moved every recent key of `range` into the settled level.
+    package mutating func settled(range: Int) {
+        guard filters.indices.contains(range) else { return }
+        filters[range] = (DedupFilter.Builder(keys: filters[range].builder.capacity), 0)
+    }
+
+    private mutating func rebuild(_ db: Database) throws {
+        filters = Array(repeating: (DedupFilter.Builder(keys: 1), 0), count: DedupLevels.ranges.count)
+        for range in filters.indices { try rebuild(db, range: range) }
+    }
+
+    /// Reads the recent keys of `range` into a filter sized for half as many again, and for a
+    /// sixteenth of the level's threshold at least (what it holds before a settle empties it).
+    private mutating func rebuild(_ db: Database, range: Int) throws {
+        let arguments = DedupLevels.arguments(range)
+        let count = try Int.fetchOne(db.cachedStatement(sql: DedupFilter.countRecent), arguments: arguments) ?? 0
+        let threshold = DedupLevels.threshold(storeSize: try SQLiteStore.lastPostbackID(db))
+        var builder = DedupFilter.Builder(keys: max(count * 3 / 2, Int(threshold) / 16))
+        try DedupFilter.insertKeys(db, DedupFilter.keysRecent, range: range, into: &builder)
+        filters[range] = (builder, count)
+    }
+}

@@ -172,13 +172,20 @@ package struct DedupFilter {
         try store(db, range: range, keys: count, bits: builder.bits)
     }
 
-    static func insertKeys(_ db: Database, _ sql: String, range: Int, into builder: inout Builder) throws {
+    /// Adds the keys `sql` reads of `range` to `builder`; returns how many.
+    @discardableResult
+    static func insertKeys(_ db: Database, _ sql: String, range: Int, into builder: inout Builder) throws -> Int {
         let bounds = DedupLevels.ranges[range]
         let keys = SQLiteRowReader(try db.cachedStatement(sql: sql)) { binder in
             bounds.lower.withUnsafeBytes { binder.bindBlob($0) }
             bounds.upper.withUnsafeBytes { binder.bindBlob($0) }
         }
-        while try keys.next(db) { keys.withBlob(0) { builder.insert($0) } }
+        var count = 0
+        while try keys.next(db) {
+            keys.withBlob(0) { builder.insert($0) }
+            count += 1
+        }
+        return count
     }
 
     private static func store(_ db: Database, range: Int, keys: Int, bits: [UInt8]) throws {

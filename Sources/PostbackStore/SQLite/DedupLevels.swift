@@ -14,7 +14,8 @@ import GRDB
 ///
 /// One postback per dedup key is kept by the writer (``SQLiteStore``'s `store`), which claims
 /// each new key in the recent level, whose primary key refuses a key it holds, after looking in
-/// the settled level wherever its filter says the key may be; a settle that met a key in both
+/// the settled level wherever its filter says the key may be (ingest's claims wait, and are
+/// written in key order before its commit: ``RecentKeys``); a settle that met a key in both
 /// levels would fail on the settled level's primary key rather than lose one. The triggers of
 /// v27 keep both levels with every delete of a postback and every change of its key; an
 /// `INSERT INTO postbacks` written by hand passes neither level (`postbackd check` finds it).

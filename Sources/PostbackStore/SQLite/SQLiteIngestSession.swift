@@ -27,52 +27,67 @@ final class SQLiteIngestSession: IngestSession {
     /// Only the batch being written is held in memory; SQLite spills what its cache cannot hold.
     func write(_ batch: PreparedBatch, context: BatchContext) throws -> [QuarantinedEntry] {
         var quarantined: [QuarantinedEntry] = []
-        try queue.writeWithoutTransaction { db in
-            if !db.isInsideTransaction {
-                try db.beginTransaction(.immediate)
-                uncommitted = IngestSummary()
-                try writer.begin(db)
-            }
-            for item in batch.entries {
-                uncommitted.read += 1
-                func refuse(_ result: VerificationResult) throws {
-                    try SQLiteStore.quarantine(db, item, result, runID: context.runID, statements: &statements)
-                    uncommitted.countQuarantined(result)
-                    quarantined.append(QuarantinedEntry(location: item.entry.location, result: result))
+        // A failed write leaves postbacks whose keys wait unwritten (``RecentKeys``): the
+        // transaction can only be rolled back.
+        try rollingBackOnError {
+            try queue.writeWithoutTransaction { db in
+                if !db.isInsideTransaction {
+                    try db.beginTransaction(.immediate)
+                    uncommitted = IngestSummary()
+                    try writer.begin(db)
                 }
-                guard let valid = item.valid else {
-                    try refuse(item.result)
-                    continue
-                }
-                let outcome = try SQLiteStore.store(
-                    db,
-                    item,
-                    valid,
-                    runID: context.runID,
-                    writer: &writer,
-                    counts: &uncommitted,
-                    statements: &statements
-                )
-                if case .digestCollision(let storedID) = outcome {
-                    try refuse(digestCollision(item.result, storedID: storedID))
+                for item in batch.entries {
+                    uncommitted.read += 1
+                    func refuse(_ result: VerificationResult) throws {
+                        try SQLiteStore.quarantine(db, item, result, runID: context.runID, statements: &statements)
+                        uncommitted.countQuarantined(result)
+                        quarantined.append(QuarantinedEntry(location: item.entry.location, result: result))
+                    }
+                    guard let valid = item.valid else {
+                        try refuse(item.result)
+                        continue
+                    }
+                    let outcome = try SQLiteStore.store(
+                        db,
+                        item,
+                        valid,
+                        runID: context.runID,
+                        writer: &writer,
+                        counts: &uncommitted,
+                        statements: &statements
+                    )
+                    if case .digestCollision(let storedID) = outcome {
+                        try refuse(digestCollision(item.result, storedID: storedID))
+                    }
                 }
             }
         }
         return quarantined
     }
 
-    /// Commits the open write transaction, settling dedup keys first when the recent level has
-    /// grown past its share of the store (``DedupLevels/settleIfDue(_:maxRanges:)``), in the
-    /// same transaction.
+    /// Commits the open write transaction, having written the claims that wait
+    /// (``RecentKeys``) and settled dedup keys when the recent level has grown past its share of
+    /// the store (``DedupLevels/settleIfDue(_:maxRanges:settled:)``), in the same transaction.
     func commit() throws -> IngestSummary {
-        try queue.writeWithoutTransaction { db in
-            guard db.isInsideTransaction else { return }
-            try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db))
-            try DedupLevels.settleIfDue(db) { writer.recent.settled(range: $0) }
-            try db.commit()
+        try rollingBackOnError {
+            try queue.writeWithoutTransaction { db in
+                guard db.isInsideTransaction else { return }
+                try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db))
+                try DedupLevels.settleIfDue(db) { writer.recent.settled(range: $0) }
+                try db.commit()
+            }
         }
         defer { uncommitted = IngestSummary() }
         return uncommitted
+    }
+
+    private func rollingBackOnError(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            rollback()
+            throw error
+        }
     }
 
     /// Rolls back the open write transaction, if any: after a failed write, so that the

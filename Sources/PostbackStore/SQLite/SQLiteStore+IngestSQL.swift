@@ -4,8 +4,9 @@ import GRDB
 extension SQLiteStore {
     /// `INSERT INTO postbacks`, each value bound in column order (the dedup key 37th, the
     /// channel and the row id after it), the HTTP request's client address and id after those
-    /// when `received`. The writer has claimed the key first (``claimRecentKey``) under that row
-    /// id: one row of `VALUES`, not an `INSERT … SELECT … WHERE NOT EXISTS`, which SQLite runs
+    /// when `received`. The writer has claimed the key under that row id (``claimRecentKey``;
+    /// ingest's claims wait to be written in key order, ``RecentKeys``): one row of `VALUES`,
+    /// not an `INSERT … SELECT … WHERE NOT EXISTS`, which SQLite runs
     /// with a statement journal (a copy of every page it touches: 1.7× the writer's time).
     static func insertPostback(received: Bool) -> String {
         let parameters = Array(repeating: "?", count: received ? 41 : 39).joined(separator: ", ")

@@ -119,11 +119,12 @@ extension SQLiteStore {
     /// Claims `dedupKey` for the postback the writer stores next, unless a stored postback, or
     /// `pruned_keys`, holds it.
     ///
-    /// `serve` claims a key the settled level's filter (``DedupFilter``) and `pruned_keys` may
-    /// not hold in the recent level at once, under the id its postback will take: the claim that
-    /// finds the key taken is the look-up. Ingest's claims wait, to be written in key order
-    /// (``RecentKeys``): a key that waits is looked up among this transaction's postbacks, and a
-    /// key that a level may hold is looked up in the levels. Any other key is looked up first.
+    /// Ingest's claims wait, to be written in key order (``RecentKeys``): a key that waits is
+    /// looked up among this transaction's postbacks, and a key that a level may hold (their
+    /// filters say) in the levels. `serve` claims a key that neither the settled level's filter
+    /// (``DedupFilter``) nor `pruned_keys` may hold in the recent level at once, under the id its
+    /// postback will take: the claim that finds the key taken is the look-up. It looks up any
+    /// other key first.
     private static func claim(
         _ db: Database,
         _ dedupKey: [UInt8],

@@ -9,7 +9,8 @@ import Synchronization
 /// enforced by the database: a 128-bit digest of the dedup key (``DedupKeyDigest``) kept unique
 /// over the two levels of ``DedupLevels``: the writer claims each new key in the recent level,
 /// whose primary key refuses a key it holds, after looking in the settled level where its filter
-/// (``DedupFilter``) says the key may be. Only a valid
+/// (``DedupFilter``) says the key may be; ingest's claims wait to be written in key order, behind
+/// a filter of the recent level (``RecentKeys``). Only a valid
 /// postback ever reaches `postbacks`, so a forged copy can never claim a key before the genuine
 /// one arrives.
 ///

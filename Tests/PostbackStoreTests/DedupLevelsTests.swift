@@ -283,10 +283,12 @@ struct DedupLevelsTests {
                 }
             }
         }
+        // A transaction of the session: it begins, and notes the last postback as it commits.
         func begun(_ recent: RecentKeys) throws -> RecentKeys {
             var recent = recent
             try queue.inTransaction { db in
                 try recent.begin(db)
+                try recent.committing(db, lastID: try Int64.fetchOne(db, sql: "SELECT max(id) FROM postbacks") ?? 0)
                 return .commit
             }
             return recent
@@ -296,12 +298,23 @@ struct DedupLevelsTests {
         #expect(first.count == 40)
         #expect(first.allSatisfy { recent.find($0).mayHold })
 
-        // Another connection stores 40 more: the next transaction's filter holds them too.
+        // Another connection stores 40 more: the next transaction's filter holds them too (the
+        // keys of the postbacks after the session's last one).
         _ = try await ingest(try corpus("second.jsonl", 40..<80), into: store)
         let added = try await keys().filter { !first.contains($0) }
         #expect(added.count == 40)
         recent = try begun(recent)
         #expect(added.allSatisfy { recent.find($0).mayHold })
+
+        // Another connection deletes the last 10 postbacks, and stores 10 others under their ids:
+        // the keys after the session's last postback miss them, so the filters are read again.
+        try await queue.write { db in try db.execute(sql: "DELETE FROM postbacks WHERE id > 70") }
+        _ = try await ingest(try corpus("third.jsonl", 80..<90), into: store)
+        #expect(try await store.count("postbacks") == 80)
+        let reused = try await keys().filter { !first.contains($0) && !added.contains($0) }
+        #expect(reused.count == 10)
+        recent = try begun(recent)
+        #expect(reused.allSatisfy { recent.find($0).mayHold })
 
         // A settle empties its range and the range's filter.
         let range = try #require(added.first).range

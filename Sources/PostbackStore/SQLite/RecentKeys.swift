@@ -15,8 +15,13 @@ import GRDB
 ///
 /// Sound as long as every key of `dedup_recent` is in its range's filter, or waiting here:
 /// - the filters are read from the level when the session's first write transaction begins,
-///   and again when another connection has committed since (`PRAGMA data_version`), or a
-///   transaction of this session rolled back;
+///   and again when a transaction of this session rolled back;
+/// - when another connection has committed since this session's last commit (`PRAGMA
+///   data_version`: `serve`'s receipts, or its checkpoints that restart the log), the keys of the
+///   postbacks stored after this session's last one are added, while that postback's row still
+///   holds its key: ids are one past the largest, so no postback since can have taken an id up
+///   to it unless that row was deleted (`prune` keeps the key, so the row cannot come back). Else
+///   the filters are read again;
 /// - a slice adds its keys to the filters as it writes them;
 /// - a settle empties the recent level's range it moves, and its filter with it; a key deleted
 ///   otherwise stays in its filter, which costs a look-up, never a duplicate.
@@ -58,6 +63,9 @@ package struct RecentKeys {
     private var filters: [(builder: DedupFilter.Builder, keys: Int)] = []
     /// `PRAGMA data_version` when the filters were last known to hold the level.
     private var dataVersion: Int64?
+    /// The last postback when this session last committed, and its key: the filters hold the
+    /// keys of every postback up to it.
+    private var lastCommitted: (id: Int64, key: Data)?
     /// Keys claimed in the open transaction and not yet written, with their postbacks' row ids.
     private var waiting: [Key: Int64] = [:]
     /// The waiting keys being written, sorted (kept between flushes, as its capacity is).
@@ -70,15 +78,54 @@ package struct RecentKeys {
         let version = try Int64.fetchOne(db, sql: "PRAGMA data_version")
         if filters.isEmpty || version != dataVersion {
             dataVersion = nil
-            try rebuild(db)
+            do {
+                if let last = lastCommitted, try Self.holds(db, last) {
+                    try catchUp(db, after: last.id)
+                } else {
+                    try rebuild(db)
+                }
+            } catch {
+                forget()
+                throw error
+            }
         }
         dataVersion = version
+    }
+
+    /// Notes the last postback as this session's transaction commits: inside it, after its
+    /// waiting keys are written.
+    package mutating func committing(_ db: Database, lastID: Int64) throws {
+        let key = try Data.fetchOne(db, sql: "SELECT dedup_key FROM postbacks WHERE id = ?", arguments: [lastID])
+        lastCommitted = key.map { (lastID, $0) }
+    }
+
+    /// Whether the row of `last` still holds its key.
+    private static func holds(_ db: Database, _ last: (id: Int64, key: Data)) throws -> Bool {
+        try Data.fetchOne(db, sql: "SELECT dedup_key FROM postbacks WHERE id = ?", arguments: [last.id]) == last.key
+    }
+
+    /// Adds the keys of the postbacks after row `id` to the filters.
+    private mutating func catchUp(_ db: Database, after id: Int64) throws {
+        let keys = SQLiteRowReader(
+            try db.cachedStatement(sql: "SELECT dedup_key FROM postbacks WHERE id > ? AND dedup_key IS NOT NULL")
+        ) { binder in binder.bind(id) }
+        var overfull = Set<Int>()
+        while try keys.next(db) {
+            guard let key = keys.withBlob(0, Key.init) else { continue }
+            key.withUnsafeBytes { filters[key.range].builder.insert($0) }
+            filters[key.range].keys += 1
+            if filters[key.range].keys > filters[key.range].builder.capacity * 5 / 4 { overfull.insert(key.range) }
+        }
+        for range in overfull {
+            filters[range] = try Self.filter(db, range: range, sizedFor: filters[range].keys * 3 / 2)
+        }
     }
 
     /// The filters no longer hold the level (a rolled-back transaction may have emptied a
     /// range's filter while its keys stayed): the next transaction reads them again.
     mutating func forget() {
         dataVersion = nil
+        lastCommitted = nil
         filters.removeAll()
         waiting.removeAll()
     }

@@ -74,6 +74,7 @@ final class SQLiteIngestSession: IngestSession {
                 guard db.isInsideTransaction else { return }
                 try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db))
                 try DedupLevels.settleIfDue(db) { writer.recent.settled(range: $0) }
+                try writer.recent.committing(db, lastID: writer.nextID - 1)
                 try db.commit()
             }
         }

@@ -95,13 +95,17 @@ package struct RecentKeys {
     /// Notes the last postback as this session's transaction commits: inside it, after its
     /// waiting keys are written.
     package mutating func committing(_ db: Database, lastID: Int64) throws {
-        let key = try Data.fetchOne(db, sql: "SELECT dedup_key FROM postbacks WHERE id = ?", arguments: [lastID])
-        lastCommitted = key.map { (lastID, $0) }
+        lastCommitted = try Self.key(db, ofRow: lastID).map { (lastID, $0) }
     }
 
     /// Whether the row of `last` still holds its key.
     private static func holds(_ db: Database, _ last: (id: Int64, key: Data)) throws -> Bool {
-        try Data.fetchOne(db, sql: "SELECT dedup_key FROM postbacks WHERE id = ?", arguments: [last.id]) == last.key
+        try key(db, ofRow: last.id) == last.key
+    }
+
+    /// The dedup key of the postback of row `id`, if there is one.
+    private static func key(_ db: Database, ofRow id: Int64) throws -> Data? {
+        try Data.fetchOne(db, sql: "SELECT dedup_key FROM postbacks WHERE id = ?", arguments: [id])
     }
 
     /// Adds the keys of the postbacks after row `id` to the filters.
@@ -112,10 +116,21 @@ package struct RecentKeys {
         var overfull = Set<Int>()
         while try keys.next(db) {
             guard let key = keys.withBlob(0, Key.init) else { continue }
-            key.withUnsafeBytes { filters[key.range].builder.insert($0) }
-            filters[key.range].keys += 1
-            if filters[key.range].keys > filters[key.range].builder.capacity * 5 / 4 { overfull.insert(key.range) }
+            add(key, overfull: &overfull)
         }
+        try refill(db, overfull)
+    }
+
+    /// Adds `key` to its range's filter, noting the range when it holds more than 5/4 of the keys
+    /// it was sized for.
+    private mutating func add(_ key: Key, overfull: inout Set<Int>) {
+        key.withUnsafeBytes { filters[key.range].builder.insert($0) }
+        filters[key.range].keys += 1
+        if filters[key.range].keys > filters[key.range].builder.capacity * 5 / 4 { overfull.insert(key.range) }
+    }
+
+    /// Reads the filters of the `overfull` ranges again, sized for half as many keys again.
+    private mutating func refill(_ db: Database, _ overfull: Set<Int>) throws {
         for range in overfull {
             filters[range] = try Self.filter(db, range: range, sizedFor: filters[range].keys * 3 / 2)
         }
@@ -181,14 +196,10 @@ package struct RecentKeys {
                         "dedup_recent holds a dedup key that ingest's filter of it missed (a fault in postbackd); nothing since the last commit is stored, and a run of the same command stores it"
                 )
             }
-            key.withUnsafeBytes { filters[key.range].builder.insert($0) }
-            filters[key.range].keys += 1
-            if filters[key.range].keys > filters[key.range].builder.capacity * 5 / 4 { overfull.insert(key.range) }
+            add(key, overfull: &overfull)
         }
         waiting.removeAll(keepingCapacity: true)
-        for range in overfull {
-            filters[range] = try Self.filter(db, range: range, sizedFor: filters[range].keys * 3 / 2)
-        }
+        try refill(db, overfull)
     }
 
     /// A settle moved every recent key of `range` into the settled level.

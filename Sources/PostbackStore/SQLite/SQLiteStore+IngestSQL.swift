@@ -57,20 +57,21 @@ extension SQLiteStore {
 
     /// The stored postback of a row id, as ``selectStored`` reads it: a postback this
     /// transaction stored (``RecentKeys``).
-    static let selectStoredByID = """
-        SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
-            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, \(SignedColumns.sqlColumns)
-        FROM postbacks WHERE id = ?1
-        """
+    static let selectStoredByID = "\(selectStoredColumns)\nFROM postbacks WHERE id = ?1"
 
     private static func selectStored(through level: String) -> String {
         """
-        SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
-            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, \(SignedColumns.sqlColumns)
+        \(selectStoredColumns)
         FROM \(level) JOIN postbacks ON postbacks.id = \(level).postback_id
         WHERE \(level).dedup_key = ?1
         """
     }
+
+    /// The columns ``StoredPostback`` reads, in its order.
+    private static let selectStoredColumns = """
+        SELECT id, source, source_index, raw_sha256, fine_value, coarse_value, country_code,
+            ad_network_id, transaction_id, postback_sequence_index, kind, key_space, \(SignedColumns.sqlColumns)
+        """
 
     /// `INSERT INTO sightings`, with the HTTP request's client address and id when `received`.
     static func insertSighting(received: Bool) -> String {

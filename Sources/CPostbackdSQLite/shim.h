@@ -1,5 +1,5 @@
-// SQLite's process-wide settings, which Swift cannot set itself: sqlite3_config is variadic.
-// (PostbackStore/SQLite/PostbackDatabase.swift)
+// SQLite's settings that Swift cannot set itself: sqlite3_config and sqlite3_db_config are
+// variadic. (PostbackStore/SQLite/PostbackDatabase.swift, PostbackSchema.swift)
 #include <sqlite3.h>
 
 // Turns off SQLite's memory statistics: every allocation and free then skips a process-wide
@@ -7,4 +7,11 @@
 // effect only before SQLite initializes; returns SQLITE_MISUSE after.
 static inline int postbackd_sqlite3_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+// Lets `db` edit a table's SQL in sqlite_master under `PRAGMA writable_schema`, SQLite's
+// documented way to change a CHECK constraint without rebuilding the table: a build of SQLite
+// whose connections start in defensive mode (SQLITE_DBCONFIG_DEFENSIVE) would refuse the edit.
+static inline int postbackd_sqlite3_allow_schema_edit(sqlite3 *db) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 0, (int *)0);
 }

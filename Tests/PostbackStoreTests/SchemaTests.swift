@@ -90,4 +90,54 @@ struct SchemaTests {
         #expect(!indexes.contains("postbacks_dedup_digest"))
         #expect(!indexes.contains("postbacks_dedup_key"))
     }
+
+    @Test(
+        "the inserts of a postback and of a quarantined entry check their constraints without an ephemeral table, and still refuse a value outside them"
+    )
+    func checksWithoutAList() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try PostbackDatabase.open(directory.path + "/checks.sqlite")
+        try queue.write { db in
+            for sql in SQLiteStore.insertPostbacks + [SQLiteStore.insertQuarantine] {
+                let parameters = [DatabaseValue](repeating: .null, count: sql.filter { $0 == "?" }.count)
+                let opcodes = try Row.fetchAll(db, sql: "EXPLAIN " + sql, arguments: StatementArguments(parameters))
+                    .map { $0["opcode"] as String? ?? "" }
+                #expect(opcodes.contains("Insert"), "\(sql)")
+                // SQLite checks `IN` with a list of three or more through a table it builds per row.
+                #expect(!opcodes.contains("OpenEphemeral"), "\(sql)")
+            }
+            try db.execute(
+                sql:
+                    "INSERT INTO ingest_runs (started_at, status, inputs, postbackd_version) VALUES ('2026-11-21T00:00:00.000Z', 'completed', '[]', 'test')"
+            )
+            func insertPostback(keySpace: String) throws {
+                try db.execute(
+                    sql: """
+                        INSERT INTO postbacks (kind, key_space, ad_network_id, transaction_id, postback_sequence_index, app_id,
+                            test_mode, development, key_name, received_at, received_at_source, raw, raw_sha256, source,
+                            source_index, source_line, run_id)
+                        VALUES ('skan', ?, 'example.skadnetwork', ?, 0, 1, 0, 0, 'k', '2026-11-21T08:00:00.000Z',
+                            'option', x'00', x'00', 'f', 0, 1, 1)
+                        """,
+                    arguments: [keySpace, keySpace]
+                )
+            }
+            func insertQuarantine(verdict: String) throws {
+                try db.execute(
+                    sql: """
+                        INSERT INTO quarantine (verdict, reason, raw, raw_size, raw_sha256, source, source_index, source_line,
+                            received_at, run_id)
+                        VALUES (?, 'r', x'00', 1, ?, 'f', 0, 1, '2026-11-21T08:00:00.000Z', 1)
+                        """,
+                    arguments: [verdict, Data(verdict.utf8)]
+                )
+            }
+            for keySpace in ["production", "test", "development"] { try insertPostback(keySpace: keySpace) }
+            for verdict in ["invalid", "malformed", "unsupported"] { try insertQuarantine(verdict: verdict) }
+            #expect(throws: DatabaseError.self) { try insertPostback(keySpace: "staging") }
+            #expect(throws: DatabaseError.self) { try insertQuarantine(verdict: "valid") }
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM postbacks") == 3)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") == 3)
+        }
+    }
 }

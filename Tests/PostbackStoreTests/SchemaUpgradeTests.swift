@@ -131,6 +131,10 @@ struct SchemaUpgradeTests {
             "v27: dedup keys in two levels",
             "0329887abeb671e2ad4b4aa424871ee4959ad604d860b90b84df1c1bf3f4ad57"
         ),
+        (
+            "v28: CHECK constraints without a list",
+            "bc2e9f57d879ae34cdfde8da49787d732afb2947c85afbc1dc16be2ab1ac1b53"
+        ),
     ]
 
     /// Each released PostgreSQL migration's SHA-256 (of its statements joined by ";\n").

@@ -23,7 +23,7 @@ extension SQLiteStore {
     }
 
     /// ``insertPostback(received:)`` of each kind, indexed by `received`.
-    static let insertPostbacks = [false, true].map(insertPostback(received:))
+    package static let insertPostbacks = [false, true].map(insertPostback(received:))
 
     /// Whether `pruned_keys` holds a key (a postback `prune` removed): asked for the rows
     /// ``PrunedKeyGuard`` covers.
@@ -94,7 +94,7 @@ extension SQLiteStore {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
-    static let insertQuarantine = """
+    package static let insertQuarantine = """
         INSERT INTO quarantine (
             verdict, field, reason, kind, version, ad_network_id, transaction_id, raw, raw_size, raw_sha256, source,
             source_index, source_line, received_at, run_id, channel)

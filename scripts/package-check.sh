@@ -157,7 +157,9 @@ fi
 
 echo "== postbackd serve as the postbackd user, confined ($host, a free port)"
 # Started as a simple command (not through as_postbackd, whose subshell would stand between),
-# so that serve_pid is serve's own: setpriv, python3 and env exec it.
+# so that serve_pid is serve's own: setpriv, python3 and env exec it. The log exists before it
+# starts: the background command opens it, and the first read below could come first.
+: >"$work/serve.out"
 $sudo "${confined[@]}" /usr/bin/postbackd serve --host "$host" --port 0 --keys "$keys" >"$work/serve.out" 2>&1 &
 serve_pid=$!
 url=""

@@ -9,9 +9,13 @@ static inline int postbackd_sqlite3_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
-// Lets `db` edit a table's SQL in sqlite_master under `PRAGMA writable_schema`, SQLite's
-// documented way to change a CHECK constraint without rebuilding the table: a build of SQLite
-// whose connections start in defensive mode (SQLITE_DBCONFIG_DEFENSIVE) would refuse the edit.
-static inline int postbackd_sqlite3_allow_schema_edit(sqlite3 *db) {
-    return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 0, (int *)0);
+// Sets `db`'s defensive mode (SQLITE_DBCONFIG_DEFENSIVE: 1 on, 0 off) and returns what it was.
+// A migration that edits a table's SQL in sqlite_master under `PRAGMA writable_schema` (SQLite's
+// documented way to change a CHECK constraint without rebuilding the table) turns it off, since a
+// build of SQLite whose connections start defensive would refuse the edit, and puts it back.
+static inline int postbackd_sqlite3_set_defensive(sqlite3 *db, int on) {
+    int was = 0;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, -1, &was);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, on, (int *)0);
+    return was;
 }

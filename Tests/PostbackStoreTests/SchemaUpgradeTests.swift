@@ -133,7 +133,7 @@ struct SchemaUpgradeTests {
         ),
         (
             "v28: CHECK constraints without a list",
-            "bc2e9f57d879ae34cdfde8da49787d732afb2947c85afbc1dc16be2ab1ac1b53"
+            "69cefcf4e93e9a21451c4377d0e070646ddd066109df98e06e0287dfd423ad1b"
         ),
     ]
 

@@ -294,11 +294,18 @@ package enum PostbackDatabase {
     }
 
     /// The error of a migration that lost the race to another process: what it creates exists
-    /// (a table, an index, a column) or what it drops is gone.
+    /// (a table, an index, a column) or what it drops is gone; or, for a migration that changes
+    /// nothing when run twice (v28's edit of a table's SQL), GRDB's record of it exists.
     private static func isSchemaRace(_ error: any Error) -> Bool {
-        guard let error = error as? DatabaseError, error.resultCode == .SQLITE_ERROR, let message = error.message
-        else { return false }
-        return ["already exists", "duplicate column name", "no such index"].contains { message.contains($0) }
+        guard let error = error as? DatabaseError, let message = error.message else { return false }
+        switch error.resultCode {
+        case .SQLITE_ERROR:
+            return ["already exists", "duplicate column name", "no such index"].contains { message.contains($0) }
+        case .SQLITE_CONSTRAINT:
+            return message.contains("grdb_migrations")
+        default:
+            return false
+        }
     }
 
     static func describe(_ error: any Error) -> String {

@@ -41,9 +41,8 @@ package enum PostbackSchema {
         /// SQL functions the migration's statements call (v5's dedup key digest: the stored
         /// key's definition, which no SQL spells).
         var functions: [DatabaseFunction]
-        /// The SQL edits tables' SQL in `sqlite_master` (`PRAGMA writable_schema`): the
-        /// migrator lets the connection do it, and moves `schema_version` after, so that every
-        /// connection, this one included, reads the schema again (SQLite's documented procedure).
+        /// The SQL edits tables' SQL in `sqlite_master`: the migrator runs it under `PRAGMA
+        /// writable_schema` (``editingSchemaText(_:_:)``).
         var editsSchemaText: Bool
         /// GRDB's default, `.deferred`, turns foreign keys off for the migration and runs
         /// `PRAGMA foreign_key_check` over the whole store before it commits, as a migration that
@@ -71,15 +70,29 @@ package enum PostbackSchema {
         for migration in migrations {
             migrator.registerMigration(migration.identifier, foreignKeyChecks: migration.foreignKeyChecks) { db in
                 for function in migration.functions { db.add(function: function) }
-                if migration.editsSchemaText { _ = postbackd_sqlite3_allow_schema_edit(db.sqliteConnection) }
-                try db.execute(sql: migration.sql)
                 if migration.editsSchemaText {
-                    let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
-                    try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
+                    try editingSchemaText(db) { try db.execute(sql: migration.sql) }
+                } else {
+                    try db.execute(sql: migration.sql)
                 }
             }
         }
         return migrator
+    }
+
+    /// Runs `edit`, which changes tables' SQL in `sqlite_master`, by SQLite's documented
+    /// procedure: with `PRAGMA writable_schema` on (and the connection's defensive mode off,
+    /// which would refuse it), then `schema_version` moved so that every connection, this one
+    /// included, reads the schema again. Both settings are put back whatever happens: a
+    /// connection keeps them across a rollback, and this one goes on to serve the store.
+    private static func editingSchemaText(_ db: Database, _ edit: () throws -> Void) throws {
+        let defensive = postbackd_sqlite3_set_defensive(db.sqliteConnection, 0)
+        defer { _ = postbackd_sqlite3_set_defensive(db.sqliteConnection, defensive) }
+        try db.execute(sql: "PRAGMA writable_schema = ON")
+        defer { try? db.execute(sql: "PRAGMA writable_schema = OFF") }
+        try edit()
+        let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+        try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
     }
 
     package static let migrations: [Migration] = [
@@ -1134,7 +1147,6 @@ package enum PostbackSchema {
             editsSchemaText: true,
             foreignKeyChecks: .immediate,
             sql: #"""
-                PRAGMA writable_schema = ON;
                 UPDATE sqlite_master SET sql = replace(
                     sql,
                     'key_space IN (''production'', ''test'', ''development'')',
@@ -1145,7 +1157,6 @@ package enum PostbackSchema {
                     'verdict IN (''invalid'', ''malformed'', ''unsupported'')',
                     '(verdict = ''invalid'' OR verdict = ''malformed'' OR verdict = ''unsupported'')'
                 ) WHERE type = 'table' AND name = 'quarantine';
-                PRAGMA writable_schema = OFF;
                 """#
         ),
     ]

@@ -145,21 +145,32 @@ extension SQLiteStore {
                 }
                 return .copy(stored)
             }
-            if maySettled || mayBeRecent {
-                let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
-                if let stored = try lookUp(db, levels, dedupKey, statements: &statements) { return .copy(stored) }
+            if let held = try holder(
+                db,
+                dedupKey,
+                inLevels: maySettled || mayBeRecent,
+                maySettled: maySettled,
+                mayBePruned: mayBePruned,
+                statements: &statements
+            ) {
+                return held
             }
-            if try mayBePruned && isPruned(db, dedupKey, statements: &statements) { return .copyOfPruned }
             return .claimed(flushDue: writer.recent.claim(key, id: writer.nextID))
         }
         let lookFirst = maySettled || mayBePruned
         if try !lookFirst && claimRecent(db, dedupKey, id: writer.nextID, statements: &statements) {
             return .claimed(flushDue: false)
         }
-        // Its row is read from whichever level holds the key.
-        let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
-        if let stored = try lookUp(db, levels, dedupKey, statements: &statements) { return .copy(stored) }
-        if try mayBePruned && isPruned(db, dedupKey, statements: &statements) { return .copyOfPruned }
+        if let held = try holder(
+            db,
+            dedupKey,
+            inLevels: true,
+            maySettled: maySettled,
+            mayBePruned: mayBePruned,
+            statements: &statements
+        ) {
+            return held
+        }
         guard try lookFirst && claimRecent(db, dedupKey, id: writer.nextID, statements: &statements) else {
             throw DatabaseError(
                 resultCode: .SQLITE_CORRUPT,
@@ -167,6 +178,23 @@ extension SQLiteStore {
             )
         }
         return .claimed(flushDue: false)
+    }
+
+    /// What holds `dedupKey` besides a claim: the stored postback, read from the levels when
+    /// `inLevels` (the settled one too where its filter says `maySettled`), else `pruned_keys`'
+    /// record of a pruned postback where `mayBePruned`; nil when neither holds it.
+    private static func holder(
+        _ db: Database,
+        _ dedupKey: [UInt8],
+        inLevels: Bool,
+        maySettled: Bool,
+        mayBePruned: Bool,
+        statements: inout StoreStatements
+    ) throws -> KeyClaim? {
+        let levels: StoreStatements.Kind = maySettled ? .selectStored : .selectStoredRecent
+        if inLevels, let stored = try lookUp(db, levels, dedupKey, statements: &statements) { return .copy(stored) }
+        if try mayBePruned && isPruned(db, dedupKey, statements: &statements) { return .copyOfPruned }
+        return nil
     }
 
     /// The stored postback of `dedupKey` through the statement of `kind` (by key, or by row id),

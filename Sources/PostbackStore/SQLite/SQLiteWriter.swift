@@ -2,9 +2,10 @@ import GRDB
 
 /// What ingest's and `serve`'s writes on SQLite read when a write transaction begins, and carry
 /// through it: which keys `pruned_keys` may hold, the settled level's filter, the row id of the
-/// next postback, and ingest's claims that wait with the recent level's filter (``RecentKeys``). Ingest's session holds one for its run, `serve` one for the process
-/// (``SQLiteStore``'s `writer`), each of its groups a transaction; both begin every write
-/// transaction with ``begin(_:)``. The statements they step (``StoreStatements``) belong to the
+/// next postback, and ingest's claims that wait with the recent level's filter (``RecentKeys``).
+/// Ingest's session holds one for its run, `serve` one for the process (``SQLiteStore``'s
+/// `writer`), each of its groups a transaction; both begin every write transaction with
+/// ``begin(_:)``. The statements they step (``StoreStatements``) belong to the
 /// connection, and go beside it.
 struct SQLiteWriter: Sendable {
     /// Which inserts check `pruned_keys`. One writer: no prune commits inside the transaction.

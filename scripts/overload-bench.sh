@@ -6,7 +6,12 @@
 #   scripts/overload-bench.sh [ROUNDS] [SECONDS]     default 2 rounds of 15 s
 #
 # Environment: BENCH_BIN (the postbackd to measure), BENCH_OUT (default bench-out/overload),
-# BENCH_COUNT (the corpus's postbacks, default 200000). Needs wrk, curl.
+# BENCH_COUNT (the corpus's postbacks, default 200000), BENCH_STORE (an existing SQLite store
+# to serve in every round instead of a new one, to see a large store's settles of dedup keys:
+# it keeps what the rounds send, so each round sends a corpus of its own, seeded BENCH_SEED
+# plus the round, default 100), BENCH_READER (a statement another connection runs on the store
+# over and over while wrk sends, as the dashboard, an export or `reconcile` read beside `serve`;
+# needs sqlite3). Needs wrk, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
@@ -16,16 +21,33 @@ mkdir -p "$out"
 server_pid=
 . scripts/serve-bench-lib.sh
 serve_bench_prepare overload-bench.sh
-corpus="$out/corpus-${BENCH_COUNT:-200000}.jsonl"
-make_corpus "$corpus" "${BENCH_COUNT:-200000}" 7 7
+count=${BENCH_COUNT:-200000}
+corpus="$out/corpus-$count.jsonl"
+[ -n "${BENCH_STORE:-}" ] || make_corpus "$corpus" "$count" 7 7
 keys=(--keys Keys/test)
 serve_args=()
-trap stop_server EXIT
+trap 'stop_server; [ -z "${reader_pid:-}" ] || kill "$reader_pid" 2>/dev/null' EXIT
 for round in $(seq 1 "$rounds"); do
-    rm -f "$out"/overload.sqlite*
-    start_server "$out/overload.sqlite"
+    if [ -n "${BENCH_STORE:-}" ]; then
+        corpus="$out/corpus-$count-seed$((${BENCH_SEED:-100} + round)).jsonl"
+        make_corpus "$corpus" "$count" $((${BENCH_SEED:-100} + round)) 7
+        start_server "$BENCH_STORE"
+    else
+        rm -f "$out"/overload.sqlite*
+        start_server "$out/overload.sqlite"
+    fi
+    reader_pid=
+    if [ -n "${BENCH_READER:-}" ]; then
+        store=${BENCH_STORE:-$out/overload.sqlite}
+        (while :; do sqlite3 "$store" "$BENCH_READER" >/dev/null; done) &
+        reader_pid=$!
+    fi
     result=$(WRK_CORPUS="$corpus" WRK_THREADS=2 WRK_DELAY_MS=0 wrk -t2 -c256 -d"${seconds}s" --timeout 10s \
         -s scripts/wrk-postbacks.lua "http://127.0.0.1:$port" | grep '^RESULT')
+    if [ -n "$reader_pid" ]; then
+        kill "$reader_pid" 2>/dev/null || true
+        wait "$reader_pid" 2>/dev/null || true
+    fi
     commits=$(curl -s "http://127.0.0.1:$port/metrics" | awk '
         /^postbackd_commit_duration_seconds_count/ { n = $2 }
         /^postbackd_commit_duration_seconds_sum/ { s = $2 }

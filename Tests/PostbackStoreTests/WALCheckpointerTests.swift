@@ -11,13 +11,19 @@ struct WALCheckpointerTests {
     func restartDoesNotWaitForReaders() async throws {
         let directory = try TemporaryDirectory("checkpointer")
         let path = directory.path + "/store.sqlite"
-        let writer = try PostbackDatabase.open(path)
+        // A log of its own, without flushes: what is measured is whether the writer may commit
+        // at all, which a loaded machine's slow flushes would blur.
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(60)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+        let writer = try DatabaseQueue(path: path, configuration: configuration)
         try await writer.write { db in try db.execute(sql: "CREATE TABLE filler (bytes BLOB)") }
         // Every turn past one page of log tries to start it again.
         let checkpointer = try WALCheckpointer(path: path, restartFrames: 1)
         defer { checkpointer.stop() }
 
-        // A reader holds the snapshot of its first read for four seconds, as a dashboard's year
+        // A reader holds the snapshot of its first read for six seconds, as a dashboard's year
         // or an export does, while the writer commits behind it.
         let clock = ContinuousClock()
         let reader = try DatabaseQueue(path: path)
@@ -25,7 +31,7 @@ struct WALCheckpointerTests {
         let reading = Task.detached {
             try reader.read { db in
                 _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM filler")
-                Thread.sleep(forTimeInterval: 4)
+                Thread.sleep(forTimeInterval: 6)
             }
             return clock.now
         }
@@ -33,17 +39,17 @@ struct WALCheckpointerTests {
         while committed.count < 2_000 {
             try await writer.write { db in try db.execute(sql: "INSERT INTO filler VALUES (randomblob(20000))") }
             committed.append(clock.now)
-            if readStarted.duration(to: clock.now) > .seconds(4) { break }
+            if readStarted.duration(to: clock.now) > .seconds(6) { break }
             try await Task.sleep(for: .milliseconds(20))
         }
         let readEnded = try await reading.value
         // A restart that waited for the reader held every commit after the first until the read
-        // ended: none would end in the read's middle seconds (a slow flush makes them fewer, not
-        // none).
+        // ended: none would end in the read's middle seconds (a loaded machine makes them fewer,
+        // not none).
         let during = committed.filter {
             readStarted.duration(to: $0) > .seconds(1) && $0.duration(to: readEnded) > .milliseconds(500)
         }
-        #expect(during.count >= 3, "\(during.count) of \(committed.count) commits while the reader held its snapshot")
+        #expect(during.count >= 2, "\(during.count) of \(committed.count) commits while the reader held its snapshot")
         #expect(
             try await writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM filler") } == committed.count
         )

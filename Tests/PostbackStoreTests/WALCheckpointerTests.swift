@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import PostbackStore
 import PostbackTestSupport
+import Synchronization
 import Testing
 
 /// `serve`'s checkpointer (``WALCheckpointer``) beside a long read on another connection.
@@ -24,34 +25,77 @@ struct WALCheckpointerTests {
         defer { checkpointer.stop() }
 
         // A reader holds the snapshot of its first read for six seconds, as a dashboard's year
-        // or an export does, while the writer commits behind it.
-        let clock = ContinuousClock()
+        // or an export does, while the writer commits behind it every 20 ms.
         let reader = try DatabaseQueue(path: path)
-        let readStarted = clock.now
-        let reading = Task.detached {
-            try reader.read { db in
-                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM filler")
-                Thread.sleep(forTimeInterval: 6)
-            }
-            return clock.now
-        }
-        var committed: [ContinuousClock.Instant] = []
-        while committed.count < 2_000 {
-            try await writer.write { db in try db.execute(sql: "INSERT INTO filler VALUES (randomblob(20000))") }
-            committed.append(clock.now)
-            if readStarted.duration(to: clock.now) > .seconds(6) { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let readEnded = try await reading.value
+        let (commits, readBegan, readEnded) = try await Self.commit(into: writer, beside: reader)
         // A restart that waited for the reader held every commit after the first until the read
         // ended: none would end in the read's middle seconds (a loaded machine makes them fewer,
         // not none).
-        let during = committed.filter {
-            readStarted.duration(to: $0) > .seconds(1) && $0.duration(to: readEnded) > .milliseconds(500)
+        let during = commits.filter {
+            readBegan.duration(to: $0) > .seconds(1) && $0.duration(to: readEnded) > .milliseconds(500)
         }
-        #expect(during.count >= 2, "\(during.count) of \(committed.count) commits while the reader held its snapshot")
+        #expect(during.count >= 2, "\(during.count) of \(commits.count) commits while the reader held its snapshot")
         #expect(
-            try await writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM filler") } == committed.count
+            try await writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM filler") } == commits.count
         )
+    }
+
+    /// Holds a read of `reader` open for six seconds, and commits into `writer` every 20 ms
+    /// meanwhile, each on a thread of its own (a blocked thread of the cooperative pool, of
+    /// which a 2-core machine has two, would stall other tests and this one's commits); returns
+    /// when each commit ended, and when the read began and ended.
+    private static func commit(
+        into writer: DatabaseQueue,
+        beside reader: DatabaseQueue
+    ) async throws -> (
+        commits: [ContinuousClock.Instant], began: ContinuousClock.Instant, ended: ContinuousClock.Instant
+    ) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                let clock = ContinuousClock()
+                let reading = DispatchSemaphore(value: 0)
+                let readDone = DispatchSemaphore(value: 0)
+                let ended = InstantBox()
+                Thread {
+                    _ = try? reader.read { db in
+                        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM filler")
+                        reading.signal()
+                        Thread.sleep(forTimeInterval: 6)
+                    }
+                    ended.set(clock.now)
+                    reading.signal()
+                    readDone.signal()
+                }.start()
+                reading.wait()
+                let began = clock.now
+                var commits: [ContinuousClock.Instant] = []
+                do {
+                    while began.duration(to: clock.now) < .seconds(6) {
+                        try writer.write { db in try db.execute(sql: "INSERT INTO filler VALUES (randomblob(20000))") }
+                        commits.append(clock.now)
+                        Thread.sleep(forTimeInterval: 0.02)
+                    }
+                } catch {
+                    readDone.wait()
+                    continuation.resume(throwing: error)
+                    return
+                }
+                readDone.wait()
+                continuation.resume(returning: (commits, began, ended.get() ?? clock.now))
+            }.start()
+        }
+    }
+}
+
+/// An instant one thread sets and another reads.
+private final class InstantBox: Sendable {
+    private let lock = Mutex<ContinuousClock.Instant?>(nil)
+
+    func set(_ instant: ContinuousClock.Instant) {
+        lock.withLock { $0 = instant }
+    }
+
+    func get() -> ContinuousClock.Instant? {
+        lock.withLock { $0 }
     }
 }

@@ -7,8 +7,8 @@
 #
 # Environment: BENCH_BIN (the postbackd to measure), BENCH_OUT (default bench-out/overload),
 # BENCH_COUNT (the corpus's postbacks, default 200000), BENCH_STORE (an existing SQLite store
-# to serve in every round instead of a new one, to see a large store's settles of dedup keys:
-# it keeps what the rounds send, so each round sends a corpus of its own, seeded BENCH_SEED
+# to serve in every round instead of a new one, to see what a large store costs: it keeps what
+# the rounds send, so each round sends a corpus of its own, seeded BENCH_SEED
 # plus the round, default 100), BENCH_READER (a statement another connection runs on the store
 # over and over while wrk sends, as the dashboard, an export or `reconcile` read beside `serve`;
 # needs sqlite3). Needs wrk, curl.
@@ -21,6 +21,11 @@ mkdir -p "$out"
 server_pid=
 . scripts/serve-bench-lib.sh
 serve_bench_prepare overload-bench.sh
+if [ -n "${BENCH_READER:-}" ] && ! command -v sqlite3 >/dev/null; then
+    echo "overload-bench.sh: BENCH_READER needs sqlite3 (apt-get install -y sqlite3)" >&2
+    exit 2
+fi
+store=${BENCH_STORE:-$out/overload.sqlite}
 count=${BENCH_COUNT:-200000}
 corpus="$out/corpus-$count.jsonl"
 [ -n "${BENCH_STORE:-}" ] || make_corpus "$corpus" "$count" 7 7
@@ -31,14 +36,12 @@ for round in $(seq 1 "$rounds"); do
     if [ -n "${BENCH_STORE:-}" ]; then
         corpus="$out/corpus-$count-seed$((${BENCH_SEED:-100} + round)).jsonl"
         make_corpus "$corpus" "$count" $((${BENCH_SEED:-100} + round)) 7
-        start_server "$BENCH_STORE"
     else
-        rm -f "$out"/overload.sqlite*
-        start_server "$out/overload.sqlite"
+        rm -f "$store"*
     fi
+    start_server "$store"
     reader_pid=
     if [ -n "${BENCH_READER:-}" ]; then
-        store=${BENCH_STORE:-$out/overload.sqlite}
         (while :; do sqlite3 "$store" "$BENCH_READER" >/dev/null; done) &
         reader_pid=$!
     fi

@@ -55,15 +55,20 @@ struct WALCheckpointerTests {
                 let clock = ContinuousClock()
                 let reading = DispatchSemaphore(value: 0)
                 let readDone = DispatchSemaphore(value: 0)
-                let ended = InstantBox()
+                let ended = ReadEnd()
                 Thread {
-                    _ = try? reader.read { db in
-                        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM filler")
-                        reading.signal()
-                        Thread.sleep(forTimeInterval: 6)
+                    // Signalled once the read has its snapshot, or once it failed.
+                    var signalled = false
+                    let outcome = Result {
+                        try reader.read { db in
+                            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM filler")
+                            reading.signal()
+                            signalled = true
+                            Thread.sleep(forTimeInterval: 6)
+                        }
                     }
-                    ended.set(clock.now)
-                    reading.signal()
+                    ended.set(outcome.map { clock.now })
+                    if !signalled { reading.signal() }
                     readDone.signal()
                 }.start()
                 reading.wait()
@@ -81,21 +86,21 @@ struct WALCheckpointerTests {
                     return
                 }
                 readDone.wait()
-                continuation.resume(returning: (commits, began, ended.get() ?? clock.now))
+                continuation.resume(with: ended.get().map { (commits, began, $0) })
             }.start()
         }
     }
 }
 
-/// An instant one thread sets and another reads.
-private final class InstantBox: Sendable {
-    private let lock = Mutex<ContinuousClock.Instant?>(nil)
+/// When the read ended, or why it failed: set by the reader's thread, read by the writer's.
+private final class ReadEnd: Sendable {
+    private let lock = Mutex<Result<ContinuousClock.Instant, any Error>?>(nil)
 
-    func set(_ instant: ContinuousClock.Instant) {
-        lock.withLock { $0 = instant }
+    func set(_ outcome: Result<ContinuousClock.Instant, any Error>) {
+        lock.withLock { $0 = outcome }
     }
 
-    func get() -> ContinuousClock.Instant? {
-        lock.withLock { $0 }
+    func get() -> Result<ContinuousClock.Instant, any Error> {
+        lock.withLock { $0 } ?? .failure(CancellationError())
     }
 }

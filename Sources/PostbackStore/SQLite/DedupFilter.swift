@@ -79,7 +79,7 @@ package struct DedupFilter {
     }
 
     /// A filter being built for `keys` keys.
-    package struct Builder {
+    package struct Builder: Sendable {
         package private(set) var bits: [UInt8]
         private let blocks: Int
 

@@ -14,8 +14,11 @@ import GRDB
 /// the level may hold is looked up at once; about 99 keys in 100 are not.
 ///
 /// Sound as long as every key of `dedup_recent` is in its range's filter, or waiting here:
-/// - the filters are read from the level when the session's first write transaction begins,
-///   and again when a transaction of this session rolled back;
+/// - the filters are read from the level for the session's first write transaction, and again
+///   when a transaction of this session rolled back. The first read runs on a connection of its
+///   own (``RecentKeysPreload``) while that transaction claims each key at once, as `serve`
+///   does, and the keys of the postbacks after the last one it read are added when it is taken
+///   (``adopt(_:_:)``);
 /// - when another connection has committed since this session's last commit (`PRAGMA
 ///   data_version`: `serve`'s receipts, or its checkpoints that restart the log), the keys of the
 ///   postbacks stored after this session's last one are added, while that postback's row still
@@ -90,6 +93,53 @@ package struct RecentKeys {
             }
         }
         dataVersion = version
+    }
+
+    /// The filters as a read transaction on another connection found the level, and the last
+    /// postback it found with a key (``preload(_:)``).
+    package struct Preloaded: Sendable {
+        fileprivate let filters: [(builder: DedupFilter.Builder, keys: Int)]
+        fileprivate let last: (id: Int64, key: Data)?
+    }
+
+    /// Reads every range's filter, and the last postback with a key, in `db`'s read transaction:
+    /// ingest reads them on a connection of its own while its writer begins and claims at once
+    /// (``RecentKeysPreload``), then takes them with ``adopt(_:_:)``.
+    package static func preload(_ db: Database) throws -> Preloaded {
+        var keys = RecentKeys()
+        try keys.rebuild(db)
+        let last = try Row.fetchOne(
+            db,
+            sql: "SELECT id, dedup_key FROM postbacks WHERE dedup_key IS NOT NULL ORDER BY id DESC LIMIT 1"
+        ).map { row -> (id: Int64, key: Data) in (row[0], row[1]) }
+        return Preloaded(filters: keys.filters, last: last)
+    }
+
+    /// Takes `preloaded` as the filters, inside the writer's open transaction, in which no claim
+    /// waits (it claimed each key at once), and adds the keys of the postbacks after its last
+    /// one: those other connections stored since the read, and this transaction's. Sound as
+    /// ``begin(_:)``'s catch-up is: while that postback's row holds its key, no postback since
+    /// took an id up to it, and a settle only empties ranges. Else the filters are read here.
+    package mutating func adopt(_ preloaded: Preloaded, _ db: Database) throws {
+        guard waiting.isEmpty else {
+            throw DatabaseError(
+                resultCode: .SQLITE_INTERNAL,
+                message:
+                    "ingest's claims of dedup keys waited before the recent level's filters were read (a fault in postbackd)"
+            )
+        }
+        do {
+            filters = preloaded.filters
+            if let last = preloaded.last, try Self.holds(db, last) {
+                try catchUp(db, after: last.id)
+            } else {
+                try rebuild(db)
+            }
+            dataVersion = try Int64.fetchOne(db, sql: "PRAGMA data_version")
+        } catch {
+            forget()
+            throw error
+        }
     }
 
     /// Notes the last postback as this session's transaction commits: inside it, after its

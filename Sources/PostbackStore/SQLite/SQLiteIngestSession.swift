@@ -12,9 +12,14 @@ final class SQLiteIngestSession: IngestSession {
     private var writer = SQLiteWriter(sortingClaims: true)
     /// The statements it steps, looked up once.
     private var statements = StoreStatements()
+    /// The recent level's filters being read for the first transaction, until it takes them.
+    private var preload: RecentKeysPreload?
 
-    init(queue: DatabaseQueue) {
+    /// `preload`: the recent level's filters, being read from the store on another connection
+    /// (nil: the first transaction reads them as it begins).
+    init(queue: DatabaseQueue, preload: RecentKeysPreload? = nil) {
         self.queue = queue
+        self.preload = preload
     }
 
     /// Writes one verified batch, in input order, into the open write transaction, beginning
@@ -34,7 +39,11 @@ final class SQLiteIngestSession: IngestSession {
                 if !db.isInsideTransaction {
                     try db.beginTransaction(.immediate)
                     uncommitted = IngestSummary()
-                    try writer.begin(db)
+                    try writer.begin(db, recentFiltersComing: preload != nil)
+                }
+                if let read = preload?.ifEnded() {
+                    preload = nil
+                    try writer.adopt(read, db)
                 }
                 for item in batch.entries {
                     uncommitted.read += 1
@@ -72,6 +81,11 @@ final class SQLiteIngestSession: IngestSession {
         try rollingBackOnError {
             try queue.writeWithoutTransaction { db in
                 guard db.isInsideTransaction else { return }
+                if let preload {
+                    // The filters go with the commit: every later transaction begins from them.
+                    self.preload = nil
+                    try writer.adopt(preload.wait(), db)
+                }
                 try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db))
                 try DedupLevels.settleIfDue(db) { writer.recent.settled(range: $0) }
                 try writer.recent.committing(db, lastID: writer.nextID - 1)
@@ -100,6 +114,9 @@ final class SQLiteIngestSession: IngestSession {
             if db.isInsideTransaction { try db.rollback() }
         }
         writer.recent.forget()
+        // The next transaction reads the filters as it begins.
+        preload?.cancel()
+        preload = nil
         uncommitted = IngestSummary()
         return IngestSummary()
     }

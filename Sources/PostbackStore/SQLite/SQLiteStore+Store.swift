@@ -119,9 +119,10 @@ extension SQLiteStore {
     /// Claims `dedupKey` for the postback the writer stores next, unless a stored postback, or
     /// `pruned_keys`, holds it.
     ///
-    /// Ingest's claims wait, to be written in key order (``RecentKeys``): a key that waits is
-    /// looked up among this transaction's postbacks, and a key that a level may hold (their
-    /// filters say) in the levels. `serve` claims a key that neither the settled level's filter
+    /// Ingest's claims wait, to be written in key order (``RecentKeys``), once the recent level's
+    /// filters are read (until then it claims as `serve` does: ``SQLiteWriter/claimsAtOnce``): a
+    /// key that waits is looked up among this transaction's postbacks, and a key that a level may
+    /// hold (their filters say) in the levels. `serve` claims a key that neither the settled level's filter
     /// (``DedupFilter``) nor `pruned_keys` may hold in the recent level at once, under the id its
     /// postback will take: the claim that finds the key taken is the look-up. It looks up any
     /// other key first.
@@ -134,7 +135,7 @@ extension SQLiteStore {
     ) throws -> KeyClaim {
         let maySettled = dedupKey.withUnsafeBytes(writer.filter.mayHold)
         let mayBePruned = writer.prunedKeys.covers(keySpace)
-        if writer.sortsClaims, let key = dedupKey.withUnsafeBytes(RecentKeys.Key.init) {
+        if writer.sortsClaims, !writer.claimsAtOnce, let key = dedupKey.withUnsafeBytes(RecentKeys.Key.init) {
             let (waitingID, mayBeRecent) = writer.recent.find(key)
             if let id = waitingID {
                 guard let stored = try lookUp(db, .selectStoredByID, dedupKey, id: id, statements: &statements) else {

@@ -90,10 +90,22 @@ package final class SQLiteStore: StoreEngine {
 
     /// Ingest's session: its writes go into one transaction on the store's connection, open
     /// across batches (the store was opened for ``StoreAccess/ingest``).
+    /// The recent level's filters (``RecentKeys``) are read for its first transaction on a
+    /// connection of their own (``RecentKeysPreload``), while that transaction goes on.
     package func withIngestSession<Result>(
         _ body: (any IngestSession) async throws -> Result
     ) async throws -> Result {
-        try await lend(SQLiteIngestSession(queue: queue), to: body)
+        guard case .sqlite(let path) = location else { return try await withIngestSession(preload: nil, body) }
+        return try await withIngestSession(preload: RecentKeysPreload(path: path), body)
+    }
+
+    /// Ingest's session, its first transaction taking the recent level's filters from
+    /// `preload`; nil: that transaction reads them as it begins.
+    package func withIngestSession<Result>(
+        preload: RecentKeysPreload?,
+        _ body: (any IngestSession) async throws -> Result
+    ) async throws -> Result {
+        try await lend(SQLiteIngestSession(queue: queue, preload: preload), to: body)
     }
 
     package func checkWritable() throws {

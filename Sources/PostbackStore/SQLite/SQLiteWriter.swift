@@ -20,18 +20,35 @@ struct SQLiteWriter: Sendable {
     let sortsClaims: Bool
     /// The claims that wait, when ``sortsClaims``.
     var recent = RecentKeys()
+    /// Whether this transaction claims each key at once, as `serve`'s do, although it
+    /// ``sortsClaims``: ingest's first, until the recent level's filters, read on another
+    /// connection, are taken (``adopt(_:_:)``).
+    private(set) var claimsAtOnce = false
 
     init(sortingClaims: Bool) {
         sortsClaims = sortingClaims
     }
 
     /// Reads what a write transaction begins with, inside `db`'s open write transaction (the
-    /// filter builds the ranges it lacks, as after an upgrade).
-    mutating func begin(_ db: Database) throws {
+    /// filter builds the ranges it lacks, as after an upgrade). `recentFiltersComing`: the recent
+    /// level's filters are being read elsewhere (``RecentKeysPreload``), and claims are made at
+    /// once until ``adopt(_:_:)`` takes them.
+    mutating func begin(_ db: Database, recentFiltersComing: Bool = false) throws {
         prunedKeys = try SQLiteStore.prunedKeyGuard(db)
         try filter.refresh(db)
         nextID = try SQLiteStore.lastPostbackID(db) + 1
-        if sortsClaims { try recent.begin(db) }
+        claimsAtOnce = sortsClaims && recentFiltersComing
+        if sortsClaims && !claimsAtOnce { try recent.begin(db) }
+    }
+
+    /// Takes the recent level's filters read elsewhere, inside `db`'s open write transaction, or
+    /// reads them here when that read failed; claims wait to be made in key order from then on.
+    mutating func adopt(_ preloaded: Result<RecentKeys.Preloaded, any Error>, _ db: Database) throws {
+        switch preloaded {
+        case .success(let preloaded): try recent.adopt(preloaded, db)
+        case .failure: try recent.begin(db)
+        }
+        claimsAtOnce = false
     }
 }
 

@@ -104,6 +104,53 @@ struct RecentKeysPreloadTests {
         #expect(try DatabaseDump.count("dedup_recent", in: preloaded) == 500)
     }
 
+    @Test("taken at the commit when the read ends after the last write: the same rows")
+    func takenAtTheCommit() async throws {
+        let first = try await verified(try corpus("late.jsonl", Array(300..<400) + Array(0..<50) + Array(300..<320)))
+        let gate = DispatchSemaphore(value: 0)
+        let preloaded = try await store("late-preloaded")
+        let preload = RecentKeysPreload(path: preloaded, before: { gate.wait() })
+        let summary = try await write([first, []], into: preloaded, preload: preload) {
+            #expect(preload.ifEnded() == nil)
+            // The commit waits for the read, which goes on once the session commits.
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { gate.signal() }
+        }
+        #expect(summary.accepted == 100)
+        #expect(summary.duplicates == 70)
+        let read = try await store("late-read")
+        _ = try await write([first], into: read, preload: nil)
+        #expect(try DatabaseDump.rows(of: preloaded) == DatabaseDump.rows(of: read))
+    }
+
+    @Test("a new store: the read finds no postback, and the transaction reads the level when it takes it")
+    func newStore() async throws {
+        let store = try await TestStore.make(.sqlite, in: directory, name: "new")
+        guard case .sqlite(let path) = store.location else { throw CancellationError() }
+        let batches = try await verified(try corpus("new.jsonl", Array(0..<200) + Array(0..<40)))
+        // Made and migrated, as ingest's store is before its session starts the read.
+        try SQLiteStore(path: path).close()
+        let preload = RecentKeysPreload(path: path)
+        if case .failure(let error) = preload.wait() { throw error }
+        let summary = try await write([batches], into: path, preload: preload)
+        #expect(summary.accepted == 200)
+        #expect(summary.duplicates == 40)
+        #expect(try DatabaseDump.count("dedup_recent", in: path) == 200)
+    }
+
+    @Test("a session that ends without writing stops the read")
+    func cancelled() async throws {
+        let path = try await store("cancelled")
+        let gate = DispatchSemaphore(value: 0)
+        let preload = RecentKeysPreload(path: path, before: { gate.wait() })
+        let store = try SQLiteStore(path: path, access: .ingest)
+        defer { store.close() }
+        // The session's end cancels the read and waits for it: let it go on a moment later.
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { gate.signal() }
+        try await store.withIngestSession(preload: preload) { _ in }
+        let outcome = try #require(preload.ifEnded())
+        #expect(throws: CancellationError.self) { try outcome.get() }
+    }
+
     @Test("postbacks another connection stored after the read are duplicates, as are those stored under a reused id")
     func catchesUpWithOtherWriters() async throws {
         for reusesLastID in [false, true] {

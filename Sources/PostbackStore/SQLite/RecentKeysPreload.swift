@@ -38,7 +38,12 @@ package final class RecentKeysPreload: Sendable {
                     if state.cancelled { throw CancellationError() }
                     state.reading = queue
                 }
-                return try queue.read(RecentKeys.preload)
+                return try queue.read { db in
+                    try RecentKeys.preload(db) {
+                        // An interrupt between two statements is lost: the read looks here too.
+                        if state.withLock({ $0.cancelled }) { throw CancellationError() }
+                    }
+                }
             }
             // The connection closes as the last reference to it goes, here.
             state.withLock { state in
@@ -55,16 +60,19 @@ package final class RecentKeysPreload: Sendable {
         state.withLock { $0.outcome }
     }
 
-    /// What the read found, once it has ended.
+    /// What the read found, once it has ended. Blocks the calling thread meanwhile.
     package func wait() -> Result<RecentKeys.Preloaded, any Error> {
         if let outcome = ifEnded() { return outcome }
         ended.wait()
+        // Whoever else waits wakes too.
+        ended.signal()
         return ifEnded() ?? .failure(CancellationError())
     }
 
-    /// Stops the read, if it runs, and waits for its connection to close: a session that ends
-    /// without writing (no input) does not leave it open behind the store's, which would keep
-    /// the log's file from being removed as the store closes.
+    /// Stops the read, if it runs (its statement is interrupted, and it stops before the next
+    /// range), and waits for its connection to close: a session that ends without writing (no
+    /// input) does not leave it open behind the store's, which would keep the log's file from
+    /// being removed as the store closes.
     package func cancel() {
         state.withLock { state in
             state.cancelled = true

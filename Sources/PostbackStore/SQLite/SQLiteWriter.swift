@@ -44,10 +44,7 @@ struct SQLiteWriter: Sendable {
     /// Takes the recent level's filters read elsewhere, inside `db`'s open write transaction, or
     /// reads them here when that read failed; claims wait to be made in key order from then on.
     mutating func adopt(_ preloaded: Result<RecentKeys.Preloaded, any Error>, _ db: Database) throws {
-        switch preloaded {
-        case .success(let preloaded): try recent.adopt(preloaded, db)
-        case .failure: try recent.begin(db)
-        }
+        try recent.adopt(try? preloaded.get(), db)
         claimsAtOnce = false
     }
 }

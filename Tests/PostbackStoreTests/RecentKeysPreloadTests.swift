@@ -61,7 +61,7 @@ struct RecentKeysPreloadTests {
         defer { store.close() }
         let context = BatchContext(
             runID: 0,
-            rule: ReceivedTimeRule(fixed: try UTCInstant(iso8601: "2026-11-29T09:00:00.000Z")),
+            rule: ReceivedTimeRule(fixed: UTCInstant(iso8601: "2026-11-29T09:00:00.000Z")),
             storedSource: { _ in "copies.jsonl" }
         )
         return try await store.withIngestSession(preload: preload) { session in

@@ -118,10 +118,9 @@ package struct RecentKeys {
 
     /// Takes `preloaded` as the filters, inside the writer's open transaction, in which no claim
     /// waits (it claimed each key at once), and adds the keys of the postbacks after its last
-    /// one: those other connections stored since the read, and this transaction's. Sound as
-    /// ``begin(_:)``'s catch-up is: while that postback's row holds its key, no postback since
-    /// took an id up to it, and a settle only empties ranges. Else, or with no `preloaded` (its
-    /// read failed), the filters are read here.
+    /// one, as ``begin(_:)`` catches up after another connection's commit: those other
+    /// connections stored since the read, and this transaction's. Where that postback's row no
+    /// longer holds its key, or with no `preloaded` (its read failed), the filters are read here.
     package mutating func adopt(_ preloaded: Preloaded?, _ db: Database) throws {
         guard waiting.isEmpty else {
             throw DatabaseError(
@@ -130,18 +129,10 @@ package struct RecentKeys {
                     "ingest's claims of dedup keys waited before the recent level's filters were read (a fault in postbackd)"
             )
         }
-        do {
-            filters = preloaded?.filters ?? []
-            if let last = preloaded?.last, try Self.holds(db, last) {
-                try catchUp(db, after: last.id)
-            } else {
-                try rebuild(db)
-            }
-            dataVersion = try Int64.fetchOne(db, sql: "PRAGMA data_version")
-        } catch {
-            forget()
-            throw error
-        }
+        filters = preloaded?.filters ?? []
+        lastCommitted = preloaded?.last
+        dataVersion = nil
+        try begin(db)
     }
 
     /// Notes the last postback as this session's transaction commits: inside it, after its

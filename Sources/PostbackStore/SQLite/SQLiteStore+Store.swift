@@ -122,10 +122,10 @@ extension SQLiteStore {
     /// Ingest's claims wait, to be written in key order (``RecentKeys``), once the recent level's
     /// filters are read (until then it claims as `serve` does: ``SQLiteWriter/claimsAtOnce``): a
     /// key that waits is looked up among this transaction's postbacks, and a key that a level may
-    /// hold (their filters say) in the levels. `serve` claims a key that neither the settled level's filter
-    /// (``DedupFilter``) nor `pruned_keys` may hold in the recent level at once, under the id its
-    /// postback will take: the claim that finds the key taken is the look-up. It looks up any
-    /// other key first.
+    /// hold (their filters say) in the levels. `serve` claims a key that neither the settled
+    /// level's filter (``DedupFilter``) nor `pruned_keys` may hold in the recent level at once,
+    /// under the id its postback will take: the claim that finds the key taken is the look-up.
+    /// It looks up any other key first.
     private static func claim(
         _ db: Database,
         _ dedupKey: [UInt8],

@@ -95,8 +95,7 @@ package final class SQLiteStore: StoreEngine {
     package func withIngestSession<Result>(
         _ body: (any IngestSession) async throws -> Result
     ) async throws -> Result {
-        guard case .sqlite(let path) = location else { return try await withIngestSession(preload: nil, body) }
-        return try await withIngestSession(preload: RecentKeysPreload(path: path), body)
+        try await withIngestSession(preload: RecentKeysPreload(path: queue.path), body)
     }
 
     /// Ingest's session, its first transaction taking the recent level's filters from

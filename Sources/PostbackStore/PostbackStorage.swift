@@ -78,6 +78,14 @@ package protocol IngestSession: AnyObject {
     /// (PostgreSQL, to bound its memory; nothing on SQLite).
     @discardableResult
     func rollback() async -> IngestSummary
+
+    /// Prepared batches that may wait for the writer (``VerificationPipeline``'s hand-off):
+    /// enough for the verifiers to go on through the writer's longest pauses.
+    var handoffBatches: Int { get }
+}
+
+extension IngestSession {
+    package var handoffBatches: Int { VerificationPipeline.defaultHandoffBatches }
 }
 
 /// Runs `body` with `session`, then rolls back what it did not commit, whether it returned or

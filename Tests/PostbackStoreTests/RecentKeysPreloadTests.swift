@@ -18,19 +18,11 @@ struct RecentKeysPreloadTests {
 
     /// A corpus of the postbacks numbered `indices`, in that order (a number twice: a copy).
     private func corpus(_ name: String, _ indices: [Int]) throws -> String {
-        let lines = try indices.map { index in
-            let transactionID = String(format: "00000000-0000-4000-8000-%012d", index)
-            return try TestKeys.signer.signed(SamplePostback.make(.v4_0, transactionID: transactionID)).jsonText()
-        }
-        return try directory.write(name, lines.joined(separator: "\n"))
+        try directory.write(name, try NumberedPostbacks.lines(indices))
     }
 
     private func verified(_ path: String) async throws -> [VerifiedBatch] {
-        let (files, _) = try InputPaths.expand([path])
-        var batches: [VerifiedBatch] = []
-        try await VerificationPipeline(keyRing: try TestKeys.ring, width: 2, hashingRaw: true)
-            .run(EntryReader(files: files, entriesPerBatch: 64)) { batches.append($0) }
-        return batches
+        try await NumberedPostbacks.verified(path)
     }
 
     /// A store holding postbacks 0..<300, their keys in the recent level.

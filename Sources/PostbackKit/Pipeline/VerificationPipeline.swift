@@ -24,19 +24,28 @@ package struct VerificationPipeline: Sendable {
     /// The consumer's thread's name.
     package let consumerName: String
 
-    /// Verified batches waiting for the consumer, at most.
-    static let handoffBatches = 8
+    /// Prepared batches waiting for the consumer, at most.
+    package let handoffBatches: Int
 
+    /// Prepared batches that may wait for the consumer unless it asks otherwise: enough for the
+    /// verifiers to go on past its short waits.
+    package static let defaultHandoffBatches = 8
+
+    /// `handoffBatches`: how many prepared batches may wait for the consumer. A consumer that
+    /// pauses for longer (ingest's commits in a large store) asks for more, and holds that many
+    /// batches' memory while it pauses.
     package init(
         keyRing: KeyRing,
         width: Int = ActiveProcessors.count,
         hashingRaw: Bool = false,
-        consumerName: String = "pbd-writer"
+        consumerName: String = "pbd-writer",
+        handoffBatches: Int = defaultHandoffBatches
     ) {
         self.pool = VerifierPool(keyRing: keyRing)
         self.width = max(1, width)
         self.hashingRaw = hashingRaw
         self.consumerName = consumerName
+        self.handoffBatches = max(1, handoffBatches)
     }
 
     /// Verifies every entry `reader` yields, calling `consume` once per batch, in order.
@@ -66,7 +75,7 @@ package struct VerificationPipeline: Sendable {
         let hashingRaw = self.hashingRaw
         // Two batches in flight per verifier keep every core busy while the reader waits.
         let inFlightLimit = width * 2
-        let handoff = Handoff<Prepared>(capacity: Self.handoffBatches)
+        let handoff = Handoff<Prepared>(capacity: handoffBatches)
         nonisolated(unsafe) let entryReader = reader  // only the reader's task touches it until the end
         try await NamedThreads.run(on: consumer) {
             try await withThrowingTaskGroup(of: Void.self) { outer in

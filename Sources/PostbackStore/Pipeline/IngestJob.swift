@@ -164,7 +164,12 @@ package struct IngestJob: Sendable {
                 do {
                     // Each batch is made into rows on its verifier's thread; the writer's thread
                     // only binds them and steps the statements.
-                    try await VerificationPipeline(keyRing: keyRing, width: width, hashingRaw: true).run(
+                    try await VerificationPipeline(
+                        keyRing: keyRing,
+                        width: width,
+                        hashingRaw: true,
+                        handoffBatches: session.handoffBatches
+                    ).run(
                         reader,
                         prepare: { PreparedBatch($0, context: context) }
                     ) { prepared in

@@ -51,26 +51,29 @@ package enum DedupLevels {
         }
     }
 
-    /// Settles ranges, fullest first, while the recent level is estimated above
-    /// ``threshold(storeSize:)``; at most `maxRanges`, each passed to `settled`. Returns the keys
-    /// moved. Runs inside the caller's write transaction.
+    /// Settles ranges, fullest first, each once, while the recent level is estimated above
+    /// `threshold` of the store's size (``threshold(storeSize:)``; tests lower it); at most
+    /// `maxRanges`, each passed to `settled`. Returns the keys moved. Runs inside the caller's
+    /// write transaction.
     @discardableResult
     package static func settleIfDue(
         _ db: Database,
         maxRanges: Int = 16,
+        threshold: (Int64) -> Int64 = threshold(storeSize:),
         settled: (Int) -> Void = { _ in }
     ) throws -> Int {
         var estimates = try estimate(db)
-        let storeSize = try SQLiteStore.lastPostbackID(db)
-        let threshold = threshold(storeSize: storeSize)
+        let threshold = threshold(try SQLiteStore.lastPostbackID(db))
         var moved = 0
+        var unsettled = Array(ranges.indices)
         for _ in 0..<maxRanges {
             guard estimates.reduce(0, +) > threshold,
-                let fullest = estimates.indices.max(by: { estimates[$0] < estimates[$1] })
+                let fullest = unsettled.max(by: { estimates[$0] < estimates[$1] })
             else { break }
             moved += try settle(db, range: fullest)
             settled(fullest)
             estimates[fullest] = 0
+            unsettled.removeAll { $0 == fullest }
         }
         return moved
     }

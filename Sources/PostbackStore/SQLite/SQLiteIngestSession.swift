@@ -9,18 +9,32 @@ final class SQLiteIngestSession: IngestSession {
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
     /// What the open write transaction began with.
-    private var writer = SQLiteWriter(sortingClaims: true)
+    private var writer: SQLiteWriter
     /// The statements it steps, looked up once.
     private var statements = StoreStatements()
     /// The recent level's filters being read for the first transaction, until it takes them.
     private var preload: RecentKeysPreload?
+    /// Whether the open transaction has settled what was due (``SQLiteWriter/settleIfDue(_:)``).
+    private var settled = false
 
     /// `preload`: the recent level's filters, being read from the store on another connection
-    /// (nil: the first transaction reads them as it begins).
-    init(queue: DatabaseQueue, preload: RecentKeysPreload? = nil) {
+    /// (nil: the first transaction reads them as it begins). `settleThreshold`: the recent
+    /// level's size, for a store's size, past which a transaction settles.
+    init(
+        queue: DatabaseQueue,
+        preload: RecentKeysPreload? = nil,
+        settleThreshold: @escaping @Sendable (Int64) -> Int64 = DedupLevels.threshold(storeSize:)
+    ) {
         self.queue = queue
         self.preload = preload
+        writer = SQLiteWriter(sortingClaims: true, settleThreshold: settleThreshold)
+        // A hint only, as the page cache's size is: a store that cannot answer fails at its
+        // first write, saying so.
+        handoffBatches = SQLiteStore.ingestHandoffBatches(storeSize: (try? queue.read(SQLiteStore.lastPostbackID)) ?? 0)
     }
+
+    /// The prepared batches that may wait for this session (``SQLiteStore/ingestHandoffBatches(storeSize:)``).
+    let handoffBatches: Int
 
     /// Writes one verified batch, in input order, into the open write transaction, beginning
     /// one if none is open, and returns the entries it quarantined.
@@ -40,10 +54,16 @@ final class SQLiteIngestSession: IngestSession {
                     try db.beginTransaction(.immediate)
                     uncommitted = IngestSummary()
                     try writer.begin(db, recentFiltersComing: preload != nil)
+                    settled = false
                 }
                 if let read = preload?.ifEnded() {
                     preload = nil
                     try writer.adopt(read, db)
+                }
+                // Once a transaction, first thing with the recent level's filters in hand.
+                if !settled && preload == nil {
+                    settled = true
+                    try writer.settleIfDue(db)
                 }
                 for item in batch.entries {
                     uncommitted.read += 1
@@ -75,8 +95,9 @@ final class SQLiteIngestSession: IngestSession {
     }
 
     /// Commits the open write transaction, having written the claims that wait
-    /// (``RecentKeys``) and settled dedup keys when the recent level has grown past its share of
-    /// the store (``DedupLevels/settleIfDue(_:maxRanges:settled:)``), in the same transaction.
+    /// (``RecentKeys``). Dedup keys were settled, where the recent level had grown past its share
+    /// of the store, as the transaction began (``SQLiteWriter/settleIfDue(_:)``), or are here when
+    /// it never had the recent level's filters in hand before.
     func commit() throws -> IngestSummary {
         try rollingBackOnError {
             try queue.writeWithoutTransaction { db in
@@ -87,7 +108,11 @@ final class SQLiteIngestSession: IngestSession {
                     try writer.adopt(preload.wait(), db)
                 }
                 try writer.recent.flush(db, statement: try statements.statement(.claimRecentKey, db))
-                try DedupLevels.settleIfDue(db) { writer.recent.settled(range: $0) }
+                // Only a first transaction that ended before the filters came settles here.
+                if !settled {
+                    settled = true
+                    try writer.settleIfDue(db)
+                }
                 try writer.recent.committing(db, lastID: writer.nextID - 1)
                 try db.commit()
             }

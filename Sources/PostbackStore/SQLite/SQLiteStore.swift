@@ -76,6 +76,22 @@ package final class SQLiteStore: StoreEngine {
         try db.execute(sql: "PRAGMA cache_size = -\(kibibytes)")
     }
 
+    /// The prepared batches that may wait for the writer, for a store of `storeSize` postbacks:
+    /// one for each 65,536 postbacks, from the pipeline's 8 to 128 (32,768 postbacks, about 0.8 s
+    /// of two cores' verifying) from a store of 8 M.
+    ///
+    /// Why: the writer pauses at each commit, writing the transaction's pages into the log, and
+    /// as a transaction settles dedup keys (``SQLiteWriter/settleIfDue(_:)``): in a store of
+    /// 20 M, 0.75 s, through which eight batches (50 ms) left the verifiers idle. In a new store
+    /// the pauses are short and a deeper hand-off gained nothing but memory; a store of 8 M has
+    /// a page cache of 384 MiB (``sizeCacheForIngest(_:)``) beside it. Measured on 2 cores with
+    /// the settle as a transaction begins, in blocks of 300,000 into a store of 35–40 M: 7.55 s
+    /// a run against 7.88 s with eight and the settle at the commit, the verifiers idle 0.8
+    /// core-seconds less; a new store unchanged (docs/benchmarks/2026-11-29-writer-pauses.md).
+    package static func ingestHandoffBatches(storeSize: Int64) -> Int {
+        Int(min(128, max(Int64(VerificationPipeline.defaultHandoffBatches), storeSize / 65_536)))
+    }
+
     /// Wraps a queue opened by ``PostbackDatabase/open(_:allowingOpenTransactions:)``.
     package init(queue: DatabaseQueue, path: String) {
         self.queue = queue
@@ -99,12 +115,17 @@ package final class SQLiteStore: StoreEngine {
     }
 
     /// Ingest's session, its first transaction taking the recent level's filters from
-    /// `preload`; nil: that transaction reads them as it begins.
+    /// `preload`; nil: that transaction reads them as it begins. `settleThreshold`: the recent
+    /// level's size, for a store's size, past which a transaction settles (tests lower it).
     package func withIngestSession<Result>(
         preload: RecentKeysPreload?,
+        settleThreshold: @escaping @Sendable (Int64) -> Int64 = DedupLevels.threshold(storeSize:),
         _ body: (any IngestSession) async throws -> Result
     ) async throws -> Result {
-        try await lend(SQLiteIngestSession(queue: queue, preload: preload), to: body)
+        try await lend(
+            SQLiteIngestSession(queue: queue, preload: preload, settleThreshold: settleThreshold),
+            to: body
+        )
     }
 
     package func checkWritable() throws {

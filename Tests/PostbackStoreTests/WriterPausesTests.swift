@@ -7,10 +7,10 @@ import Testing
 
 /// The SQLite writer's pauses, which the verifiers go on through: ingest settles dedup keys as a
 /// transaction begins, or as its first transaction takes the recent level's filters read beside
-/// it, not at its commit (``SQLiteWriter``'s `settleIfDue`), and copies of postbacks whose keys
-/// that settle moved are still duplicates, while the keys the transaction claims stay in the
-/// recent level (the threshold is lowered so that every transaction settles every range); the
-/// hand-off of prepared batches to the writer grows with the store.
+/// it (at its commit only when the read ends there), and copies of postbacks whose keys that
+/// settle moved are still duplicates, while the keys the transaction claims after it stay in
+/// the recent level (the threshold is lowered so that every transaction settles every range);
+/// the hand-off of prepared batches to the writer grows with the store.
 @Suite("The SQLite writer's pauses: the settle as a transaction begins, the hand-off")
 struct WriterPausesTests {
     let directory: TemporaryDirectory
@@ -28,18 +28,28 @@ struct WriterPausesTests {
     private func store(_ name: String) async throws -> String {
         let store = try await TestStore.make(.sqlite, in: directory, name: name)
         guard case .sqlite(let path) = store.location else { throw CancellationError() }
-        let summaries = try await write([try await batches("\(name)-base.jsonl", Array(0..<300))], into: path)
+        let summaries = try await write(
+            [.batches(try await batches("\(name)-base.jsonl", Array(0..<300))), .commit],
+            into: path
+        )
         #expect(summaries.map(\.accepted) == [300])
         #expect(try levels(path) == (300, 0))
         return path
     }
 
-    /// Writes each of `transactions` in a transaction of one session, which settles everything
-    /// recent whenever it settles, and returns each commit's summary.
+    /// What a session does, in order.
+    private enum Step {
+        case batches([VerifiedBatch])
+        case commit
+        case then(() async throws -> Void)
+    }
+
+    /// Runs `steps` in one session, which settles everything recent whenever it settles when
+    /// `settling`, and returns each commit's summary.
     private func write(
-        _ transactions: [[VerifiedBatch]],
+        _ steps: [Step],
         into path: String,
-        preload: Bool = false,
+        preload: RecentKeysPreload? = nil,
         settling: Bool = false
     ) async throws -> [IngestSummary] {
         let store = try SQLiteStore(path: path, access: .ingest)
@@ -51,13 +61,17 @@ struct WriterPausesTests {
         )
         let settleAll: @Sendable (Int64) -> Int64 = { _ in -1 }
         return try await store.withIngestSession(
-            preload: preload ? RecentKeysPreload(path: path) : nil,
+            preload: preload,
             settleThreshold: settling ? settleAll : DedupLevels.threshold(storeSize:)
         ) { session in
             var summaries: [IngestSummary] = []
-            for transaction in transactions {
-                for batch in transaction { _ = try await session.write(batch, context: context) }
-                summaries.append(try await session.commit())
+            for step in steps {
+                switch step {
+                case .batches(let batches):
+                    for batch in batches { _ = try await session.write(batch, context: context) }
+                case .commit: summaries.append(try await session.commit())
+                case .then(let body): try await body()
+                }
             }
             return summaries
         }
@@ -68,6 +82,15 @@ struct WriterPausesTests {
         (try DatabaseDump.count("dedup_recent", in: path), try DatabaseDump.count("dedup_settled", in: path))
     }
 
+    /// The rows of `path` are those of a store of postbacks 0..<300 that was given `batches`
+    /// and never settled.
+    private func expectRowsOfAStoreNeverSettled(_ path: String, given batches: [[VerifiedBatch]]) async throws {
+        let plain = try await store("\(UUID().uuidString)-plain")
+        _ = try await write(batches.flatMap { [Step.batches($0), .commit] }, into: plain)
+        #expect(try levels(plain).settled == 0)
+        #expect(try DatabaseDump.rows(of: path) == DatabaseDump.rows(of: plain))
+    }
+
     @Test("a transaction settles as it begins: copies of the keys it moved are duplicates, its own keys stay recent")
     func settlesAsItBegins() async throws {
         let path = try await store("begins")
@@ -75,40 +98,93 @@ struct WriterPausesTests {
         // first transaction's, and new ones 350..<400. Each settles what came before it.
         let first = try await batches("first.jsonl", Array(300..<350))
         let second = try await batches("second.jsonl", Array(0..<350) + Array(350..<400))
-        let summaries = try await write([first, second], into: path, settling: true)
+        let summaries = try await write(
+            [.batches(first), .commit, .batches(second), .commit],
+            into: path,
+            settling: true
+        )
         #expect(summaries.map(\.accepted) == [50, 50])
         #expect(summaries.map(\.duplicates) == [0, 350])
         #expect(try levels(path) == (50, 350))
         #expect(try await CheckJob.run(.sqlite(path: path)).engine.outcome == .sound)
-
-        // A store that never settled holds the same postbacks.
-        let plain = try await store("plain")
-        _ = try await write([first, second], into: plain)
-        #expect(try levels(plain) == (400, 0))
-        #expect(try DatabaseDump.rows(of: path) == DatabaseDump.rows(of: plain))
+        try await expectRowsOfAStoreNeverSettled(path, given: [first, second])
     }
 
-    @Test("the writer's hand-off grows with the store: eight batches in a new store, 128 from 8 M postbacks")
-    func handoffGrowsWithTheStore() async throws {
-        let store = try SQLiteStore(path: try await store("handoff"), access: .ingest)
-        defer { store.close() }
-        #expect(try await store.withIngestSession(preload: nil) { $0.handoffBatches } == 8)
-        let sizes: [Int64] = [0, 524_288, 1_000_000, 8_388_608, 60_000_000]
-        #expect(sizes.map(SQLiteStore.ingestHandoffBatches(storeSize:)) == [8, 8, 15, 128, 128])
+    @Test(
+        "the first transaction settles as it takes the filters read beside it: copies of keys it claimed at once before are duplicates"
+    )
+    func settlesAsItTakesTheReadFilters() async throws {
+        let path = try await store("taken")
+        // New postbacks 300..<400, claimed at once while the read waits; then copies of them
+        // and of the stored ones, and new ones 400..<450. The settle, as the filters are taken,
+        // moves all 400 keys: the copies are found through the settled filter, read again.
+        let before = try await batches("before.jsonl", Array(300..<400))
+        let after = try await batches("after.jsonl", Array(300..<400) + Array(0..<300) + Array(400..<450))
+        let gate = DispatchSemaphore(value: 0)
+        let preload = RecentKeysPreload(path: path, before: { gate.wait() })
+        let summaries = try await write(
+            [
+                .batches(before),
+                .then {
+                    #expect(preload.ifEnded() == nil)
+                    gate.signal()
+                    if case .failure(let error) = preload.wait() { throw error }
+                },
+                .batches(after), .commit,
+            ],
+            into: path,
+            preload: preload,
+            settling: true
+        )
+        #expect(summaries.map(\.accepted) == [150])
+        #expect(summaries.map(\.duplicates) == [400])
+        #expect(try levels(path) == (50, 400))
+        #expect(try await CheckJob.run(.sqlite(path: path)).engine.outcome == .sound)
+        try await expectRowsOfAStoreNeverSettled(path, given: [before + after])
     }
 
-    @Test("a first transaction settles once it takes the filters read beside it, or at its commit")
-    func settlesWithTheReadFilters() async throws {
-        let path = try await store("read")
+    @Test("a first transaction whose read ends only at its commit settles there, after its claims")
+    func settlesAtTheCommitWhenTheReadEndsThere() async throws {
+        let path = try await store("commit")
         let copies = try await batches("copies.jsonl", Array(0..<300) + Array(300..<400))
-        let summaries = try await write([copies], into: path, preload: true, settling: true)
+        let gate = DispatchSemaphore(value: 0)
+        let preload = RecentKeysPreload(path: path, before: { gate.wait() })
+        let summaries = try await write(
+            [
+                .batches(copies),
+                .then {
+                    #expect(preload.ifEnded() == nil)
+                    // The commit waits for the read, which goes on once the session commits.
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { gate.signal() }
+                },
+                .commit,
+            ],
+            into: path,
+            preload: preload,
+            settling: true
+        )
         #expect(summaries.map(\.accepted) == [100])
         #expect(summaries.map(\.duplicates) == [300])
-        // Everything before the settle is settled; where the read came at the commit, the
-        // transaction's own keys were too.
-        let (recent, settled) = try levels(path)
-        #expect(recent + settled == 400)
-        #expect(settled >= 300)
+        #expect(try levels(path) == (0, 400))
         #expect(try await CheckJob.run(.sqlite(path: path)).engine.outcome == .sound)
+    }
+
+    @Test(
+        "the writer's hand-off grows with the store: eight batches in a new store, one for each 65,536 postbacks to 128"
+    )
+    func handoffGrowsWithTheStore() async throws {
+        let path = try await store("handoff")
+        func handoff() async throws -> Int {
+            let store = try SQLiteStore(path: path, access: .ingest)
+            defer { store.close() }
+            return try await store.withIngestSession(preload: nil) { $0.handoffBatches }
+        }
+        #expect(try await handoff() == 8)
+        // The session asks the store its size: the last postback's id.
+        let queue = try PostbackDatabase.open(path)
+        try await queue.write { db in try db.execute(sql: "UPDATE postbacks SET id = 1048576 WHERE id = 300") }
+        #expect(try await handoff() == 16)
+        let sizes: [Int64] = [0, 524_288, 1_000_000, 8_388_608, 60_000_000]
+        #expect(sizes.map(SQLiteStore.ingestHandoffBatches(storeSize:)) == [8, 8, 15, 128, 128])
     }
 }

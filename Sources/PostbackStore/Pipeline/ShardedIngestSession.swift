@@ -19,6 +19,9 @@ final class ShardedIngestSession: IngestSession {
         self.shards = shards
     }
 
+    /// The most any of its sessions asks for: each pauses the whole batch's write.
+    var handoffBatches: Int { shards.map(\.handoffBatches).max() ?? VerificationPipeline.defaultHandoffBatches }
+
     /// The session `entry` belongs to.
     private func shard(of entry: IngestEntry) -> Int {
         guard let key = entry.valid?.prepared.dedupKey, let first = key.first else { return 0 }

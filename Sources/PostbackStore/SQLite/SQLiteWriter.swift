@@ -10,7 +10,8 @@ import GRDB
 struct SQLiteWriter: Sendable {
     /// Which inserts check `pruned_keys`. One writer: no prune commits inside the transaction.
     private(set) var prunedKeys = PrunedKeyGuard()
-    /// The settled level's filter (``DedupFilter``), read again where another writer changed it.
+    /// The settled level's filter (``DedupFilter``), read again as each transaction begins (where
+    /// another writer changed it) and after this writer's own settle.
     private(set) var filter = DedupFilter()
     /// The row id of the next postback stored: the id SQLite would choose (one past the
     /// largest), counted on by the one writer.
@@ -56,7 +57,7 @@ struct SQLiteWriter: Sendable {
         claimsAtOnce = false
     }
 
-    /// Ingest's settle (``DedupLevels/settleIfDue(_:maxRanges:settled:)``), inside `db`'s open
+    /// Ingest's settle (``DedupLevels/settleIfDue(_:maxRanges:threshold:settled:)``), inside `db`'s open
     /// write transaction, with the recent level's filters in hand and no claim waiting: as the
     /// transaction begins, or as it takes the filters read elsewhere. The ranges it moves leave
     /// their recent filters empty and their settled filters grown, which the settled filter is

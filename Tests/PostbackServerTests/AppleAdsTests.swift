@@ -242,8 +242,14 @@ struct AppleAdsTests {
     )
     func killed(_ engine: TestEngine) async throws {
         let store = try await TestStore.make(engine, in: directory)
-        // Four answered, the rest held until the kill: the kill lands part way.
-        let gate = Gate(letting: 4)
+        // Four answered, the rest held, and the fetch killed as the first is held: the kill lands
+        // part way, before a held request can time out (2 s) and be put off as a failed attempt,
+        // which `fetch --once` would rightly leave for later. A poll of the stand-in's requests
+        // ran seconds late under CI's load, past that timeout.
+        let fetching = Mutex<Int32?>(nil)
+        let gate = Gate(letting: 4) {
+            if let pid = fetching.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
         let standIn = try await StandIn(slowGate: gate)
         let tokens = (0..<16).map { "slow-\($0)" }
         let file = try directory.write("slow.jsonl", tokens.map { Self.line($0) }.joined(separator: "\n"))
@@ -259,10 +265,12 @@ struct AppleAdsTests {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
+        fetching.withLock { $0 = process.processIdentifier }
         let deadline = Date().addingTimeInterval(60)
-        while standIn.requests.count < 4 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal, "killed as the gate held a request")
         gate.open()
         let atKill = standIn.requests.count
         #expect((1...4).contains(atKill), "killed mid-way (\(atKill))")

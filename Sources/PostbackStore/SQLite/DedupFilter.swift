@@ -107,10 +107,10 @@ package struct DedupFilter {
 
     /// Reads the filters whose rows changed since this value last read them: at the start of
     /// each write transaction, since another process's settle may have changed them, and after
-    /// the writer's own settle (16 small rows; a changed filter's bits are read again). In a write transaction, unless not
-    /// `building` (`check`, which reads only), builds first the filters the store lacks (a new
-    /// store's are empty; a store upgraded to v27 reads its settled keys once), so that a new
-    /// store's first transaction does not look up every key.
+    /// the writer's own settle (16 small rows; a changed filter's bits are read again). In a
+    /// write transaction, unless not `building` (`check`, which reads only), builds first the
+    /// filters the store lacks (a new store's are empty; a store upgraded to v27 reads its
+    /// settled keys once), so that a new store's first transaction does not look up every key.
     package mutating func refresh(_ db: Database, building: Bool = true) throws {
         var rows = try Row.fetchAll(db, sql: "SELECT key_range, built FROM dedup_settled_filter")
         if rows.count < 16 && building && db.isInsideTransaction {

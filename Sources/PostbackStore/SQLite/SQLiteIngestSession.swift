@@ -9,13 +9,15 @@ final class SQLiteIngestSession: IngestSession {
     /// What the open write transaction has written, counted when it commits.
     private var uncommitted = IngestSummary()
     /// What the open write transaction began with.
-    private var writer: SQLiteWriter
+    private var writer = SQLiteWriter(sortingClaims: true)
     /// The statements it steps, looked up once.
     private var statements = StoreStatements()
     /// The recent level's filters being read for the first transaction, until it takes them.
     private var preload: RecentKeysPreload?
-    /// Whether the open transaction has settled what was due (``SQLiteWriter/settleIfDue(_:)``).
+    /// Whether the open transaction has settled what was due (``SQLiteWriter/settleIfDue(_:threshold:)``).
     private var settled = false
+    /// The recent level's size, for a store's size, past which a transaction settles.
+    private let settleThreshold: @Sendable (Int64) -> Int64
 
     /// `preload`: the recent level's filters, being read from the store on another connection
     /// (nil: the first transaction reads them as it begins). `settleThreshold`: the recent
@@ -27,7 +29,7 @@ final class SQLiteIngestSession: IngestSession {
     ) {
         self.queue = queue
         self.preload = preload
-        writer = SQLiteWriter(sortingClaims: true, settleThreshold: settleThreshold)
+        self.settleThreshold = settleThreshold
         // A hint only, as the page cache's size is: a store that cannot answer fails at its
         // first write, saying so.
         handoffBatches = SQLiteStore.ingestHandoffBatches(storeSize: (try? queue.read(SQLiteStore.lastPostbackID)) ?? 0)
@@ -63,7 +65,7 @@ final class SQLiteIngestSession: IngestSession {
                 // Once a transaction, first thing with the recent level's filters in hand.
                 if !settled && preload == nil {
                     settled = true
-                    try writer.settleIfDue(db)
+                    try writer.settleIfDue(db, threshold: settleThreshold)
                 }
                 for item in batch.entries {
                     uncommitted.read += 1
@@ -96,7 +98,7 @@ final class SQLiteIngestSession: IngestSession {
 
     /// Commits the open write transaction, having written the claims that wait
     /// (``RecentKeys``). Dedup keys were settled, where the recent level had grown past its share
-    /// of the store, as the transaction began (``SQLiteWriter/settleIfDue(_:)``), or are here when
+    /// of the store, as the transaction began (``SQLiteWriter/settleIfDue(_:threshold:)``), or are here when
     /// it never had the recent level's filters in hand before.
     func commit() throws -> IngestSummary {
         try rollingBackOnError {
@@ -111,7 +113,7 @@ final class SQLiteIngestSession: IngestSession {
                 // Only a first transaction that ended before the filters came settles here.
                 if !settled {
                     settled = true
-                    try writer.settleIfDue(db)
+                    try writer.settleIfDue(db, threshold: settleThreshold)
                 }
                 try writer.recent.committing(db, lastID: writer.nextID - 1)
                 try db.commit()

@@ -81,7 +81,7 @@ package final class SQLiteStore: StoreEngine {
     /// of two cores' verifying) from a store of 8 M.
     ///
     /// Why: the writer pauses at each commit, writing the transaction's pages into the log, and
-    /// as a transaction settles dedup keys (``SQLiteWriter/settleIfDue(_:)``): in a store of
+    /// as a transaction settles dedup keys (``SQLiteWriter/settleIfDue(_:threshold:)``): in a store of
     /// 20 M, 0.75 s, through which eight batches (50 ms) left the verifiers idle. In a new store
     /// the pauses are short and a deeper hand-off gained nothing but memory; a store of 8 M has
     /// a page cache of 384 MiB (``sizeCacheForIngest(_:)``) beside it. Measured on 2 cores with

@@ -26,16 +26,8 @@ struct SQLiteWriter: Sendable {
     /// connection, are taken (``adopt(_:_:)``).
     private(set) var claimsAtOnce = false
 
-    /// The recent level's size, for a store's size, past which ingest settles
-    /// (``DedupLevels/threshold(storeSize:)``; tests lower it).
-    let settleThreshold: @Sendable (Int64) -> Int64
-
-    init(
-        sortingClaims: Bool,
-        settleThreshold: @escaping @Sendable (Int64) -> Int64 = DedupLevels.threshold(storeSize:)
-    ) {
+    init(sortingClaims: Bool) {
         sortsClaims = sortingClaims
-        self.settleThreshold = settleThreshold
     }
 
     /// Reads what a write transaction begins with, inside `db`'s open write transaction (the
@@ -57,8 +49,8 @@ struct SQLiteWriter: Sendable {
         claimsAtOnce = false
     }
 
-    /// Ingest's settle (``DedupLevels/settleIfDue(_:maxRanges:threshold:settled:)``), inside `db`'s open
-    /// write transaction, with the recent level's filters in hand and no claim waiting: as the
+    /// Ingest's settle (``DedupLevels/settleIfDue(_:maxRanges:threshold:settled:)``, past
+    /// `threshold` of the store's size), inside `db`'s open write transaction, with the recent level's filters in hand and no claim waiting: as the
     /// transaction begins, or as it takes the filters read elsewhere. The ranges it moves leave
     /// their recent filters empty and their settled filters grown, which the settled filter is
     /// read again for, before any key is looked up in it.
@@ -69,8 +61,8 @@ struct SQLiteWriter: Sendable {
     /// lengthened that pause by its own (at 20 M a settle moves about 80,000 keys into a range
     /// of 1.2 M settled ones); and a run's last commit, a pause with nothing left to verify, no
     /// longer waits for a settle.
-    mutating func settleIfDue(_ db: Database) throws {
-        let moved = try DedupLevels.settleIfDue(db, threshold: settleThreshold) { recent.settled(range: $0) }
+    mutating func settleIfDue(_ db: Database, threshold: (Int64) -> Int64) throws {
+        let moved = try DedupLevels.settleIfDue(db, threshold: threshold) { recent.settled(range: $0) }
         if moved > 0 { try filter.refresh(db) }
     }
 }
